@@ -1,0 +1,78 @@
+"""Which modules ran, how often, and which autograd nodes each call created.
+
+Autograd numbers nodes in creation order per thread (`sequence_nr`). A pre-hook and a post-hook
+on every module note that counter, so a node belongs to the innermost module call whose interval
+holds its number, including the nodes of composite ops that never surface in Python.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch._C._autograd import _get_sequence_nr
+
+
+@dataclass
+class _Call:
+    module: str
+    call: int
+    depth: int
+    start: int
+    end: int = -1
+
+
+@dataclass
+class ModuleTrace:
+    """Context manager that hooks every module of `model` for the duration of one run."""
+
+    model: nn.Module
+    calls: Counter[str] = field(default_factory=Counter)
+    _intervals: list[_Call] = field(default_factory=list)
+    _open: list[_Call] = field(default_factory=list)
+    _owner: dict[int, tuple[str, int]] = field(default_factory=dict)
+    _handles: list = field(default_factory=list)
+
+    @property
+    def parameters(self) -> list[torch.Tensor]:
+        return list(self.model.parameters())
+
+    def __enter__(self) -> ModuleTrace:
+        for name, module in self.model.named_modules():
+            self._handles.append(module.register_forward_pre_hook(self._pre(name or "model")))
+            self._handles.append(module.register_forward_hook(self._post))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        self._index()
+
+    def _pre(self, name: str):
+        def hook(module: nn.Module, args: tuple) -> None:
+            call = _Call(name, self.calls[name], len(self._open), _get_sequence_nr())
+            self.calls[name] += 1
+            self._open.append(call)
+            self._intervals.append(call)
+
+        return hook
+
+    def _post(self, module: nn.Module, args: tuple, output: object) -> None:
+        self._open.pop().end = _get_sequence_nr()
+
+    def _index(self) -> None:
+        # Outer calls first, inner ones overwrite: each number ends up with its innermost call.
+        for c in sorted(self._intervals, key=lambda c: c.depth):
+            for seq in range(c.start, c.end):
+                self._owner[seq] = (c.module, c.call)
+
+    def owner(self, sequence_nr: int) -> tuple[str | None, int]:
+        """(module path, call index) that created the node, or (None, 0) if none did."""
+        return self._owner.get(sequence_nr, (None, 0))
+
+    def counts(self) -> dict[str, int]:
+        """Calls per module path; the root module is named "model"."""
+        return dict(self.calls)

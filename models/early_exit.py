@@ -1,0 +1,69 @@
+"""Early exit (adaptive depth): a confidence head after every block; stop once it is confident.
+
+The `if` on a tensor value is ordinary Python, so how many blocks run (and so the graph) depends
+on the input; it is also exactly what a static graph cannot express without torch.cond.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from models.config import ConfigError, knob
+from models.heads import NUM_CLASSES
+from models.transformer import EncoderBlock, TokenEmbedding
+
+
+@dataclass(frozen=True)
+class EarlyExitConfig:
+    blocks: int = knob(6, "Blocks available; fewer run when an exit head is confident early.", min=1, max=16)
+    width: int = knob(64, "Model width; a multiple of heads.", min=8, max=512, step=8)
+    heads: int = knob(4, "Attention heads per block.", min=1, max=16)
+    threshold: float = knob(
+        0.6, "Exit after the first block whose confidence reaches this (1 = never exit early).",
+        min=0.0, max=1.0, step=0.01,
+    )
+    seed: int = knob(0, "Seed of the random weights.", min=0, max=2**31 - 1)
+
+    def __post_init__(self) -> None:
+        if self.width % self.heads:
+            raise ConfigError(f"width ({self.width}) must be a multiple of heads ({self.heads})")
+
+
+class ExitHead(nn.Module):
+    """Class logits from the mean token state; confidence is the top softmax probability."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.classify = nn.Linear(width, NUM_CLASSES)
+        # Random weights give near-uniform softmax; a wider init spreads confidences over (1/C, 1)
+        # so the threshold knob moves the exit depth.
+        nn.init.normal_(self.classify.weight, std=2.0 / width**0.5)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.classify(self.norm(x.mean(dim=1)))
+        return logits, logits.softmax(-1).amax(-1)
+
+
+class EarlyExitEncoder(nn.Module):
+    def __init__(self, cfg: EarlyExitConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = TokenEmbedding(cfg.width)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(cfg.width, cfg.heads, 2, "pre", "gelu", "math") for _ in range(cfg.blocks)
+        )
+        self.exits = nn.ModuleList(ExitHead(cfg.width) for _ in range(cfg.blocks))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        for block, exit_head in zip(self.blocks, self.exits, strict=True):
+            x = block(x)
+            logits, confidence = exit_head(x)
+            # Data-dependent control flow: the whole batch exits when its least confident item is sure.
+            if self.cfg.threshold < 1.0 and bool(confidence.min() >= self.cfg.threshold):
+                break
+        return logits

@@ -1,0 +1,116 @@
+"""Transformer encoder written out op by op, over exactly the tokens given (no padding).
+
+nn.TransformerEncoderLayer takes a fused fast path in eval mode that shows up as one node; writing
+attention out (or calling SDPA explicitly) keeps every real op visible in the autograd graph.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from models.config import ConfigError, knob
+from models.heads import NUM_CLASSES
+from models.tokenizer import VOCAB_SIZE
+
+_ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    layers: int = knob(2, "Encoder blocks.", min=1, max=12)
+    width: int = knob(64, "Model width (d_model); a multiple of heads.", min=8, max=512, step=8)
+    heads: int = knob(4, "Attention heads per block.", min=1, max=16)
+    ffn_ratio: int = knob(4, "Feed-forward hidden size as a multiple of the width.", min=1, max=8)
+    norm: str = knob("pre", "LayerNorm before (pre) or after (post) each sublayer.", choices=("pre", "post"))
+    activation: str = knob("gelu", "Feed-forward activation.", choices=("gelu", "relu"))
+    attention: str = knob(
+        "math", "math: matmul + softmax written out; sdpa: one fused attention op.", choices=("math", "sdpa")
+    )
+    seed: int = knob(0, "Seed of the random weights.", min=0, max=2**31 - 1)
+
+    def __post_init__(self) -> None:
+        if self.width % self.heads:
+            raise ConfigError(f"width ({self.width}) must be a multiple of heads ({self.heads})")
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, width: int, heads: int, impl: str):
+        super().__init__()
+        self.heads, self.impl = heads, impl
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.impl == "sdpa":
+            y = F.scaled_dot_product_attention(q, k, v)
+        else:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)
+            y = scores.softmax(dim=-1) @ v
+        return self.out(y.transpose(1, 2).reshape(b, t, d))
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, width: int, heads: int, ffn_ratio: int, norm: str, activation: str, attention: str):
+        super().__init__()
+        self.pre_norm = norm == "pre"
+        self.attn = SelfAttention(width, heads, attention)
+        self.norm1 = nn.LayerNorm(width)
+        self.ffn = nn.Sequential(
+            nn.Linear(width, ffn_ratio * width), _ACTIVATIONS[activation](), nn.Linear(ffn_ratio * width, width)
+        )
+        self.norm2 = nn.LayerNorm(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.pre_norm:
+            x = x + self.attn(self.norm1(x))
+            return x + self.ffn(self.norm2(x))
+        x = self.norm1(x + self.attn(x))
+        return self.norm2(x + self.ffn(x))
+
+
+def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
+    """Fixed position encodings for any length (no learned table, so no length limit)."""
+    pos = torch.arange(length, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, width, 2, dtype=torch.float32) * (-math.log(10000.0) / width))
+    enc = torch.zeros(length, width)
+    enc[:, 0::2] = torch.sin(pos * freq)
+    enc[:, 1::2] = torch.cos(pos * freq[: width // 2])
+    return enc
+
+
+class TokenEmbedding(nn.Module):
+    """Byte embedding plus sinusoidal positions."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.table = nn.Embedding(VOCAB_SIZE, width)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.table(ids)
+        return x + sinusoidal_positions(ids.shape[1], x.shape[-1])
+
+
+class TransformerEncoder(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = TokenEmbedding(cfg.width)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(cfg.width, cfg.heads, cfg.ffn_ratio, cfg.norm, cfg.activation, cfg.attention)
+            for _ in range(cfg.layers)
+        )
+        self.norm = nn.LayerNorm(cfg.width)
+        self.head = nn.Linear(cfg.width, NUM_CLASSES)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x.mean(dim=1)))
