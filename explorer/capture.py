@@ -1,8 +1,8 @@
-"""One instrumented forward + backward: the graph, the module trace and the memory of a run.
+"""One instrumented forward + backward: the autograd graph and the module trace of a run.
 
-Everything is read from a single real training step: the graph before backward (saved tensors are
-freed by it), the trace from module hooks, saved bytes from saved-tensor hooks, and peaks from the
-profiler. Timing is done separately, without any of this instrumentation.
+The graph is read before backward (backward frees the saved tensors); saved bytes come from
+saved-tensor hooks on the same forward. Timing and the profiler's memory peaks are measured on
+separate, uninstrumented runs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from explorer.graph import AutogradGraph, capture_graph
-from explorer.memory import MemoryProfile, SavedTensorTally, saved_hooks
+from explorer.memory import SavedTensorTally, saved_hooks
 from explorer.trace import ModuleTrace
 
 
@@ -36,29 +36,16 @@ def forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 @dataclass
 class Capture:
     graph: AutogradGraph
-    trace: dict[str, int]
+    trace: dict[str, int]  # module path -> calls
     saved_bytes: int  # activation storages kept for backward, deduplicated, parameters excluded
-    peak_train_bytes: int  # forward + backward, gradients included
-    peak_grad_forward_bytes: int  # the forward of the training step (activations kept)
-    peak_forward_bytes: int  # an inference forward (no_grad)
 
 
 def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
     names = {id(p): n for n, p in model.named_parameters()}
     tally = SavedTensorTally({p.untyped_storage().data_ptr() for p in model.parameters()})
     model.zero_grad(set_to_none=True)
-    with MemoryProfile() as train_mem:
-        with train_mem.phase("forward"), ModuleTrace(model) as trace, saved_hooks(tally):
-            loss = train_loss(model(ids))
-        graph = capture_graph(loss.grad_fn, trace, names)
-        loss.backward()
-    with MemoryProfile() as infer_mem:
-        forward(model, ids)
-    return Capture(
-        graph=graph,
-        trace=trace.counts(),
-        saved_bytes=tally.bytes,
-        peak_train_bytes=train_mem.peak(),
-        peak_grad_forward_bytes=train_mem.peak("forward"),
-        peak_forward_bytes=infer_mem.peak(),
-    )
+    with ModuleTrace(model) as trace, saved_hooks(tally):
+        loss = train_loss(model(ids))
+    graph = capture_graph(loss.grad_fn, trace, names)
+    loss.backward()
+    return Capture(graph=graph, trace=trace.counts(), saved_bytes=tally.bytes)

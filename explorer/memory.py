@@ -7,6 +7,7 @@ and its maximum is the peak. tracemalloc and RSS do not see tensor memory reliab
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -69,6 +70,27 @@ class MemoryProfile:
             live += nbytes
             peak = max(peak, live)
         return peak
+
+
+@dataclass(frozen=True)
+class MemoryPeaks:
+    """Peak live tensor bytes above what existed before each run."""
+
+    forward: int  # an inference forward (no_grad)
+    grad_forward: int  # the forward of a training step, activations kept for backward
+    train: int  # forward + backward of a training step, gradients included
+
+
+def measure_peaks(model: torch.nn.Module, ids: torch.Tensor, loss_fn: Callable) -> MemoryPeaks:
+    model.zero_grad(set_to_none=True)
+    with MemoryProfile() as train:
+        with train.phase("forward"):
+            loss = loss_fn(model(ids))
+        loss.backward()
+    del loss
+    with MemoryProfile() as infer, torch.no_grad():
+        model(ids)
+    return MemoryPeaks(forward=infer.peak(), grad_forward=train.peak("forward"), train=train.peak())
 
 
 def param_bytes(model: torch.nn.Module) -> int:

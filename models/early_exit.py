@@ -35,13 +35,14 @@ class EarlyExitConfig:
 class ExitHead(nn.Module):
     """Class logits from the mean token state; confidence is the top softmax probability."""
 
-    def __init__(self, width: int):
+    def __init__(self, width: int, depth_fraction: float):
         super().__init__()
         self.norm = nn.LayerNorm(width)
         self.classify = nn.Linear(width, NUM_CLASSES)
-        # Random weights give near-uniform softmax; a wider init spreads confidences over (1/C, 1)
-        # so the threshold knob moves the exit depth.
-        nn.init.normal_(self.classify.weight, std=2.0 / width**0.5)
+        # Trained early-exit heads grow more confident with depth; random ones would not, so the
+        # init scale grows with the head's depth: confidence then rises (noisily) from ~1/C at the
+        # first block towards 1, and the threshold knob moves the exit depth.
+        nn.init.normal_(self.classify.weight, std=3.0 * depth_fraction / width**0.5)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.classify(self.norm(x.mean(dim=1)))
@@ -56,7 +57,7 @@ class EarlyExitEncoder(nn.Module):
         self.blocks = nn.ModuleList(
             EncoderBlock(cfg.width, cfg.heads, 2, "pre", "gelu", "math") for _ in range(cfg.blocks)
         )
-        self.exits = nn.ModuleList(ExitHead(cfg.width) for _ in range(cfg.blocks))
+        self.exits = nn.ModuleList(ExitHead(cfg.width, (i + 1) / cfg.blocks) for i in range(cfg.blocks))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids)

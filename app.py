@@ -1,0 +1,153 @@
+"""Graph Explorer's web UI: layout and wiring only; everything it shows comes from `explorer`."""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from explorer import limits
+from explorer.errors import USER_ERRORS
+from explorer.machine import describe, pin_threads
+from explorer.memory import warm_profiler
+from explorer.playground import DEFAULT_TEXT, EXAMPLES, View, control_specs, update, values_for
+from explorer.session import DEFAULT_MODEL, Session
+from models import ZOO, Knob
+
+log = logging.getLogger("graph_explorer")
+SESSION_TTL_S = 1800  # a closed tab's session is dropped after this long without use
+
+CSS = """
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 8px; }
+.card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 10px; }
+.card .label { font-size: 0.8em; opacity: 0.75; }
+.card .value { font-size: 1.45em; font-weight: 600; }
+.card .detail { font-size: 0.75em; opacity: 0.7; }
+"""
+
+
+def _control(k: Knob) -> gr.components.Component:
+    if k.type == "choice":
+        return gr.Radio(list(k.choices), value=k.default, label=k.name, info=k.help)
+    if k.type == "bool":
+        return gr.Checkbox(value=k.default, label=k.name, info=k.help)
+    if k.name == "seed":
+        return gr.Number(value=k.default, label=k.name, info=k.help, precision=0, minimum=k.min, maximum=k.max)
+    step = k.step or (1 if k.type == "int" else 0.01)
+    return gr.Slider(k.min, k.max, value=k.default, step=step, label=k.name, info=k.help)
+
+
+def _cards_html(cards: list[tuple[str, str, str]]) -> str:
+    items = "".join(
+        f'<div class="card"><div class="label">{html.escape(label)}</div>'
+        f'<div class="value">{html.escape(value)}</div><div class="detail">{html.escape(detail)}</div></div>'
+        for label, value, detail in cards
+    )
+    return f'<div class="cards">{items}</div>'
+
+
+def _outputs(session: Session, view: View) -> tuple:
+    return (session, view.graph, _cards_html(view.cards), view.history, view.diff, view.report, view.status)
+
+
+def run_playground(session: Session, model: str, text: str, compare: str, *flat: Any) -> Iterator[tuple]:
+    """The Playground's one event: (re)configure, run, and stream the view."""
+    try:
+        for view in update(session, model, text, compare, values_for(model, list(flat))):
+            yield _outputs(session, view)
+    except USER_ERRORS as e:
+        raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
+    except Exception:
+        log.exception("run failed")
+        raise gr.Error("The run failed inside the model; the session keeps its previous model.") from None
+
+
+def build_app() -> gr.Blocks:
+    specs = control_specs()
+    with gr.Blocks(title="Graph Explorer") as demo:
+        session = gr.State(lambda: Session(), time_to_live=SESSION_TTL_S)
+        gr.Markdown(
+            "# Graph Explorer\n"
+            "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
+            "and change the architecture: the graph below is the real one of that exact run, with its "
+            "measured eager latency and memory."
+        )
+        with gr.Tab("Playground"), gr.Row():
+            with gr.Column(scale=1, min_width=280):
+                model = gr.Dropdown([(e.title, e.name) for e in ZOO.values()], value=DEFAULT_MODEL,
+                                    label="model", info=ZOO[DEFAULT_MODEL].summary)
+                controls, groups = [], {}
+                for name in ZOO:
+                    with gr.Group(visible=name == DEFAULT_MODEL) as groups[name]:
+                        controls += [_control(k) for m, k in specs if m == name]
+            with gr.Column(scale=3):
+                text = gr.Textbox(DEFAULT_TEXT, label="input (each UTF-8 byte is one token)", lines=2,
+                                  max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens; Enter runs it too.")
+                example = gr.Radio(list(EXAMPLES), label="examples of very different lengths", value=None)
+                compare = gr.Textbox("", label="compare with (optional): the graph is diffed against this input",
+                                     lines=1, placeholder="e.g. a shorter sentence")
+                status = gr.Markdown()
+                cards = gr.HTML()
+                graph = gr.Plot(label="autograd graph")
+                with gr.Row():
+                    history = gr.Plot(label="history")
+                    with gr.Column():
+                        diff = gr.Textbox(label="diff", lines=10, interactive=False)
+                        raw = gr.JSON(label="raw numbers (the same report as `python -m explorer inspect --json`)",
+                                      open=False)
+
+        inputs = [session, model, text, compare, *controls]
+        outputs = [session, graph, cards, history, diff, raw, status]
+        run = {"fn": run_playground, "inputs": inputs, "outputs": outputs, "trigger_mode": "always_last",
+               "concurrency_id": "measure", "concurrency_limit": 1, "show_progress": "minimal"}
+        text.input(api_name="edit", **run)
+        text.submit(api_name="submit", **run)
+        compare.input(api_name="edit_compare", **run)
+        for c in controls:
+            c.change(api_visibility="private", **run)
+        model.change(
+            lambda m: [gr.Group(visible=m == name) for name in ZOO] + [gr.Dropdown(info=ZOO[m].summary)],
+            inputs=model, outputs=[*groups.values(), model], api_name="select_model", queue=False,
+        ).then(api_visibility="private", **run)
+        example.input(lambda k: EXAMPLES[k], inputs=example, outputs=text, api_name="example",
+                      queue=False).then(api_visibility="private", **run)
+        demo.load(api_name="load", **run)
+        gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=1)
+    return demo
+
+
+def _api_inspect(model: str, config_json: str, text: str, compare: str = "") -> dict:
+    """Run `text` on `model` with a JSON object of config values; returns the run's report."""
+    try:
+        values = json.loads(config_json or "{}")
+    except json.JSONDecodeError as e:
+        raise gr.Error(f"config must be a JSON object: {e.msg}") from None
+    if not isinstance(values, dict):
+        raise gr.Error("config must be a JSON object, e.g. {\"layers\": 2}")
+    session = Session()
+    try:
+        *_, view = update(session, model, text, compare, values)
+    except USER_ERRORS as e:
+        raise gr.Error(str(e)) from None
+    return view.report
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO)
+    pin_threads()
+    warm_profiler()
+    demo = build_app()
+    demo.queue(max_size=64, default_concurrency_limit=1)
+    host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
+    port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+    log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
+    demo.launch(server_name=host, server_port=port, css=CSS, footer_links=["api", "gradio"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Screenshot of a running app for the README: `python bench/screenshot.py URL OUT.png`.
+
+Uses Debian's Chromium (/usr/bin/chromium) through Playwright; never a downloaded browser.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from playwright.sync_api import sync_playwright
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def main(url: str, out: str, text: str | None = None) -> None:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1300})
+        page.goto(url)
+        page.wait_for_selector(".cards .card", timeout=60_000)
+        if text:
+            box = page.get_by_label("input (each UTF-8 byte is one token)")
+            box.fill(text)
+            box.press("Enter")
+        page.wait_for_function("document.querySelector('.cards').innerText.includes('MiB') ||"
+                               " document.querySelector('.cards').innerText.includes('KiB')", timeout=60_000)
+        page.wait_for_timeout(1500)
+        page.screenshot(path=out, full_page=True)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)

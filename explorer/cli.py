@@ -1,0 +1,80 @@
+"""Command line: `python -m explorer models` and `python -m explorer inspect`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from explorer.errors import USER_ERRORS
+from explorer.machine import pin_threads
+from explorer.memory import warm_profiler
+from explorer.report import build_report, format_table
+from explorer.session import Session
+from models import ZOO
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit code 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _models(args: argparse.Namespace) -> int:
+    listing = [
+        {"name": e.name, "title": e.title, "summary": e.summary, "config": [k.as_dict() for k in e.knobs()]}
+        for e in ZOO.values()
+    ]
+    if args.json:
+        print(json.dumps(listing, indent=2))
+        return 0
+    for m in listing:
+        print(f"{m['name']}: {m['title']}. {m['summary']}")
+        for k in m["config"]:
+            rng = f"one of {', '.join(k['choices'])}" if "choices" in k else (
+                f"{k['min']:g}..{k['max']:g}" if "min" in k else "true/false")
+            print(f"  --set {k['name']}=  ({k['type']}, default {k['default']}, {rng})  {k['help']}")
+    return 0
+
+
+def _parse_sets(pairs: list[str]) -> dict[str, str]:
+    values = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"explorer inspect: error: --set takes KEY=VALUE; got {pair!r}")
+        values[key.strip()] = value
+    return values
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    values = _parse_sets(args.set)
+    pin_threads()
+    warm_profiler()
+    session = Session()
+    session.configure(args.model, values)
+    result = session.run(args.text, args.compare)
+    session.measure_memory(result)
+    report = build_report(result)
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="explorer", description="Graph Explorer: autograd graphs, timing and memory.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("models", help="list the models and their config fields")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_models)
+    p = sub.add_parser("inspect", help="run one input and print its report")
+    p.add_argument("--model", required=True, choices=sorted(ZOO))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
+    p.add_argument("--text", required=True)
+    p.add_argument("--compare", help="a second input to diff the graph against")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_inspect)
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except USER_ERRORS as e:
+        print(f"explorer {args.command}: error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,118 @@
+"""Plotly figures: the autograd graph of a run, and a session's history of runs.
+
+Plotting only: every number drawn here was measured elsewhere and arrives in a RunResult.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from explorer.layout import DrawNode, GraphLayout, layout_graph, module_color_keys
+from explorer.limits import MAX_DRAWN_NODES
+from explorer.report import format_bytes
+from explorer.session import RunResult
+
+_PALETTE = qualitative.Dark24 + qualitative.Light24
+_ADDED = "#d62728"
+
+
+def _hover(d: DrawNode) -> str:
+    first = d.members[0]
+    if len(d.members) == 1:
+        lines = [f"<b>{first.param or first.op}</b>", f"module: {first.module} (call {first.call})"]
+        if first.shape is not None:
+            lines.append(f"output: {list(first.shape)} {first.dtype}")
+        for s in first.saved[:6]:
+            tag = " (parameter)" if s.is_param else ""
+            lines.append(f"saved {s.name}: {list(s.shape)} {s.dtype}, {format_bytes(s.bytes)}{tag}")
+        if len(first.saved) > 6:
+            lines.append(f"... {len(first.saved) - 6} more saved tensors")
+    else:
+        lines = [f"<b>{d.label}</b>", f"{len(d.members)} nodes grouped"]
+        ops: dict[str, int] = {}
+        for m in d.members:
+            ops[m.op] = ops.get(m.op, 0) + 1
+        lines += [f"{n} x {op}" for op, n in sorted(ops.items(), key=lambda kv: -kv[1])[:6]]
+    lines.append(f"saved by these nodes: {format_bytes(d.saved_bytes)}")
+    if d.added:
+        lines.append(f"<b>added vs comparison: {d.added}</b>")
+    return "<br>".join(lines)
+
+
+def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: int = 560) -> go.Figure:
+    graph = result.capture.graph
+    added = result.diff.added_ids if result.diff else frozenset()
+    lay: GraphLayout = layout_graph(graph, added, max_nodes)
+    fig = go.Figure()
+    ex, ey = [], []
+    for a, b in lay.edges:
+        na, nb = lay.nodes[a], lay.nodes[b]
+        ex += [na.x, nb.x, None]
+        ey += [na.y, nb.y, None]
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"width": 0.6, "color": "#aab"},
+                             hoverinfo="skip", showlegend=False))
+    for i, (module, idx) in enumerate(sorted(module_color_keys(lay.nodes).items())):
+        nodes = [lay.nodes[j] for j in idx]
+        fig.add_trace(go.Scatter(
+            x=[d.x for d in nodes], y=[d.y for d in nodes], mode="markers", name=module or "(model)",
+            marker={
+                "size": [min(22, 8 + 2 * len(d.members) ** 0.5) for d in nodes],
+                "color": _PALETTE[i % len(_PALETTE)],
+                "symbol": ["square" if d.is_param else "circle" for d in nodes],
+                "line": {"width": [3 if d.added else 0.5 for d in nodes],
+                         "color": [_ADDED if d.added else "#333" for d in nodes]},
+            },
+            text=[_hover(d) for d in nodes], hoverinfo="text",
+        ))
+    drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
+        f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
+    title = (f"Autograd graph: {graph.summary()['nodes']} nodes, {len(graph.edges)} edges ({drawn}); "
+             f"{result.arch}, {result.tokens} tokens")
+    if result.diff:
+        title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=height, margin={"l": 10, "r": 10, "t": 70, "b": 30}, plot_bgcolor="white",
+        legend={"title": {"text": "module"}, "itemsizing": "constant"}, hoverlabel={"align": "left"},
+        xaxis={"title": "forward →  (parameters and inputs on the left, loss on the right)",
+               "showgrid": False, "zeroline": False, "showticklabels": False},
+        yaxis={"visible": False},
+    )
+    return fig
+
+
+def history_figure(history: Iterable[RunResult], height: int = 420) -> go.Figure:
+    """Latency and memory against input length, one series per architecture."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("eager latency (median, bars = IQR)", "peak memory of a train step"))
+    runs = list(history)
+    for i, arch in enumerate(dict.fromkeys(r.arch for r in runs)):
+        rs = sorted((r for r in runs if r.arch == arch), key=lambda r: r.tokens)
+        color = _PALETTE[i % len(_PALETTE)]
+        for m, dash in (("forward", "solid"), ("train_step", "dot")):
+            ms = [getattr(r, m) for r in rs]
+            fig.add_trace(go.Scatter(
+                x=[r.tokens for r in rs], y=[x.median_ms for x in ms],
+                error_y={"type": "data", "array": [x.iqr_ms for x in ms], "visible": True},
+                mode="lines+markers", line={"color": color, "dash": dash},
+                name=f"{arch}: {m.replace('_', ' ')}", legendgroup=arch,
+                hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + f"{arch} {m}</extra>",
+            ), row=1, col=1)
+        with_mem = [r for r in rs if r.memory is not None]
+        fig.add_trace(go.Scatter(
+            x=[r.tokens for r in with_mem], y=[r.memory.train / 2**20 for r in with_mem],
+            mode="lines+markers", line={"color": color}, name=f"{arch}: peak train", legendgroup=arch,
+            showlegend=False, hovertemplate="%{x} tokens: %{y:.2f} MiB<extra>" + arch + "</extra>",
+        ), row=2, col=1)
+    threads = runs[-1].forward.threads if runs else 1
+    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 40, "b": 30},
+                      legend={"font": {"size": 10}}, plot_bgcolor="white",
+                      title={"text": f"This session's runs (cpu, {threads} thread(s))", "font": {"size": 13}})
+    fig.update_yaxes(title_text="ms", row=1, col=1, gridcolor="#eee")
+    fig.update_yaxes(title_text="MiB", row=2, col=1, gridcolor="#eee")
+    fig.update_xaxes(title_text="input length (tokens)", row=2, col=1, gridcolor="#eee")
+    return fig

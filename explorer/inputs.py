@@ -1,0 +1,46 @@
+"""Turning user text into token ids, with the checks and notices that belong to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from explorer.errors import InputError
+from explorer.limits import MAX_TOKENS
+from models.tokenizer import encode
+
+
+@dataclass(frozen=True)
+class TokenizedText:
+    text: str  # what actually runs (after truncation)
+    ids: torch.Tensor  # (1, T)
+    truncated_from: int | None  # the original token count, if it was cut
+
+    @property
+    def tokens(self) -> int:
+        return self.ids.shape[1]
+
+    @property
+    def notice(self) -> str | None:
+        if self.truncated_from is None:
+            return None
+        return f"Input truncated to the first {self.tokens} of {self.truncated_from} tokens (limit {MAX_TOKENS})."
+
+
+def tokenize(text: str, what: str = "input") -> TokenizedText:
+    if not isinstance(text, str):
+        raise InputError(f"The {what} must be text; got {type(text).__name__}.")
+    if not text.strip():
+        raise InputError(f"The {what} is empty: type a sentence (any language, emoji welcome).")
+    try:
+        ids = encode(text)
+    except UnicodeEncodeError:
+        raise InputError(f"The {what} contains a lone surrogate, which is not valid Unicode text.") from None
+    truncated_from = None
+    if len(ids) > MAX_TOKENS:
+        truncated_from = len(ids)
+        # Cut on a character boundary so the kept text is still valid UTF-8.
+        text = bytes(ids[:MAX_TOKENS]).decode("utf-8", errors="ignore")
+        ids = encode(text)
+    return TokenizedText(text, torch.tensor([ids], dtype=torch.long), truncated_from)

@@ -1,0 +1,80 @@
+"""The report of a run: the JSON panel, `inspect --json`, and the API all return this dict.
+
+Its keys are a public interface (documented in the README); add keys, never rename them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from explorer import limits, machine
+from explorer.session import RunResult
+from models.config import config_dict
+
+
+def build_report(r: RunResult) -> dict[str, Any]:
+    c = r.capture
+    report: dict[str, Any] = {
+        "model": r.model,
+        "config": config_dict(r.config),
+        "arch": r.arch,
+        "run": r.number,
+        "text": r.input.text,
+        "tokens": r.tokens,
+        "truncated": r.input.truncated_from is not None,
+        "notices": r.notices,
+        "params": r.params,
+        "graph": c.graph.summary(),
+        "eager": {"forward": r.forward.as_dict(), "train_step": r.train_step.as_dict()},
+        "memory": {
+            "saved_bytes": c.saved_bytes,
+            "param_bytes": r.param_bytes,
+            "peak_forward_bytes": r.memory.forward if r.memory else None,
+            "peak_grad_forward_bytes": r.memory.grad_forward if r.memory else None,
+            "peak_train_bytes": r.memory.train if r.memory else None,
+        },
+        "trace": c.trace,
+        "machine": machine.describe(),
+        "limits": limits.describe(),
+    }
+    if r.diff is not None:
+        report["diff"] = r.diff.as_dict()
+    return report
+
+
+def format_bytes(n: int | None) -> str:
+    if n is None:
+        return "…"
+    for unit in ("B", "KiB", "MiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The report as a readable text table (the CLI without --json)."""
+    fw, tr, mem, g = report["eager"]["forward"], report["eager"]["train_step"], report["memory"], report["graph"]
+    m = report["machine"]
+    rows = [
+        ("model", report["arch"]),
+        ("tokens", f"{report['tokens']}" + (" (truncated)" if report["truncated"] else "")),
+        ("params", f"{report['params']:,}  ({format_bytes(mem['param_bytes'])})"),
+        ("graph", f"{g['nodes']} nodes ({g['op_nodes']} ops, {g['param_leaves']} parameter leaves), "
+                  f"{g['edges']} edges"),
+        ("forward", f"{fw['median_ms']:.3f} ms median, IQR {fw['iqr_ms']:.3f} ms ({fw['runs']} runs)"),
+        ("train step", f"{tr['median_ms']:.3f} ms median, IQR {tr['iqr_ms']:.3f} ms ({tr['runs']} runs)"),
+        ("saved for backward", format_bytes(mem["saved_bytes"])),
+        ("peak forward", format_bytes(mem["peak_forward_bytes"])),
+        ("peak train step", format_bytes(mem["peak_train_bytes"])),
+        ("measured on", f"{m['device']} ({m['cpu']}), {m['threads']} thread(s), torch {m['torch']}"),
+    ]
+    lines = [f"{k:<20} {v}" for k, v in rows]
+    lines.append("module calls:")
+    lines += [f"  {name:<30} {n}" for name, n in report["trace"].items()]
+    if "diff" in report:
+        d = report["diff"]
+        lines.append(f"diff: {d['label']}: +{d['nodes_added']} / -{d['nodes_removed']} nodes")
+        lines += [f"  {x['module']:<30} {x['before']} -> {x['after']}" for x in d["modules"]]
+    lines += [f"note: {n}" for n in report["notices"]]
+    return "\n".join(lines)

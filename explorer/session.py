@@ -1,0 +1,136 @@
+"""A person's session: the current model and config, and the history of runs for the plots."""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+from explorer.capture import Capture, capture_run, forward, train_loss, train_step
+from explorer.diff import GraphDiff, diff_graphs
+from explorer.inputs import TokenizedText, tokenize
+from explorer.limits import FORWARD_BUDGET_S, HISTORY_LENGTH, TRAIN_BUDGET_S
+from explorer.memory import MemoryPeaks, measure_peaks, param_bytes
+from explorer.timing import Measurement, measure
+from models import build_model, make_config
+from models.config import config_dict
+
+DEFAULT_MODEL = "rnn"
+
+
+@dataclass
+class RunResult:
+    """Everything measured for one input on one architecture."""
+
+    number: int
+    model: str
+    config: Any
+    arch: str  # short label of the architecture, for plot legends
+    input: TokenizedText
+    capture: Capture
+    forward: Measurement
+    train_step: Measurement
+    params: int
+    param_bytes: int
+    diff: GraphDiff | None
+    memory: MemoryPeaks | None = None  # filled by Session.measure_memory (a second, slower stage)
+
+    @property
+    def tokens(self) -> int:
+        return self.input.tokens
+
+    @property
+    def notices(self) -> list[str]:
+        return [n for n in (self.input.notice,) if n]
+
+
+def arch_label(model: str, config: Any) -> str:
+    """Only the fields that differ from the defaults: "rnn", "rnn layers=2 cell=lstm"."""
+    defaults = config_dict(make_config(model))
+    changed = [f"{k}={v}" for k, v in config_dict(config).items() if defaults[k] != v]
+    return " ".join([model, *changed])
+
+
+@dataclass
+class Session:
+    model_name: str = DEFAULT_MODEL
+    config: Any = None
+    history: deque[RunResult] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
+    _model: nn.Module | None = field(default=None, repr=False)
+    _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
+
+    def __post_init__(self) -> None:
+        if self.config is None:
+            self.config = make_config(self.model_name)
+
+    @property
+    def model(self) -> nn.Module:
+        if self._model is None:
+            self._model = build_model(self.model_name, self.config)
+        return self._model
+
+    @property
+    def last(self) -> RunResult | None:
+        return self.history[-1] if self.history else None
+
+    def configure(self, model_name: str, values: Mapping[str, Any] | None = None) -> bool:
+        """Switch model and/or architecture; on a bad value nothing changes and the error propagates.
+        Returns whether anything changed."""
+        config = make_config(model_name, values)
+        if model_name == self.model_name and config == self.config:
+            return False
+        self.model_name, self.config, self._model = model_name, config, None
+        return True
+
+    def run(self, text: str, compare: str | None = None) -> RunResult:
+        """Capture the graph and time forward and train step for `text`; diff against `compare` if
+        given, else against the previous run (another input or another architecture)."""
+        inp = tokenize(text)
+        other = tokenize(compare, "comparison input") if compare and compare.strip() else None
+        model = self.model
+        capture = capture_run(model, inp.ids)
+        diff = None
+        if other is not None:
+            before = capture_run(model, other.ids).graph
+            diff = diff_graphs(before, capture.graph,
+                               f"input A ({other.tokens} tokens) -> input B ({inp.tokens} tokens)")
+        elif self.last is not None:
+            prev = self.last
+            diff = diff_graphs(prev.capture.graph, capture.graph, _change_label(prev, self, inp))
+        ids = inp.ids
+        result = RunResult(
+            number=next(self._counter),
+            model=self.model_name,
+            config=self.config,
+            arch=arch_label(self.model_name, self.config),
+            input=inp,
+            capture=capture,
+            forward=measure("forward", lambda: forward(model, ids), FORWARD_BUDGET_S),
+            train_step=measure("train step", lambda: train_step(model, ids), TRAIN_BUDGET_S),
+            params=sum(p.numel() for p in model.parameters()),
+            param_bytes=param_bytes(model),
+            diff=diff,
+        )
+        self.history.append(result)
+        return result
+
+    def measure_memory(self, result: RunResult) -> MemoryPeaks:
+        """The profiler's exact peaks for a run (slower than the rest: about 20x a plain step)."""
+        if result.memory is None:
+            model = self.model if result.config == self.config else build_model(result.model, result.config)
+            result.memory = measure_peaks(model, result.input.ids, train_loss)
+        return result.memory
+
+
+def _change_label(prev: RunResult, session: Session, inp: TokenizedText) -> str:
+    if prev.model != session.model_name:
+        return f"previous model ({prev.model}) -> {session.model_name}"
+    if prev.config != session.config:
+        before, after = config_dict(prev.config), config_dict(session.config)
+        changed = ", ".join(f"{k} {before[k]}->{after[k]}" for k in after if before[k] != after[k])
+        return f"architecture change ({changed})"
+    return f"previous input ({prev.tokens} tokens) -> this input ({inp.tokens} tokens)"

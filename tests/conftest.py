@@ -1,0 +1,3 @@
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
