@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from explorer.errors import USER_ERRORS
+from explorer.errors import USER_ERRORS, InputError
 from explorer.machine import pin_threads
 from explorer.memory import warm_profiler
 from explorer.report import build_report, format_table
@@ -41,7 +41,7 @@ def _parse_sets(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"explorer inspect: error: --set takes KEY=VALUE; got {pair!r}")
+            raise InputError(f"--set takes KEY=VALUE; got {pair!r}")
         values[key.strip()] = value
     return values
 

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from explorer.layout import DrawNode, GraphLayout, layout_graph, module_color_keys
 from explorer.limits import MAX_DRAWN_NODES
 from explorer.report import format_bytes
-from explorer.session import RunResult
+from explorer.session import RunRecord, RunResult
 
 _PALETTE = qualitative.Dark24 + qualitative.Light24
 _ADDED = "#d62728"
@@ -85,7 +85,7 @@ def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: in
     return fig
 
 
-def history_figure(history: Iterable[RunResult], height: int = 420) -> go.Figure:
+def history_figure(history: Iterable[RunRecord], height: int = 420) -> go.Figure:
     """Latency and memory against input length, one series per architecture."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("eager latency (median, bars = IQR)", "peak memory of a train step"))
@@ -112,7 +112,7 @@ def history_figure(history: Iterable[RunResult], height: int = 420) -> go.Figure
     fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 40, "b": 30},
                       legend={"font": {"size": 10}}, plot_bgcolor="white",
                       title={"text": f"This session's runs (cpu, {threads} thread(s))", "font": {"size": 13}})
-    fig.update_yaxes(title_text="ms", row=1, col=1, gridcolor="#eee")
-    fig.update_yaxes(title_text="MiB", row=2, col=1, gridcolor="#eee")
+    fig.update_yaxes(title_text="ms", row=1, col=1, gridcolor="#eee", rangemode="tozero")
+    fig.update_yaxes(title_text="MiB", row=2, col=1, gridcolor="#eee", rangemode="tozero")
     fig.update_xaxes(title_text="input length (tokens)", row=2, col=1, gridcolor="#eee")
     return fig

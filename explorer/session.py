@@ -23,6 +23,20 @@ DEFAULT_MODEL = "rnn"
 
 
 @dataclass
+class RunRecord:
+    """One point of a session's history: the figures of a run, without its graph."""
+
+    number: int
+    model: str
+    arch: str
+    tokens: int
+    nodes: int
+    forward: Measurement
+    train_step: Measurement
+    memory: MemoryPeaks | None = None
+
+
+@dataclass
 class RunResult:
     """Everything measured for one input on one architecture."""
 
@@ -43,6 +57,10 @@ class RunResult:
     def tokens(self) -> int:
         return self.input.tokens
 
+    def record(self) -> RunRecord:
+        return RunRecord(self.number, self.model, self.arch, self.tokens, len(self.capture.graph.nodes),
+                         self.forward, self.train_step, self.memory)
+
     @property
     def notices(self) -> list[str]:
         return [n for n in (self.input.notice,) if n]
@@ -59,7 +77,8 @@ def arch_label(model: str, config: Any) -> str:
 class Session:
     model_name: str = DEFAULT_MODEL
     config: Any = None
-    history: deque[RunResult] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
+    history: deque[RunRecord] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
+    last: RunResult | None = None  # the latest run in full (its graph is the next diff's baseline)
     _model: nn.Module | None = field(default=None, repr=False)
     _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
 
@@ -72,10 +91,6 @@ class Session:
         if self._model is None:
             self._model = build_model(self.model_name, self.config)
         return self._model
-
-    @property
-    def last(self) -> RunResult | None:
-        return self.history[-1] if self.history else None
 
     def configure(self, model_name: str, values: Mapping[str, Any] | None = None) -> bool:
         """Switch model and/or architecture; on a bad value nothing changes and the error propagates.
@@ -115,7 +130,8 @@ class Session:
             param_bytes=param_bytes(model),
             diff=diff,
         )
-        self.history.append(result)
+        self.last = result
+        self.history.append(result.record())
         return result
 
     def measure_memory(self, result: RunResult) -> MemoryPeaks:
@@ -123,6 +139,10 @@ class Session:
         if result.memory is None:
             model = self.model if result.config == self.config else build_model(result.model, result.config)
             result.memory = measure_peaks(model, result.input.ids, train_loss)
+            for record in reversed(self.history):
+                if record.number == result.number:
+                    record.memory = result.memory
+                    break
         return result.memory
 
 

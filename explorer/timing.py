@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch.utils.benchmark as benchmark
+from torch.utils.benchmark.utils.common import TaskSpec, set_torch_threads
 
 from explorer.machine import THREADS
 
@@ -42,23 +43,24 @@ MIN_BLOCKS = 3  # never fewer, even when one call is longer than the budget
 
 
 def measure(label: str, fn: Callable[[], object], min_run_time: float) -> Measurement:
-    """Time `fn` in blocks for about `min_run_time` seconds, after a warm-up call.
+    """Time `fn` in blocks for about `min_run_time` seconds, after one warm-up call.
 
-    Like `Timer.blocked_autorange`, but the block size comes from the warm-up call, so a short
-    budget still gives ~10 samples (blocked_autorange's x10 block sizing often leaves 3-4).
+    The block size comes from the warm-up call, so a 0.1 s budget still gives ~10 samples:
+    `blocked_autorange` grows blocks by 10x (often leaving 2-4 samples plus a costly estimate), and
+    the public `Timer.timeit` re-warms before every block, tripling the cost of one-call blocks.
+    So blocks run through the Timer's own compiled inner loop (`_timeit`) under the pinned threads.
     """
     timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=THREADS, label=label)
-    with MEASURE_LOCK:
+    with MEASURE_LOCK, set_torch_threads(THREADS):
         start = time.perf_counter()
         fn()
         once = time.perf_counter() - start
         number = max(1, int(min_run_time / (TARGET_BLOCKS * max(once, 1e-7))))
-        blocks, spent = [], 0.0
-        while spent < min_run_time or len(blocks) < MIN_BLOCKS:
-            block = timer.timeit(number)
-            blocks.append(block)
-            spent += block.mean * number
-    m = benchmark.Measurement.merge(blocks)[0]
+        raw: list[float] = []
+        while sum(raw) < min_run_time or len(raw) < MIN_BLOCKS:
+            raw.append(timer._timeit(number))
+    spec = TaskSpec(stmt="fn()", setup="pass", label=label, num_threads=THREADS)
+    m = benchmark.Measurement(number_per_run=number, raw_times=raw, task_spec=spec)
     times = [t * 1e3 for t in m.times]
     return Measurement(
         label=label,

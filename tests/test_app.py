@@ -1,0 +1,107 @@
+"""End to end: the real app in its own process, called over HTTP with gradio_client."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+
+from explorer.playground import control_specs
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    port = _free_port()
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("the app did not start")
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def _controls(model: str, **overrides):
+    return [overrides.get(k.name, k.default) if m == model else k.default for m, k in control_specs()]
+
+
+def test_api_lists_the_documented_endpoints(app_url):
+    api = Client(app_url, verbose=False).view_api(print_info=False, return_format="dict")
+    assert {"/edit", "/submit", "/edit_compare", "/select_model", "/example", "/load", "/inspect"} <= set(
+        api["named_endpoints"])
+
+
+def test_inspect_endpoint_returns_the_report(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("rnn", '{"layers": 2, "cell": "lstm"}', "Hello there", "Hi", api_name="/inspect")
+    assert report["config"]["layers"] == 2 and report["config"]["cell"] == "lstm"
+    assert report["trace"]["layers.1.fwd"] == 11
+    assert report["graph"]["nodes"] > 0 and report["eager"]["forward"]["median_ms"] > 0
+    assert report["memory"]["peak_train_bytes"] > 0
+    assert report["diff"]["nodes_added"] > 0
+
+
+@pytest.mark.parametrize(
+    ("config", "text", "message"),
+    [
+        ('{"hidden": 100000}', "ab", "hidden must be between 4 and 512"),
+        ('{"layers": 2', "ab", "config must be a JSON object"),
+        ("[1, 2]", "ab", "config must be a JSON object"),
+        ("{}", "", "empty"),
+    ],
+)
+def test_inspect_endpoint_rejects_bad_input_with_a_message(app_url, config, text, message):
+    with pytest.raises(Exception, match=message):
+        Client(app_url, verbose=False).predict("rnn", config, text, "", api_name="/inspect")
+
+
+def test_session_history_grows_and_bad_input_keeps_it(app_url):
+    client = Client(app_url, verbose=False)
+    out = client.predict("tree", "ab", "", *_controls("tree"), api_name="/edit")
+    graph, cards, history, diff, report, status = out
+    assert report["run"] == 1 and report["tokens"] == 2
+    assert "graph nodes" in cards and "Measured on cpu" in status
+    out = client.predict("tree", "ab cd ef.", "", *_controls("tree", hidden=8), api_name="/edit")
+    report = out[4]
+    assert report["run"] == 2 and report["config"]["hidden"] == 8
+    assert report["diff"]["label"].startswith("architecture change (hidden 64->8)")
+    assert report["trace"]["compose"] == 8
+    with pytest.raises(Exception, match="empty"):
+        client.predict("tree", "   ", "", *_controls("tree"), api_name="/edit")
+    with pytest.raises(Exception, match="512"):  # the slider's own range check, or the engine's
+        client.predict("tree", "ab", "", *_controls("tree", hidden=100000), api_name="/edit")
+    out = client.predict("tree", "abc", "", *_controls("tree", hidden=8), api_name="/edit")
+    assert out[4]["run"] == 3 and out[4]["config"]["hidden"] == 8  # the session survived both errors
+
+
+def test_sessions_are_separate(app_url):
+    a, b = Client(app_url, verbose=False), Client(app_url, verbose=False)
+    ra = a.predict("rnn", "one", "", *_controls("rnn"), api_name="/edit")[4]
+    rb = b.predict("transformer", "two", "", *_controls("transformer", layers=3), api_name="/edit")[4]
+    ra2 = a.predict("rnn", "one more", "", *_controls("rnn"), api_name="/edit")[4]
+    assert (ra["run"], rb["run"], ra2["run"]) == (1, 1, 2)
+    assert rb["model"] == "transformer" and ra2["model"] == "rnn"

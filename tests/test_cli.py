@@ -1,0 +1,76 @@
+"""The command line, run as a user runs it: `python -m explorer ...` in a subprocess."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+REQUIRED_KEYS = [
+    "model", "config", "tokens", "params", "graph.nodes", "graph.edges", "eager.forward.median_ms",
+    "eager.forward.iqr_ms", "eager.train_step.median_ms", "memory.saved_bytes", "memory.peak_forward_bytes",
+    "memory.peak_train_bytes", "memory.param_bytes", "trace", "machine",
+]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "explorer", *args], capture_output=True, text=True, timeout=120)
+
+
+def _get(report: dict, dotted: str):
+    for part in dotted.split("."):
+        report = report[part]
+    return report
+
+
+def test_models_lists_every_config_field():
+    out = _cli("models", "--json")
+    assert out.returncode == 0, out.stderr
+    listing = {m["name"]: m for m in json.loads(out.stdout)}
+    assert set(listing) == {"rnn", "transformer", "early_exit", "tree"}
+    layers = next(f for f in listing["rnn"]["config"] if f["name"] == "layers")
+    assert layers == {"name": "layers", "type": "int", "default": 1, "min": 1, "max": 4,
+                      "help": "Stacked recurrent layers; each unrolls over all tokens."}
+    text = _cli("models")
+    assert text.returncode == 0 and "--set cell=" in text.stdout
+
+
+def test_inspect_json_has_the_documented_keys():
+    out = _cli("inspect", "--model", "rnn", "--set", "layers=2", "--set", "hidden=16",
+               "--text", "Hello 👋", "--compare", "Hi", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    for key in [*REQUIRED_KEYS, "diff.nodes_added", "diff.nodes_removed"]:
+        assert _get(report, key) is not None, key
+    assert report["tokens"] == len("Hello 👋".encode())
+    assert report["config"]["layers"] == 2
+    assert report["trace"]["layers.1.fwd"] == report["tokens"]
+    assert report["diff"]["nodes_added"] > 0 and report["diff"]["nodes_removed"] == 0
+    assert report["machine"]["threads"] >= 1 and report["machine"]["device"] == "cpu"
+    assert report["memory"]["peak_train_bytes"] > report["memory"]["peak_forward_bytes"] > 0
+
+
+def test_inspect_table():
+    out = _cli("inspect", "--model", "tree", "--text", "ab cd.")
+    assert out.returncode == 0, out.stderr
+    assert "module calls:" in out.stdout and "compose" in out.stdout and "forward" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["inspect", "--model", "rnn", "--set", "layers=9", "--text", "x"], "layers must be between 1 and 4"),
+        (["inspect", "--model", "rnn", "--set", "depth=2", "--text", "x"], "unknown config field 'depth'"),
+        (["inspect", "--model", "rnn", "--set", "layers", "--text", "x"], "--set takes KEY=VALUE"),
+        (["inspect", "--model", "gpt", "--text", "x"], "invalid choice: 'gpt'"),
+        (["inspect", "--model", "rnn", "--text", "   "], "empty"),
+        (["inspect", "--model", "rnn"], "required: --text"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(args, message):
+    out = _cli(*args)
+    assert out.returncode == 2
+    lines = [ln for ln in out.stderr.splitlines() if not ln.startswith(("USDT", "STAGE"))]
+    assert message in lines[-1]
+    assert "Traceback" not in out.stderr
