@@ -1,5 +1,6 @@
 """End to end: the real app in its own process, called over HTTP with gradio_client."""
 
+import json
 import os
 import socket
 import subprocess
@@ -85,9 +86,16 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
     graph, cards, history, diff, report, status = out
     assert report["run"] == 1 and report["tokens"] == 2
     assert "graph nodes" in cards and "Measured on cpu" in status
+    drawn = json.loads(graph["plot"])
+    assert "Autograd graph: " in drawn["layout"]["title"]["text"]
+    assert sum(len(t["x"]) for t in drawn["data"][1:]) == report["graph"]["nodes"]  # small: every node drawn
+    assert json.loads(history["plot"])["data"][0]["x"] == [2]
+    assert diff.startswith("First run")
     out = client.predict("tree", "ab cd ef.", "", *_controls("tree", hidden=8), api_name="/edit")
     report = out[4]
     assert report["run"] == 2 and report["config"]["hidden"] == 8
+    assert json.loads(out[2]["plot"])["data"][0]["x"] == [2]  # the first architecture's series
+    assert "hidden 64->8" in out[3]
     assert report["diff"]["label"].startswith("architecture change (hidden 64->8)")
     assert report["trace"]["compose"] == 8
     with pytest.raises(Exception, match="empty"):
