@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from explorer.figures import graph_figure, history_figure
 from explorer.report import build_report, format_bytes
 from explorer.session import RunResult, Session
-from models import ZOO, Knob
+from models import ZOO, Knob, entry
 from models.tokenizer import encode
 
 _EXAMPLE_TEXTS = (
@@ -67,8 +67,10 @@ def cards(r: RunResult) -> list[tuple[str, str, str]]:
     fw, tr, g = r.forward, r.train_step, r.capture.graph
     mem = r.memory
     runs = f"median of {fw.runs} runs, IQR {fw.iqr_ms:.3f} ms"
+    (what, n), *rest = entry(r.model).structure(r.capture.trace).items()
     return [
         ("tokens", f"{r.tokens}", "UTF-8 bytes" + (" (truncated)" if r.input.truncated_from else "")),
+        (what, f"{n}", ", ".join(f"{k}: {v}" for k, v in rest) or "decided by this input"),
         ("graph nodes", f"{len(g.nodes):,}", f"{len(g.edges):,} edges, {len(g.param_leaves)} param leaves"),
         ("parameters", f"{r.params:,}", format_bytes(r.param_bytes)),
         ("forward", f"{fw.median_ms:.3f} ms", runs),

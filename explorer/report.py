@@ -9,6 +9,7 @@ from typing import Any
 
 from explorer import limits, machine
 from explorer.session import RunResult
+from models import entry
 from models.config import config_dict
 
 
@@ -34,6 +35,7 @@ def build_report(r: RunResult) -> dict[str, Any]:
             "peak_train_bytes": r.memory.train if r.memory else None,
         },
         "trace": c.trace,
+        "structure": entry(r.model).structure(c.trace),
         "machine": machine.describe(),
         "limits": limits.describe(),
     }
@@ -59,6 +61,7 @@ def format_table(report: dict[str, Any]) -> str:
     rows = [
         ("model", report["arch"]),
         ("tokens", f"{report['tokens']}" + (" (truncated)" if report["truncated"] else "")),
+        ("structure", ", ".join(f"{k}: {v}" for k, v in report["structure"].items())),
         ("params", f"{report['params']:,}  ({format_bytes(mem['param_bytes'])})"),
         ("graph", f"{g['nodes']} nodes ({g['op_nodes']} ops, {g['param_leaves']} parameter leaves), "
                   f"{g['edges']} edges"),

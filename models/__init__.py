@@ -23,9 +23,16 @@ class ModelEntry:
     summary: str
     config_cls: type
     model_cls: type[nn.Module]
+    # What the input decided, read off the module call counts of a run: {"unrolled steps": 42}.
+    structure: Callable[[Mapping[str, int]], dict[str, int]]
 
     def knobs(self) -> list[Knob]:
         return knobs(self.config_cls)
+
+
+def _count_children(calls: Mapping[str, int], container: str) -> int:
+    """How many of a ModuleList's children ran at least once."""
+    return sum(1 for k in calls if k.startswith(container + ".") and k.count(".") == 1)
 
 
 ZOO: dict[str, ModelEntry] = {
@@ -35,21 +42,26 @@ ZOO: dict[str, ModelEntry] = {
             "rnn", "Unrolled RNN",
             "A Python loop over the tokens: one cell call per token, so the graph grows with the input.",
             RNNConfig, UnrolledRNN,
+            lambda calls: {"unrolled steps per layer": calls.get("layers.0.fwd", 0),
+                           "cell calls": sum(n for k, n in calls.items() if k.startswith("layers."))},
         ),
         ModelEntry(
             "transformer", "Transformer encoder",
             "Self-attention over exactly the tokens given: the graph's size is fixed, its shapes grow.",
             TransformerConfig, TransformerEncoder,
+            lambda calls: {"blocks run": _count_children(calls, "blocks")},
         ),
         ModelEntry(
             "early_exit", "Early exit",
             "Blocks with a confidence head after each: it stops once confident, so depth depends on the input.",
             EarlyExitConfig, EarlyExitEncoder,
+            lambda calls: {"blocks run": _count_children(calls, "blocks")},
         ),
         ModelEntry(
             "tree", "Tree network",
             "A recursive cell over a bracketing of the text: the graph is the parse tree.",
             TreeConfig, TreeNetwork,
+            lambda calls: {"tree leaves": calls.get("leaf", 0), "compositions": calls.get("compose", 0)},
         ),
     )
 }
