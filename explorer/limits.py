@@ -5,37 +5,27 @@ from __future__ import annotations
 import os
 
 
-def _env_int(name: str, default: int) -> int:
+def _env(name: str, default: float, cast: type) -> float:
+    """A positive number from the environment, or the default; a bad value stops start-up."""
     raw = os.environ.get(name)
     if raw is None:
         return default
     try:
-        value = int(raw)
+        value = cast(raw)
     except ValueError:
-        raise SystemExit(f"{name} must be a whole number; got {raw!r}") from None
-    if value <= 0:
-        raise SystemExit(f"{name} must be positive; got {value}")
-    return value
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SystemExit(f"{name} must be a number; got {raw!r}") from None
+        raise SystemExit(f"{name} must be a positive {cast.__name__}; got {raw!r}") from None
     if not value > 0:
-        raise SystemExit(f"{name} must be positive; got {value}")
+        raise SystemExit(f"{name} must be positive; got {raw!r}")
     return value
 
 
-MAX_TOKENS = _env_int("GE_MAX_TOKENS", 512)  # longer text is truncated, with a notice
-MAX_DRAWN_NODES = _env_int("GE_MAX_DRAWN_NODES", 300)  # beyond this the graph is drawn collapsed
-FORWARD_BUDGET_S = _env_float("GE_FORWARD_BUDGET_S", 0.08)  # min_run_time of one forward timing
-TRAIN_BUDGET_S = _env_float("GE_TRAIN_BUDGET_S", 0.10)  # min_run_time of one train-step timing
-HISTORY_LENGTH = _env_int("GE_HISTORY_LENGTH", 200)  # runs kept per session for the plots
+MAX_TOKENS = _env("GE_MAX_TOKENS", 512, int)  # longer text is truncated, with a notice
+MAX_DRAWN_NODES = _env("GE_MAX_DRAWN_NODES", 300, int)  # beyond this the graph is drawn collapsed
+FORWARD_BUDGET_S = _env("GE_FORWARD_BUDGET_S", 0.08, float)  # min_run_time of one forward timing
+TRAIN_BUDGET_S = _env("GE_TRAIN_BUDGET_S", 0.10, float)  # min_run_time of one train-step timing
+HISTORY_LENGTH = _env("GE_HISTORY_LENGTH", 200, int)  # runs kept per session for the plots
+# One thread is steadier than two on a 2-core machine (and leaves a core for the server).
+THREADS = _env("GE_THREADS", 1, int)
 
 
 def describe() -> dict[str, float | int]:
@@ -45,4 +35,5 @@ def describe() -> dict[str, float | int]:
         "forward_budget_s": FORWARD_BUDGET_S,
         "train_budget_s": TRAIN_BUDGET_S,
         "history_length": HISTORY_LENGTH,
+        "threads": THREADS,
     }

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-# One thread is steadier than two on a 2-core machine (and leaves a core for the server).
-THREADS = int(os.environ.get("GE_THREADS", "1"))
+from explorer.limits import THREADS
+
 
 
 def pin_threads() -> None:
