@@ -12,7 +12,6 @@ import torch
 from explorer.limits import THREADS
 
 
-
 def pin_threads() -> None:
     torch.set_num_threads(THREADS)
 
