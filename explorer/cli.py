@@ -6,11 +6,14 @@ import argparse
 import json
 import sys
 
+from explorer.compiled import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.errors import USER_ERRORS, InputError
+from explorer.inputs import text_of_length
 from explorer.machine import pin_threads
 from explorer.memory import warm_profiler
 from explorer.report import build_report, format_table
 from explorer.session import Session
+from explorer.worker import CompileFailure, compile_service
 from models import ZOO
 
 
@@ -46,15 +49,39 @@ def _parse_sets(pairs: list[str]) -> dict[str, str]:
     return values
 
 
+def _lengths(raw: str | None) -> list[int]:
+    if not raw:
+        return []
+    try:
+        return [int(x) for x in raw.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--lengths takes whole numbers separated by commas, e.g. 8,16,32; got {raw!r}") from None
+
+
 def _inspect(args: argparse.Namespace) -> int:
     values = _parse_sets(args.set)
+    lengths = _lengths(args.lengths)
+    options = CompileOptions(args.backend, args.dynamic, args.mark_dynamic, args.fullgraph) if args.compile else None
+    if lengths and options is None:
+        raise InputError("--lengths goes with --compile")
     pin_threads()
     warm_profiler()
     session = Session()
     session.configure(args.model, values)
-    result = session.run(args.text, args.compare)
+    texts = [text_of_length(args.text, n) for n in lengths] or [args.text]
+    service = compile_service()
+    try:
+        for text in texts:
+            result = session.run(text, args.compare)
+            if options is not None:
+                for _ in session.run_compiled(service, options):
+                    pass
+    except CompileFailure as e:
+        raise InputError(str(e)) from None
+    finally:
+        service.stop()
     session.measure_memory(result)
-    report = build_report(result)
+    report = build_report(result, session.compile_track.timeline, session.compile_track.runs)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
     return 0
 
@@ -71,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--text", required=True)
     p.add_argument("--compare", help="a second input to diff the graph against")
     p.add_argument("--json", action="store_true")
+    c = p.add_argument_group("compiled execution (torch.compile, in a worker process)")
+    c.add_argument("--compile", action="store_true", help="also compile, time and explain the model")
+    c.add_argument("--backend", default="inductor", choices=BACKENDS)
+    c.add_argument("--dynamic", default="auto", choices=sorted(DYNAMIC_MODES))
+    c.add_argument("--mark-dynamic", action="store_true", help="mark the sequence dimension dynamic")
+    c.add_argument("--fullgraph", action="store_true", help="fail on any graph break, and show why")
+    c.add_argument("--lengths", help="run these input lengths in order, e.g. 8,16,32,64 (the compile timeline)")
     p.set_defaults(fn=_inspect)
     args = parser.parse_args(argv)
     try:

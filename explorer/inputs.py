@@ -44,3 +44,18 @@ def tokenize(text: str, what: str = "input") -> TokenizedText:
         text = bytes(ids[:MAX_TOKENS]).decode("utf-8", errors="ignore")
         ids = encode(text)
     return TokenizedText(text, torch.tensor([ids], dtype=torch.long), truncated_from)
+
+
+def text_of_length(text: str, tokens: int) -> str:
+    """`text` repeated or cut to at most `tokens` tokens (exactly, for ASCII), on character boundaries."""
+    if tokens < 1:
+        raise InputError(f"lengths must be positive; got {tokens}")
+    base = text if text.strip() else "x"
+    out, size = [], 0
+    while True:
+        for ch in base:
+            n = len(ch.encode("utf-8"))
+            if size + n > tokens:
+                return "".join(out) or ch
+            out.append(ch)
+            size += n

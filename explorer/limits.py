@@ -26,6 +26,8 @@ TRAIN_BUDGET_S = _env("GE_TRAIN_BUDGET_S", 0.10, float)  # min_run_time of one t
 HISTORY_LENGTH = _env("GE_HISTORY_LENGTH", 200, int)  # runs kept per session for the plots
 # One thread is steadier than two on a 2-core machine (and leaves a core for the server).
 THREADS = _env("GE_THREADS", 1, int)
+COMPILE_TIMEOUT_S = _env("GE_COMPILE_TIMEOUT_S", 120.0, float)  # a compile job past this is killed
+RECOMPILE_LIMIT = _env("GE_RECOMPILE_LIMIT", 8, int)  # dynamo's recompile_limit in the compile worker
 
 
 def describe() -> dict[str, float | int]:
@@ -36,4 +38,6 @@ def describe() -> dict[str, float | int]:
         "train_budget_s": TRAIN_BUDGET_S,
         "history_length": HISTORY_LENGTH,
         "threads": THREADS,
+        "compile_timeout_s": COMPILE_TIMEOUT_S,
+        "recompile_limit": RECOMPILE_LIMIT,
     }

@@ -8,12 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from explorer import limits, machine
+from explorer.compare import CompiledRun
 from explorer.session import RunResult
 from models import entry
 from models.config import config_dict
 
 
-def build_report(r: RunResult) -> dict[str, Any]:
+def build_report(r: RunResult, timeline: list[dict[str, Any]] | None = None,
+                 compiled_runs: list[CompiledRun] | None = None) -> dict[str, Any]:
     c = r.capture
     report: dict[str, Any] = {
         "model": r.model,
@@ -41,6 +43,19 @@ def build_report(r: RunResult) -> dict[str, Any]:
     }
     if r.diff is not None:
         report["diff"] = r.diff.as_dict()
+    if r.compiled is not None:
+        report["compiled"] = r.compiled.as_dict()
+        report["compiled_by_length"] = [
+            {"length": c.length, "eager_ms": c.eager.median_ms if c.eager else None,
+             "compiled_ms": c.compiled.median_ms if c.compiled else None, "speedup": c.speedup,
+             "compile_s": c.compile_s, "fallback": c.fallback}
+            for c in compiled_runs or []
+        ]
+        report["timeline"] = [
+            {k: e[k] for k in ("length", "reason", "dynamic", "compile_s", "compile_id", "frame", "ops", "arch",
+                               "options")}
+            for e in timeline or []
+        ]
     return report
 
 
@@ -79,5 +94,23 @@ def format_table(report: dict[str, Any]) -> str:
         d = report["diff"]
         lines.append(f"diff: {d['label']}: +{d['nodes_added']} / -{d['nodes_removed']} nodes")
         lines += [f"  {x['module']:<30} {x['before']} -> {x['after']}" for x in d["modules"]]
+    if "compiled" in report:
+        c = report["compiled"]
+        fw = c["forward"]
+        lines.append(f"compiled             {c['options']['backend']} dynamic={c['options']['dynamic']}"
+                     + (f": {fw['median_ms']:.3f} ms median, IQR {fw['iqr_ms']:.3f} ms" if fw else ""))
+        if c["speedup"] is not None:
+            be = c["break_even_calls"]
+            eager_ms = c["eager_forward"]["median_ms"]
+            lines.append(f"  vs eager           {c['speedup']:.2f}x (eager re-timed {eager_ms:.3f} ms), "
+                         f"compile {c['total_compile_s']:.2f} s, break-even "
+                         + ("never" if be is None else f"{be:,} calls"))
+        if c["fallback"]:
+            lines.append(f"  NOT COMPILED: {c['fallback']}")
+        lines.append(f"  graphs {c['graph_count']}, graph breaks {c['graph_break_count']}")
+        lines += [f"  break at {b['where']}: {b['reason']}" for b in c["graph_breaks"]]
+        lines.append("timeline:")
+        lines += [f"  {e['length']:>5} tokens  {e['compile_id']:<5} {'symbolic' if e['dynamic'] else 'static':<8} "
+                  f"{e['compile_s']:6.2f} s  {e['reason']}" for e in report["timeline"]]
     lines += [f"note: {n}" for n in report["notices"]]
     return "\n".join(lines)

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from torch import nn
 
 from explorer.capture import Capture, capture_run, forward, train_loss, train_step
+from explorer.compare import CompiledRun, CompileTrack
+from explorer.compiled import CompileOptions
 from explorer.diff import GraphDiff, diff_graphs
+from explorer.errors import InputError
 from explorer.inputs import TokenizedText, tokenize
 from explorer.limits import FORWARD_BUDGET_S, HISTORY_LENGTH, TRAIN_BUDGET_S
 from explorer.memory import MemoryPeaks, measure_peaks, param_bytes
 from explorer.timing import Measurement, measure
+from explorer.worker import CompileService, Progress
 from models import build_model, make_config
 from models.config import config_dict
 
@@ -52,6 +57,7 @@ class RunResult:
     param_bytes: int
     diff: GraphDiff | None
     memory: MemoryPeaks | None = None  # filled by Session.measure_memory (a second, slower stage)
+    compiled: CompiledRun | None = None  # filled by Session.run_compiled (in the compile worker)
 
     @property
     def tokens(self) -> int:
@@ -79,12 +85,15 @@ class Session:
     config: Any = None
     history: deque[RunRecord] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
     last: RunResult | None = None  # the latest run in full (its graph is the next diff's baseline)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    compile_track: CompileTrack = field(default=None, repr=False)  # type: ignore[assignment]
     _model: nn.Module | None = field(default=None, repr=False)
     _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
 
     def __post_init__(self) -> None:
         if self.config is None:
             self.config = make_config(self.model_name)
+        self.compile_track = CompileTrack(self.id)
 
     @property
     def model(self) -> nn.Module:
@@ -144,6 +153,20 @@ class Session:
                     record.memory = result.memory
                     break
         return result.memory
+
+
+    def run_compiled(self, service: CompileService, options: CompileOptions,
+                     result: RunResult | None = None) -> Iterator[Progress | CompiledRun]:
+        """Compile and time the run's input (default: the latest run) in the compile worker."""
+        result = result or self.last
+        if result is None:
+            raise InputError("Run an input first; the compiled view compiles that input.")
+        tokens = [result.input.ids[0].tolist()]
+        for item in self.compile_track.run(service, result.model, config_dict(result.config), result.arch,
+                                           options, tokens):
+            if isinstance(item, CompiledRun):
+                result.compiled = item
+            yield item
 
 
 def _change_label(prev: RunResult, session: Session, inp: TokenizedText) -> str:

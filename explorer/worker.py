@@ -1,0 +1,185 @@
+"""The compile worker: torch.compile runs in a child process that can be timed out and killed.
+
+Why a process: dynamo's caches, counters and recompile limits are process-global, a compile can
+hang or crash, and only a process can be stopped from outside. One worker serves every session,
+one job at a time (on 2 cores concurrent compiles only duplicate work). When a job comes from a
+different session/architecture/options than the last one, the worker resets dynamo and replays
+that session's earlier inputs (untimed, their compile events dropped), so every session sees
+exactly the caches and recompile counts it would see alone.
+
+Timing stays fair: the worker asks the parent for the process-wide measurement lock before each
+timing, so compiled and eager figures of different sessions are never taken at the same time.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from explorer import timing
+from explorer.limits import COMPILE_TIMEOUT_S
+
+
+class CompileFailure(RuntimeError):
+    """The worker timed out or died; the message says which. The worker has been replaced."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    elapsed_s: float
+    phase: str
+
+
+class _ParentLock:
+    """In the worker: the parent's MEASURE_LOCK, acquired and released over the pipe."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        self._conn.send(("acquire", None))
+        assert self._conn.recv() == ("granted", None)
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.send(("release", None))
+
+
+def _worker_main(conn: Any) -> None:
+    timing.MEASURE_LOCK = _ParentLock(conn)  # type: ignore[assignment]
+    import torch._dynamo
+
+    from explorer.limits import RECOMPILE_LIMIT
+    from explorer.machine import pin_threads
+    from explorer.worker_jobs import JobRunner
+
+    pin_threads()
+    torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
+    runner = JobRunner(lambda phase: conn.send(("phase", phase)))
+    while True:
+        try:
+            kind, job = conn.recv()
+        except EOFError:
+            return
+        if kind == "stop":
+            return
+        try:
+            conn.send(("result", runner.run(job)))
+        except Exception as e:  # reported to the parent; the worker stays usable
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+class CompileService:
+    """The parent side: one worker process, started lazily, replaced after a timeout or crash."""
+
+    def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
+        self._ctx = mp.get_context("spawn")
+        self._proc: Any = None
+        self._conn: Any = None
+        self._jobs = threading.Lock()  # one job at a time
+        self.generation = 0  # bumps when the worker is replaced: its caches are gone
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_worker_main, args=(child,), daemon=True, name="compile-worker")
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        self.generation += 1
+
+    def stop(self) -> None:
+        """Kill the worker (if any) and reap it."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join(timeout=10)
+            self._conn.close()
+        self._proc = self._conn = None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def run(self, job: dict[str, Any]) -> Iterator[Progress | dict[str, Any]]:
+        """Send a job; yield Progress every ~0.5 s, then the result dict. Raises CompileFailure."""
+        with self._jobs:
+            if not self.alive:
+                self.stop()
+                self._start()
+            job = {**job, "generation": self.generation}
+            self._conn.send(("job", job))
+            start = time.monotonic()
+            lock_held = False
+            waited = 0.0  # time spent waiting for the measurement lock does not count against the timeout
+            phase = "starting"
+            kind = None
+            try:
+                while True:
+                    elapsed = time.monotonic() - start
+                    if elapsed - waited > self.timeout_s:
+                        raise CompileFailure(
+                            f"compile timed out after {self.timeout_s:.0f} s ({phase}); the compile worker was "
+                            "stopped and restarted. Try a shorter input, backend aot_eager or eager, or dynamic=true."
+                        )
+                    if not self._conn.poll(0.5):
+                        if not self._proc.is_alive():
+                            raise CompileFailure(f"the compile worker died (exit code {self._proc.exitcode}) "
+                                                 f"while {phase}; it has been restarted.")
+                        yield Progress(elapsed, phase)
+                        continue
+                    try:
+                        kind, payload = self._conn.recv()
+                    except (EOFError, OSError):
+                        raise CompileFailure(f"the compile worker died while {phase}; it has been restarted.") from None
+                    if kind == "phase":
+                        phase = payload
+                    elif kind == "acquire":
+                        t0 = time.monotonic()
+                        timing.MEASURE_LOCK.acquire()
+                        waited += time.monotonic() - t0
+                        lock_held = True
+                        self._conn.send(("granted", None))
+                    elif kind == "release":
+                        timing.MEASURE_LOCK.release()
+                        lock_held = False
+                    elif kind == "result":
+                        yield payload
+                        return
+                    else:  # "error": the job failed in a way the worker survived
+                        raise CompileFailure(payload)
+            except GeneratorExit:  # the caller went away mid-job: the worker's replies would desync
+                self.stop()
+                raise
+            except CompileFailure:
+                if lock_held:
+                    timing.MEASURE_LOCK.release()
+                    lock_held = False
+                if self.alive and kind != "error":
+                    self.stop()
+                raise
+            finally:
+                if lock_held:
+                    timing.MEASURE_LOCK.release()
+
+
+def run_to_end(service: CompileService, job: dict[str, Any]) -> dict[str, Any]:
+    """Run a job and return its result, ignoring progress (CLI, tests)."""
+    result: dict[str, Any] = {}
+    for item in service.run(job):
+        if isinstance(item, dict):
+            result = item
+    return result
+
+
+_service: CompileService | None = None
+
+
+def compile_service() -> CompileService:
+    """The process's one compile worker service (created on first use)."""
+    global _service
+    if _service is None:
+        _service = CompileService()
+    return _service
