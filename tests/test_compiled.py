@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch._dynamo as dynamo
 
-from explorer.compare import CompileTrack
+from explorer.compare import CompiledRun, CompileTrack
 from explorer.compiled import CompileOptions
 from explorer.inputs import text_of_length
 from explorer.session import Session
@@ -28,8 +28,8 @@ def service():
 def _timeline(service, options, model="transformer", config=None, lengths=LENGTHS, session="t"):
     track = CompileTrack(session)
     tokens = [encode(text_of_length("hello world ", n)) for n in lengths]
-    runs = [r for r in track.run(service, model, {"layers": 1, "width": 16, "heads": 2} if config is None else config, model,
-                                 options, tokens) if not hasattr(r, "elapsed_s")]
+    config = {"layers": 1, "width": 16, "heads": 2} if config is None else config
+    runs = [r for r in track.run(service, model, config, model, options, tokens) if isinstance(r, CompiledRun)]
     return track, runs
 
 
