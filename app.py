@@ -6,17 +6,30 @@ import html
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
 
 from explorer import limits
+from explorer.compare import warm_compile_cache
+from explorer.compiled import BACKENDS, CompileOptions
 from explorer.errors import USER_ERRORS
 from explorer.machine import describe, pin_threads
 from explorer.memory import warm_profiler
-from explorer.playground import DEFAULT_TEXT, EXAMPLES, View, control_specs, update, values_for
+from explorer.playground import (
+    DEFAULT_TEXT,
+    EXAMPLES,
+    TIMELINE_COLUMNS,
+    View,
+    compiled_update,
+    control_specs,
+    update,
+    values_for,
+)
 from explorer.session import DEFAULT_MODEL, Session
+from explorer.worker import CompileFailure, compile_service
 from models import ZOO, Knob
 
 log = logging.getLogger("graph_explorer")
@@ -67,6 +80,28 @@ def run_playground(session: Session, model: str, text: str, compare: str, *flat:
         raise gr.Error("The run failed inside the model; the session keeps its previous model.") from None
 
 
+def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, mark: bool,
+                 fullgraph: bool) -> Iterator[tuple]:
+    """The compiled side: progress while the worker compiles, then the numbers; never blocks eager."""
+    if not enabled or session.last is None:
+        yield (session, "Compiled execution is off: tick *compile* to compare with torch.compile.",
+               *[gr.skip()] * 7)
+        return
+    try:
+        options = CompileOptions(backend, dynamic, mark, fullgraph)
+        for item in compiled_update(session, compile_service(), options):
+            if isinstance(item, str):
+                yield (session, item, *[gr.skip()] * 7)
+            else:
+                yield (session, item.status, _cards_html(item.cards), item.timeline, item.breaks, item.figure,
+                       item.graph, item.code, item.report)
+    except USER_ERRORS as e:
+        yield (session, f"**Cannot compile**: {e}", *[gr.skip()] * 7)
+    except CompileFailure as e:
+        gr.Warning(str(e))
+        yield (session, f"**Compile stopped**: {e}", *[gr.skip()] * 7)
+
+
 def build_app() -> gr.Blocks:
     specs = control_specs()
     with gr.Blocks(title="Graph Explorer") as demo:
@@ -101,28 +136,64 @@ def build_app() -> gr.Blocks:
                         raw = gr.JSON(label="raw numbers (the same report as `python -m explorer inspect --json`)",
                                       open=False)
 
+                with gr.Accordion("Compiled: the same input through torch.compile", open=True):
+                    gr.Markdown(
+                        "Compiling freezes what one run did into a static graph. Watch when it recompiles (and "
+                        "why), where the graph breaks, and how many calls it takes to pay the compile back. "
+                        "It runs in a separate worker process, after the eager numbers above."
+                    )
+                    with gr.Row():
+                        compile_on = gr.Checkbox(False, label="compile", info="torch.compile this model and input")
+                        backend = gr.Radio(list(BACKENDS), value="inductor", label="backend",
+                                           info="inductor generates C++; aot_eager/eager only trace")
+                        dynamic = gr.Radio(["auto", "true", "false"], value="auto", label="dynamic",
+                                           info="auto: static first, symbolic after a size change")
+                        mark = gr.Checkbox(False, label="mark_dynamic", info="sequence dimension dynamic up front")
+                        fullgraph = gr.Checkbox(False, label="fullgraph", info="fail on any graph break")
+                    compiled_status = gr.Markdown()
+                    compiled_cards = gr.HTML()
+                    with gr.Row():
+                        compiled_plot = gr.Plot(label="eager vs compiled against length")
+                        breaks = gr.Markdown()
+                    timeline = gr.Dataframe(headers=TIMELINE_COLUMNS, label="compile timeline of this session",
+                                            interactive=False, wrap=True)
+                    with gr.Row():
+                        fx_plot = gr.Plot(label="latest captured graph")
+                        fx_code = gr.Code(language="python", label="latest captured graph as code (print_readable)",
+                                          max_lines=30)
+
         inputs = [session, model, text, compare, *controls]
         outputs = [session, graph, cards, history, diff, raw, status]
         run = {"fn": run_playground, "inputs": inputs, "outputs": outputs, "trigger_mode": "always_last",
                "concurrency_id": "measure", "concurrency_limit": 1, "show_progress": "minimal"}
-        text.input(api_name="edit", **run)
-        text.submit(api_name="submit", **run)
+        compiled = {"fn": run_compiled, "inputs": [session, compile_on, backend, dynamic, mark, fullgraph],
+                    "outputs": [session, compiled_status, compiled_cards, timeline, breaks, compiled_plot, fx_plot,
+                                fx_code, raw],
+                    "concurrency_id": "compile", "concurrency_limit": 1, "show_progress": "minimal",
+                    "trigger_mode": "always_last"}
+        text.input(api_name="edit", **run).then(api_visibility="private", **compiled)
+        text.submit(api_name="submit", **run).then(api_visibility="private", **compiled)
         compare.input(api_name="edit_compare", **run)
         for c in controls:
-            c.change(api_visibility="private", **run)
+            c.change(api_visibility="private", **run).then(api_visibility="private", **compiled)
         model.change(
             lambda m: [gr.Group(visible=m == name) for name in ZOO] + [gr.Dropdown(info=ZOO[m].summary)],
             inputs=model, outputs=[*groups.values(), model], api_name="select_model", queue=False,
-        ).then(api_visibility="private", **run)
+        ).then(api_visibility="private", **run).then(api_visibility="private", **compiled)
         example.input(lambda k: EXAMPLES[k], inputs=example, outputs=text, api_name="example",
-                      queue=False).then(api_visibility="private", **run)
+                      queue=False).then(api_visibility="private", **run).then(api_visibility="private", **compiled)
+        for i, c in enumerate((compile_on, backend, dynamic, mark, fullgraph)):
+            c.change(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",
+                     **compiled)
         demo.load(api_name="load", **run)
         gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=1)
     return demo
 
 
-def _api_inspect(model: str, config_json: str, text: str, compare: str = "") -> dict:
-    """Run `text` on `model` with a JSON object of config values; returns the run's report."""
+def _api_inspect(model: str, config_json: str, text: str, compare: str = "", backend: str = "",
+                 dynamic: str = "auto", mark_dynamic: bool = False, fullgraph: bool = False) -> dict:
+    """Run `text` on `model` with a JSON object of config values; returns the run's report.
+    With a `backend` (inductor, aot_eager, eager) the report gains `compiled` and `timeline`."""
     try:
         values = json.loads(config_json or "{}")
     except json.JSONDecodeError as e:
@@ -132,15 +203,22 @@ def _api_inspect(model: str, config_json: str, text: str, compare: str = "") -> 
     session = Session()
     try:
         *_, view = update(session, model, text, compare, values)
-    except USER_ERRORS as e:
-        raise gr.Error(str(e)) from None
-    return view.report
+        if not backend:
+            return view.report
+        *_, compiled = compiled_update(session, compile_service(), CompileOptions(backend, dynamic, mark_dynamic,
+                                                                                  fullgraph))
+    except (*USER_ERRORS, CompileFailure) as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    return compiled.report
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO)
     pin_threads()
     warm_profiler()
+    if os.environ.get("GE_WARM_COMPILE", "1") != "0":
+        threading.Thread(target=lambda: log.info("compile cache warm: %s", warm_compile_cache(compile_service())),
+                         daemon=True, name="compile-warm-up").start()
     demo = build_app()
     demo.queue(max_size=64, default_concurrency_limit=1)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -12,6 +13,9 @@ from explorer.errors import InputError
 from explorer.graph import AutogradGraph, GraphNode
 from explorer.timing import Measurement
 from explorer.worker import CompileService, Progress
+from models import ZOO, make_config
+from models.config import config_dict
+from models.tokenizer import encode
 
 
 @dataclass
@@ -19,6 +23,7 @@ class CompiledRun:
     """The compiled side of one input: what the worker measured, labelled with what it really is."""
 
     length: int
+    arch: str
     options: CompileOptions
     eager: Measurement | None  # re-timed in the worker, back to back with the compiled model
     compiled: Measurement | None  # None when the compile failed
@@ -122,7 +127,7 @@ class CompileTrack:
                 self.timeline.append({**{k: v for k, v in e.items() if k not in ("code", "fx")}, "arch": arch,
                                       "options": options.label()})
             cr = CompiledRun(
-                length=r["length"], options=options, eager=_measurement(r.get("eager")),
+                length=r["length"], arch=arch, options=options, eager=_measurement(r.get("eager")),
                 compiled=None if r["error"] else _measurement(r.get("compiled")),
                 peak_eager_bytes=r.get("peak_eager_bytes"), peak_compiled_bytes=r.get("peak_compiled_bytes"),
                 compile_s=compile_s, total_compile_s=self.compile_s[key], fallback=_fallback(r, result["explain"]),
@@ -138,3 +143,23 @@ def fx_graph(nodes: list[dict[str, Any]]) -> AutogradGraph:
     graph_nodes = [GraphNode(i, n["target"], n["op"], 0, None, None) for i, n in enumerate(nodes)]
     edges = [(index[a], index[n["name"]]) for n in nodes for a in n["inputs"] if a in index]
     return AutogradGraph(graph_nodes, edges, len(nodes) - 1)
+
+
+def warm_compile_cache(service: CompileService) -> list[str]:
+    """Compile every model's default config once with inductor, so a fresh app's first compiled view
+    pays ~2 s instead of the one-time toolchain cost (~15-25 s); the cache is inductor's own on disk.
+    Returns one line per model, for the log."""
+    if cxx_compiler() is None:
+        return ["no C++ compiler: inductor unavailable, offer aot_eager or eager"]
+    done = []
+    for name in ZOO:
+        track = CompileTrack("start-up warm-up")
+        start = time.monotonic()
+        try:
+            for _ in track.run(service, name, config_dict(make_config(name)), name, CompileOptions(),
+                               [encode("warm up")]):
+                pass
+            done.append(f"{name}: {time.monotonic() - start:.1f} s")
+        except Exception as e:  # a warm-up failure must not stop the app; the real compile will say why
+            done.append(f"{name}: failed ({e})")
+    return done

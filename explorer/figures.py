@@ -6,11 +6,14 @@ Plotting only: every number drawn here was measured elsewhere and arrives in a R
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
+from explorer.compare import CompiledRun, fx_graph
+from explorer.graph import AutogradGraph
 from explorer.layout import DrawNode, GraphLayout, layout_graph, module_color_keys
 from explorer.limits import MAX_DRAWN_NODES
 from explorer.report import format_bytes
@@ -43,9 +46,9 @@ def _hover(d: DrawNode) -> str:
     return "<br>".join(lines)
 
 
-def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: int = 560) -> go.Figure:
-    graph = result.capture.graph
-    added = result.diff.added_ids if result.diff else frozenset()
+def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
+               max_nodes: int = MAX_DRAWN_NODES, height: int = 560) -> go.Figure:
+    """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, left to right."""
     lay: GraphLayout = layout_graph(graph, added, max_nodes)
     fig = go.Figure()
     ex, ey = [], []
@@ -70,19 +73,32 @@ def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: in
         ))
     drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
         f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
-    title = (f"Autograd graph: {graph.summary()['nodes']} nodes, {len(graph.edges)} edges ({drawn}); "
-             f"{result.arch}, {result.tokens} tokens")
-    if result.diff:
-        title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
     fig.update_layout(
-        title={"text": title, "font": {"size": 14}},
+        title={"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
         height=height, margin={"l": 10, "r": 10, "t": 70, "b": 30}, plot_bgcolor="white",
         legend={"title": {"text": "module"}, "itemsizing": "constant"}, hoverlabel={"align": "left"},
-        xaxis={"title": "forward →  (parameters and inputs on the left, loss on the right)",
+        xaxis={"title": "forward →  (inputs and parameters on the left, output on the right)",
                "showgrid": False, "zeroline": False, "showticklabels": False},
         yaxis={"visible": False},
     )
     return fig
+
+
+def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: int = 560) -> go.Figure:
+    graph = result.capture.graph
+    title = (f"Autograd graph: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
+             f"{result.arch}, {result.tokens} tokens")
+    if result.diff:
+        title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
+    return draw_graph(graph, title, result.diff.added_ids if result.diff else frozenset(), max_nodes, height)
+
+
+def fx_figure(event: dict[str, Any], height: int = 460) -> go.Figure:
+    """A graph dynamo captured (one compile event), drawn like the autograd graph."""
+    kind = "symbolic" if event["dynamic"] else "static"
+    title = (f"Captured FX graph {event['compile_id']} of {event['frame']} ({kind}, {event['ops']} ops, "
+             f"{{drawn}}), compiled for {event['length']} tokens")
+    return draw_graph(fx_graph(event["fx"]), title, height=height)
 
 
 def history_figure(history: Iterable[RunRecord], height: int = 420) -> go.Figure:
@@ -115,4 +131,44 @@ def history_figure(history: Iterable[RunRecord], height: int = 420) -> go.Figure
     fig.update_yaxes(title_text="ms", row=1, col=1, gridcolor="#eee", rangemode="tozero")
     fig.update_yaxes(title_text="MiB", row=2, col=1, gridcolor="#eee", rangemode="tozero")
     fig.update_xaxes(title_text="input length (tokens)", row=2, col=1, gridcolor="#eee")
+    return fig
+
+
+def compiled_figure(runs: Iterable[CompiledRun], height: int = 380) -> go.Figure:
+    """Eager vs compiled latency against input length, for the latest model+options; compiles marked."""
+    runs = list(runs)
+    fig = go.Figure()
+    if runs:
+        last = runs[-1]
+        same = sorted((r for r in runs if (r.arch, r.options) == (last.arch, last.options)), key=lambda r: r.length)
+        for name, color in (("eager", "#1f77b4"), ("compiled", "#ff7f0e")):
+            pts = [(r.length, getattr(r, name)) for r in same
+                   if getattr(r, name) is not None and not (name == "compiled" and r.fallback)]
+            fig.add_trace(go.Scatter(
+                x=[x for x, _ in pts], y=[m.median_ms for _, m in pts], mode="lines+markers", name=name,
+                line={"color": color}, error_y={"type": "data", "array": [m.iqr_ms for _, m in pts]},
+                hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + name + "</extra>",
+            ))
+        fell = [r for r in same if r.fallback and r.compiled is not None]
+        if fell:
+            fig.add_trace(go.Scatter(
+                x=[r.length for r in fell], y=[r.compiled.median_ms for r in fell], mode="markers",
+                name="'compiled' that ran eagerly", marker={"symbol": "x", "size": 11, "color": "#7f7f7f"},
+                text=[r.fallback for r in fell], hoverinfo="text",
+            ))
+        compiles = [r for r in same if r.compile_s > 0 and r.compiled is not None]
+        fig.add_trace(go.Scatter(
+            x=[r.length for r in compiles], y=[r.compiled.median_ms for r in compiles], mode="markers",
+            name="compiled here", marker={"symbol": "star", "size": 15, "color": "#d62728"},
+            text=[f"compiled {r.compile_s:.2f} s:<br>" + "<br>".join(e["reason"] for e in r.events) for r in compiles],
+            hoverinfo="text",
+        ))
+        threads = last.compiled.threads if last.compiled else 1
+        title = (f"Eager vs compiled forward: {last.arch}, {last.options.label()} "
+                 f"(cpu, {threads} thread(s); bars = IQR)")
+    else:
+        title = "Eager vs compiled forward: switch on compiled execution to fill this in"
+    fig.update_layout(height=height, title={"text": title, "font": {"size": 13}}, plot_bgcolor="white",
+                      margin={"l": 10, "r": 10, "t": 40, "b": 30}, xaxis_title="input length (tokens)",
+                      yaxis_title="ms", yaxis_rangemode="tozero")
     return fig

@@ -11,9 +11,12 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.figures import graph_figure, history_figure
+from explorer.compare import CompiledRun
+from explorer.compiled import CompileOptions
+from explorer.figures import compiled_figure, fx_figure, graph_figure, history_figure
 from explorer.report import build_report, format_bytes
 from explorer.session import RunResult, Session
+from explorer.worker import CompileService, Progress
 from models import ZOO, Knob, entry
 from models.tokenizer import encode
 
@@ -87,7 +90,7 @@ def _view(session: Session, r: RunResult, status: str) -> View:
         cards=cards(r),
         history=history_figure(session.history),
         diff=r.diff.text() if r.diff else "First run of this session: change the input or the architecture to diff.",
-        report=build_report(r),
+        report=build_report(r, session.compile_track.timeline, session.compile_track.runs),
         status=status,
     )
 
@@ -102,7 +105,80 @@ def update(session: Session, model: str, text: str, compare: str, values: dict[s
     view = _view(session, r, f"{notes} Profiling memory… {measured}".strip())
     yield view
     session.measure_memory(r)
-    view.cards, view.report = cards(r), build_report(r)
+    view.cards = cards(r)
+    view.report = build_report(r, session.compile_track.timeline, session.compile_track.runs)
     view.history = history_figure(session.history)
     view.status = f"{notes} {measured}".strip()
     yield view
+
+
+@dataclass
+class CompiledView:
+    cards: list[tuple[str, str, str]]
+    status: str
+    timeline: list[list[Any]]  # rows of TIMELINE_COLUMNS
+    breaks: str  # markdown
+    figure: go.Figure  # eager vs compiled against length
+    graph: go.Figure | None  # the latest captured FX graph
+    code: str  # ... as code
+    report: dict[str, Any]
+
+
+TIMELINE_COLUMNS = ["#", "tokens", "graph", "function", "shapes", "compile s", "why it compiled", "architecture",
+                    "options"]
+
+
+def _compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
+    m, e = c.compiled, c.eager
+    tag = " (eager fallback!)" if c.fallback and m else ""
+    be = c.break_even_calls
+    return [
+        ("compiled forward", f"{m.median_ms:.3f} ms" if m else "failed",
+         f"median of {m.runs} runs, IQR {m.iqr_ms:.3f} ms{tag}" if m else "see the message above"),
+        ("speed-up vs eager", f"{c.speedup:.2f}x" if c.speedup else "—",
+         f"eager re-timed {e.median_ms:.3f} ms, same process and threads" if e else ""),
+        ("compile time", f"{c.total_compile_s:.2f} s", f"this input: {c.compile_s:.2f} s"),
+        ("break-even", "never" if be is None else f"{be:,} calls", "compile time / per-call saving"),
+        ("peak memory", format_bytes(c.peak_compiled_bytes), f"eager {format_bytes(c.peak_eager_bytes)} (no_grad)"),
+        ("graphs", f"{c.graph_count}", f"{max(c.explain.get('graph_break_count', 0), 0)} graph breaks (explain)"),
+    ]
+
+
+def _breaks_markdown(c: CompiledRun) -> str:
+    ex = c.explain
+    if ex.get("graph_count") == 0:
+        return ("**Dynamo captured no graph at all**: it skipped this model's forward, so `torch.compile` runs it "
+                "eagerly (torch 2.13 skips `nn.RNN/GRU/LSTM` unless `torch._dynamo.config.allow_rnn = True`).")
+    if not c.graph_breaks:
+        return f"**No graph breaks**: `torch._dynamo.explain` finds {ex.get('graph_count')} graph(s) for this input."
+    lines = [f"**{ex['graph_break_count']} graph break(s)** (`torch._dynamo.explain`: {ex['graph_count']} graphs):"]
+    for b in c.graph_breaks:
+        lines.append(f"- `{b['where']}`: `{b['code']}`  \n  {b['reason']}. {b['explanation']}"
+                     + ("  \n  Dynamo gave up on this whole function: it runs eagerly, and only the modules it "
+                        "calls are compiled, each as its own graph." if b["skipped"] else ""))
+    return "\n".join(lines)
+
+
+def compiled_view(session: Session, c: CompiledRun) -> CompiledView:
+    track = session.compile_track
+    latest = next((e for r in reversed(track.runs) for e in reversed(r.events)), None)
+    status = (f"**Not a compiled figure**: {c.fallback}" if c.fallback else
+              f"Compiled with {c.options.label()}; eager and compiled timed back to back in the compile worker "
+              f"(cpu, {c.compiled.threads} thread(s), torch.utils.benchmark).")
+    rows = [[i + 1, e["length"], e["compile_id"], e["frame"], "symbolic" if e["dynamic"] else "static",
+             round(e["compile_s"], 3), e["reason"], e["arch"], e["options"]] for i, e in enumerate(track.timeline)]
+    return CompiledView(
+        cards=_compiled_cards(c), status=status, timeline=rows, breaks=_breaks_markdown(c),
+        figure=compiled_figure(track.runs), graph=fx_figure(latest) if latest else None,
+        code=latest["code"] if latest else "# no graph was captured",
+        report=build_report(session.last, track.timeline, track.runs) if session.last else {},
+    )
+
+
+def compiled_update(session: Session, service: CompileService, options: CompileOptions) -> Iterator[str | CompiledView]:
+    """Compile the latest input: yields progress messages, then the view."""
+    for item in session.run_compiled(service, options):
+        if isinstance(item, Progress):
+            yield f"Compiling ({options.label()}): {item.elapsed_s:.1f} s, {item.phase}…"
+        else:
+            yield compiled_view(session, item)

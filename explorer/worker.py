@@ -105,64 +105,73 @@ class CompileService:
 
     def run(self, job: dict[str, Any]) -> Iterator[Progress | dict[str, Any]]:
         """Send a job; yield Progress every ~0.5 s, then the result dict. Raises CompileFailure."""
-        with self._jobs:
-            if not self.alive:
-                self.stop()
-                self._start()
-            job = {**job, "generation": self.generation}
-            self._conn.send(("job", job))
-            start = time.monotonic()
-            lock_held = False
-            waited = 0.0  # time spent waiting for the measurement lock does not count against the timeout
-            phase = "starting"
-            kind = None
-            try:
-                while True:
-                    elapsed = time.monotonic() - start
-                    if elapsed - waited > self.timeout_s:
-                        raise CompileFailure(
-                            f"compile timed out after {self.timeout_s:.0f} s ({phase}); the compile worker was "
-                            "stopped and restarted. Try a shorter input, backend aot_eager or eager, or dynamic=true."
-                        )
-                    if not self._conn.poll(0.5):
-                        if not self._proc.is_alive():
-                            raise CompileFailure(f"the compile worker died (exit code {self._proc.exitcode}) "
-                                                 f"while {phase}; it has been restarted.")
-                        yield Progress(elapsed, phase)
-                        continue
-                    try:
-                        kind, payload = self._conn.recv()
-                    except (EOFError, OSError):
-                        raise CompileFailure(f"the compile worker died while {phase}; it has been restarted.") from None
-                    if kind == "phase":
-                        phase = payload
-                    elif kind == "acquire":
-                        t0 = time.monotonic()
-                        timing.MEASURE_LOCK.acquire()
-                        waited += time.monotonic() - t0
-                        lock_held = True
-                        self._conn.send(("granted", None))
-                    elif kind == "release":
-                        timing.MEASURE_LOCK.release()
-                        lock_held = False
-                    elif kind == "result":
-                        yield payload
-                        return
-                    else:  # "error": the job failed in a way the worker survived
-                        raise CompileFailure(payload)
-            except GeneratorExit:  # the caller went away mid-job: the worker's replies would desync
-                self.stop()
-                raise
-            except CompileFailure:
-                if lock_held:
+        queued = time.monotonic()
+        while not self._jobs.acquire(timeout=0.5):
+            yield Progress(time.monotonic() - queued, "waiting for the compile worker (another compile, or the "
+                                                      "start-up cache warm-up)")
+        try:
+            yield from self._run(job)
+        finally:
+            self._jobs.release()
+
+    def _run(self, job: dict[str, Any]) -> Iterator[Progress | dict[str, Any]]:
+        if not self.alive:
+            self.stop()
+            self._start()
+        job = {**job, "generation": self.generation}
+        self._conn.send(("job", job))
+        start = time.monotonic()
+        lock_held = False
+        waited = 0.0  # time spent waiting for the measurement lock does not count against the timeout
+        phase = "starting"
+        kind = None
+        try:
+            while True:
+                elapsed = time.monotonic() - start
+                if elapsed - waited > self.timeout_s:
+                    raise CompileFailure(
+                        f"compile timed out after {self.timeout_s:.0f} s ({phase}); the compile worker was "
+                        "stopped and restarted. Try a shorter input, backend aot_eager or eager, or dynamic=true."
+                    )
+                if not self._conn.poll(0.5):
+                    if not self._proc.is_alive():
+                        raise CompileFailure(f"the compile worker died (exit code {self._proc.exitcode}) "
+                                             f"while {phase}; it has been restarted.")
+                    yield Progress(elapsed, phase)
+                    continue
+                try:
+                    kind, payload = self._conn.recv()
+                except (EOFError, OSError):
+                    raise CompileFailure(f"the compile worker died while {phase}; it has been restarted.") from None
+                if kind == "phase":
+                    phase = payload
+                elif kind == "acquire":
+                    t0 = time.monotonic()
+                    timing.MEASURE_LOCK.acquire()
+                    waited += time.monotonic() - t0
+                    lock_held = True
+                    self._conn.send(("granted", None))
+                elif kind == "release":
                     timing.MEASURE_LOCK.release()
                     lock_held = False
-                if self.alive and kind != "error":
-                    self.stop()
-                raise
-            finally:
-                if lock_held:
-                    timing.MEASURE_LOCK.release()
+                elif kind == "result":
+                    yield payload
+                    return
+                else:  # "error": the job failed in a way the worker survived
+                    raise CompileFailure(payload)
+        except GeneratorExit:  # the caller went away mid-job: the worker's replies would desync
+            self.stop()
+            raise
+        except CompileFailure:
+            if lock_held:
+                timing.MEASURE_LOCK.release()
+                lock_held = False
+            if self.alive and kind != "error":
+                self.stop()
+            raise
+        finally:
+            if lock_held:
+                timing.MEASURE_LOCK.release()
 
 
 def run_to_end(service: CompileService, job: dict[str, Any]) -> dict[str, Any]:
