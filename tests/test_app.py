@@ -27,7 +27,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def app_url():
     port = _free_port()
-    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
+           "GE_WARM_COMPILE": "0", "GE_COMPILE_TIMEOUT_S": "8"}
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
@@ -113,3 +114,28 @@ def test_sessions_are_separate(app_url):
     ra2 = a.predict("rnn", "one more", "", *_controls("rnn"), api_name="/edit")[4]
     assert (ra["run"], rb["run"], ra2["run"]) == (1, 1, 2)
     assert rb["model"] == "transformer" and ra2["model"] == "rnn"
+
+
+def test_compiled_view_through_the_ui_endpoints(app_url):
+    client = Client(app_url, verbose=False)
+    client.predict("transformer", "hello world", "", *_controls("transformer", layers=1), api_name="/edit")
+    status, cards, timeline, breaks, plot, fx, code, report = client.predict(
+        True, "eager", "auto", False, False, api_name="/compile")
+    assert "Compiled with eager" in status and "speed-up vs eager" in cards
+    assert report["compiled"]["forward"]["median_ms"] > 0
+    assert [row[1] for row in timeline["data"]] == [11]
+    assert "def forward" in code and "No graph breaks" in breaks
+
+
+def test_inspect_with_compile_and_a_timeout_that_leaves_the_app_serving(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("early_exit", "{}", "The cat sat on the mat.", "", "eager", "auto", False, False,
+                            api_name="/inspect")
+    assert report["compiled"]["graph_breaks"][0]["where"] == "models/early_exit.py:68"
+    assert report["timeline"] and report["compiled"]["fallback"] is None
+    start = time.monotonic()
+    with pytest.raises(Exception, match="timed out after 8 s"):
+        client.predict("rnn", "{}", "x" * 500, "", "inductor", "auto", False, False, api_name="/inspect")
+    assert time.monotonic() - start < 60
+    report = client.predict("rnn", "{}", "still here", "", "eager", "auto", False, False, api_name="/inspect")
+    assert report["compiled"]["forward"]["median_ms"] > 0

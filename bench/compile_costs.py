@@ -1,0 +1,99 @@
+"""What compiling costs, and when it pays: `python bench/compile_costs.py` -> bench/RESULTS-compile.md.
+
+1. Compile time of each model's default config at 16 tokens, per backend: cold (a fresh worker process
+   and an empty inductor cache) and warm (a fresh process, the cache from the cold run).
+2. Total compile seconds over 10 distinct lengths, per dynamic mode (transformer, inductor).
+3. Eager vs compiled forward latency per length (transformer, inductor, dynamic=auto), with the
+   break-even number of calls.
+Every compile runs in the app's own compile worker (explorer/worker.py).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from explorer import machine
+from explorer.compare import CompileTrack
+from explorer.compiled import BACKENDS, CompileOptions
+from explorer.inputs import text_of_length
+from explorer.worker import CompileService
+from models import ZOO, make_config
+from models.config import config_dict
+from models.tokenizer import encode
+
+OUT = Path(__file__).with_name("RESULTS-compile.md")
+TEXT = "The quick brown fox jumps over the lazy dog, again and again. "
+LENGTHS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192)
+
+
+def _track_run(svc: CompileService, model: str, options: CompileOptions, lengths, config=None):
+    track = CompileTrack(f"bench-{time.monotonic()}")
+    tokens = [encode(text_of_length(TEXT, n)) for n in lengths]
+    cfg = config_dict(make_config(model)) if config is None else config
+    runs = [r for r in track.run(svc, model, cfg, model, options, tokens) if hasattr(r, "length")]
+    return track, runs
+
+
+def _fresh(cache_dir: str) -> CompileService:
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir  # the worker process inherits it
+    return CompileService(timeout_s=600)
+
+
+def main() -> None:
+    m = machine.describe()
+    lines = ["# Compile costs: cold and warm compiles, recompiles per dynamic mode, eager vs compiled", "",
+             f"Measured by `python bench/compile_costs.py` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
+             f"{m['threads']} measurement thread(s), torch {m['torch']}, {time.strftime('%Y-%m-%d')}. "
+             "Compile seconds are wall time of the call that compiled (dynamo tracing + backend).", "",
+             "## 1. Compile time at 16 tokens (s): fresh process; cold = empty inductor cache", "",
+             "| model | backend | cold s | warm s | graphs |", "|---|---|---:|---:|---:|"]
+    with tempfile.TemporaryDirectory() as cache:
+        for name in ZOO:
+            for backend in BACKENDS:
+                times = []
+                for _ in ("cold", "warm"):
+                    svc = _fresh(cache)
+                    try:
+                        track, runs = _track_run(svc, name, CompileOptions(backend), (16,))
+                    finally:
+                        svc.stop()
+                    times.append(runs[0].compile_s)
+                row = f"| {name} | {backend} | {times[0]:.2f} | {times[1]:.2f} | {runs[0].graph_count} |"
+                lines.append(row)
+                print(row, flush=True)
+        lengths = ", ".join(map(str, LENGTHS))
+        lines += ["", f"## 2. Ten distinct lengths {lengths} (transformer, inductor, warm cache)", "",
+                  "| dynamic | mark_dynamic | compiles | total compile s | symbolic graphs | fallbacks |",
+                  "|---|---|---:|---:|---:|---:|"]
+        svc = _fresh(cache)
+        try:
+            for dynamic, mark in (("auto", False), ("true", False), ("false", False), ("auto", True)):
+                track, runs = _track_run(svc, "transformer", CompileOptions("inductor", dynamic, mark), LENGTHS)
+                total = sum(e["compile_s"] for e in track.timeline)
+                row = (f"| {dynamic} | {mark} | {len(track.timeline)} | {total:.1f} "
+                       f"| {sum(e['dynamic'] for e in track.timeline)} | {sum(r.fallback is not None for r in runs)} |")
+                lines.append(row)
+                print(row, flush=True)
+            lines += ["", "## 3. Eager vs compiled forward per length (transformer, inductor, dynamic=auto)", "",
+                      "| tokens | eager ms (IQR) | compiled ms (IQR) | speed-up | compiled here s | break-even calls |",
+                      "|---:|---:|---:|---:|---:|---:|"]
+            track, runs = _track_run(svc, "transformer", CompileOptions("inductor"), LENGTHS)
+            for r in runs:
+                be = "never" if r.break_even_calls is None else f"{r.break_even_calls:,}"
+                row = (f"| {r.length} | {r.eager.median_ms:.3f} ({r.eager.iqr_ms:.3f}) | {r.compiled.median_ms:.3f} "
+                       f"({r.compiled.iqr_ms:.3f}) | {r.speedup:.2f}x | {r.compile_s:.2f} | {be} |")
+                lines.append(row)
+                print(row, flush=True)
+        finally:
+            svc.stop()
+    lines += ["", "Break-even = all compile seconds spent on this model so far / (eager - compiled) per call; "
+              "'never' when compiled is not faster."]
+    OUT.write_text("\n".join(lines) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
