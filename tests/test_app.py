@@ -125,6 +125,10 @@ def test_compiled_view_through_the_ui_endpoints(app_url):
     assert report["compiled"]["forward"]["median_ms"] > 0
     assert [row[1] for row in timeline["data"]] == [11]
     assert "def forward" in code and "No graph breaks" in breaks
+    curves = {t["name"]: t for t in json.loads(plot["plot"])["data"]}
+    assert curves["eager"]["x"] == curves["compiled"]["x"] == [11]
+    assert curves["compiled here"]["x"] == [11]  # the compile event is marked on the plot
+    assert "Captured FX graph 0/0" in json.loads(fx["plot"])["layout"]["title"]["text"]
 
 
 def test_inspect_with_compile_and_a_timeout_that_leaves_the_app_serving(app_url):
