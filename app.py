@@ -81,7 +81,7 @@ def run_playground(session: Session, model: str, text: str, compare: str, *flat:
 
 
 def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, mark: bool,
-                 fullgraph: bool) -> Iterator[tuple]:
+                 fullgraph: bool, progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
     """The compiled side: progress while the worker compiles, then the numbers; never blocks eager."""
     if not enabled or session.last is None:
         yield (session, "Compiled execution is off: tick *compile* to compare with torch.compile.",
@@ -91,6 +91,7 @@ def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, ma
         options = CompileOptions(backend, dynamic, mark, fullgraph)
         for item in compiled_update(session, compile_service(), options):
             if isinstance(item, str):
+                progress(None, desc=item)
                 yield (session, item, *[gr.skip()] * 7)
             else:
                 yield (session, item.status, _cards_html(item.cards), item.timeline, item.breaks, item.figure,

@@ -246,10 +246,14 @@ class CompiledModel:
 
 
 def explain(model_name: str, config_values: dict[str, Any], ids: torch.Tensor) -> dict[str, Any]:
-    """torch._dynamo.explain of the model at this input: graphs, breaks, and where they happen.
+    """torch._dynamo.explain of a zoo model at this input (see `explain_module`)."""
+    return explain_module(build_model(model_name, make_config(model_name, config_values)), ids)
+
+
+def explain_module(model: torch.nn.Module, ids: torch.Tensor) -> dict[str, Any]:
+    """torch._dynamo.explain of `model` at this input: graphs, breaks, and where they happen.
 
     explain() resets dynamo before and after: call it before compiling, never between calls."""
-    model = build_model(model_name, make_config(model_name, config_values))
     with _BreakLog() as log, torch.no_grad():
         out = dynamo.explain(model)(ids)
     return {

@@ -132,3 +132,24 @@ def test_session_report_has_the_compiled_keys(service):
     assert c["forward"]["median_ms"] > 0 and c["forward"]["iqr_ms"] >= 0 and c["compile_s"] > 0
     assert report["timeline"][0]["length"] == 11 and set(report["timeline"][0]) >= {
         "length", "reason", "dynamic", "compile_s"}
+
+
+def test_a_skipped_module_is_explained_not_shown_as_zeros():
+    from explorer.compare import _fallback
+    from explorer.compiled import explain_module
+    from explorer.playground import _breaks_markdown
+
+    class WithGRU(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.gru = torch.nn.Embedding(256, 8), torch.nn.GRU(8, 8, batch_first=True)
+
+        def forward(self, ids):
+            return self.gru(self.embed(ids))[0]
+
+    ex = explain_module(WithGRU(), torch.tensor([encode("hello")]))
+    assert ex["graph_count"] == 0 and ex["skipped"]
+    message = _fallback({"error": None, "fallback": None}, ex)
+    assert "captured no graph" in message and "allow_rnn" in message
+    run = CompiledRun(5, "gru", CompileOptions("eager"), None, None, None, None, 0.0, 0.0, message, 0, ex)
+    assert "captured no graph at all" in _breaks_markdown(run)
