@@ -1,20 +1,26 @@
-"""Command line: `python -m explorer models` and `python -m explorer inspect`."""
+"""Command line: `python -m explorer models`, `inspect` and `batch`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from explorer.batch_compiled import compile_lab
+from explorer.batching import DISTRIBUTIONS, batch_from_lines, generate_batch, run_lab
 from explorer.compiled import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.errors import USER_ERRORS, InputError
 from explorer.inputs import text_of_length
+from explorer.limits import describe as describe_limits
+from explorer.machine import describe as describe_machine
 from explorer.machine import pin_threads
 from explorer.memory import warm_profiler
-from explorer.report import build_report, format_table
+from explorer.report import build_report, format_lab, format_table
 from explorer.session import Session
 from explorer.worker import CompileFailure, compile_service
 from models import ZOO
+from models.config import config_dict
 
 
 class _Parser(argparse.ArgumentParser):
@@ -86,6 +92,34 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch(args: argparse.Namespace) -> int:
+    values = _parse_sets(args.set)
+    if args.lines:
+        try:
+            texts = batch_from_lines(Path(args.lines).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise InputError(f"cannot read --lines {args.lines}: {e.strerror}") from None
+    else:
+        texts = generate_batch(args.n, args.lengths_from, args.min_len, args.max_len, args.seed)
+    pin_threads()
+    warm_profiler()
+    session = Session()
+    session.configure(args.model, values)
+    lab = run_lab(session.model, texts, args.bucket_width)
+    if args.compile:
+        service = compile_service()
+        try:
+            for _ in compile_lab(service, lab, args.model, config_dict(session.config), texts, args.bucket_width,
+                                 args.backend):
+                pass
+        finally:
+            service.stop()
+    report = {"model": args.model, "config": config_dict(session.config), "machine": describe_machine(),
+              "limits": describe_limits(), **lab.as_dict()}
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_lab(report))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="explorer", description="Graph Explorer: autograd graphs, timing and memory.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -106,6 +140,20 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--fullgraph", action="store_true", help="fail on any graph break, and show why")
     c.add_argument("--lengths", help="run these input lengths in order, e.g. 8,16,32,64 (the compile timeline)")
     p.set_defaults(fn=_inspect)
+    p = sub.add_parser("batch", help="run a batch of sentences with every batching strategy")
+    p.add_argument("--model", required=True, choices=sorted(ZOO))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
+    p.add_argument("--lengths-from", default="zipf", choices=DISTRIBUTIONS, help="length distribution")
+    p.add_argument("--n", type=int, default=64, help="number of sentences (generated)")
+    p.add_argument("--min-len", type=int, default=5)
+    p.add_argument("--max-len", type=int, default=300)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lines", metavar="FILE", help="read the sentences from FILE, one per line, instead")
+    p.add_argument("--bucket-width", type=int, default=32, help="length range of one bucket, in tokens")
+    p.add_argument("--compile", action="store_true", help="also compile each strategy (in a worker process)")
+    p.add_argument("--backend", default="inductor", choices=BACKENDS)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_batch)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from explorer.compiled import CompileOptions, cxx_compiler
-from explorer.errors import InputError
+from explorer.compiled import CompileOptions, cxx_compiler, require_backend
 from explorer.graph import AutogradGraph, GraphNode
 from explorer.timing import Measurement
 from explorer.worker import CompileService, Progress
@@ -104,9 +103,7 @@ class CompileTrack:
     def run(self, service: CompileService, model: str, config: dict[str, Any], arch: str,
             options: CompileOptions, tokens: list[list[int]]) -> Iterator[Progress | CompiledRun]:
         """Compile and time each input in turn; yields progress, then one CompiledRun per input."""
-        if options.backend == "inductor" and cxx_compiler() is None:
-            raise InputError("inductor needs a C++ compiler and none was found on this machine (g++/c++); "
-                             "choose backend aot_eager or eager.")
+        require_backend(options.backend)
         key = (model, repr(sorted(config.items())), options)
         history = self.inputs.setdefault(key, [])
         job = {"session": self.session_id, "model": model, "config": config, "options": asdict(options),

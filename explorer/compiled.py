@@ -105,6 +105,13 @@ def cxx_compiler() -> str | None:
     return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 
 
+def require_backend(backend: str) -> None:
+    """Refuse inductor, with the way out, where no C++ compiler exists."""
+    if backend == "inductor" and cxx_compiler() is None:
+        raise InputError("inductor needs a C++ compiler and none was found on this machine (g++/c++); "
+                         "choose backend aot_eager or eager.")
+
+
 def _is_symbolic(example_inputs: list[Any]) -> bool:
     for x in example_inputs:
         if isinstance(x, torch.SymInt):

@@ -28,6 +28,7 @@ HISTORY_LENGTH = _env("GE_HISTORY_LENGTH", 200, int)  # runs kept per session fo
 THREADS = _env("GE_THREADS", 1, int)
 COMPILE_TIMEOUT_S = _env("GE_COMPILE_TIMEOUT_S", 120.0, float)  # a compile job past this is killed
 RECOMPILE_LIMIT = _env("GE_RECOMPILE_LIMIT", 8, int)  # dynamo's recompile_limit in the compile worker
+MAX_BATCH = _env("GE_MAX_BATCH", 256, int)  # sentences per batch in the batching lab
 
 
 def describe() -> dict[str, float | int]:
@@ -40,4 +41,5 @@ def describe() -> dict[str, float | int]:
         "threads": THREADS,
         "compile_timeout_s": COMPILE_TIMEOUT_S,
         "recompile_limit": RECOMPILE_LIMIT,
+        "max_batch": MAX_BATCH,
     }

@@ -114,3 +114,40 @@ def format_table(report: dict[str, Any]) -> str:
                   f"{e['compile_s']:6.2f} s  {e['reason']}" for e in report["timeline"]]
     lines += [f"note: {n}" for n in report["notices"]]
     return "\n".join(lines)
+
+
+def _ms_cell(median: float | None, iqr: float | None) -> str:
+    return "-" if median is None else f"{median:.2f}±{iqr:.2f}"
+
+
+def format_lab(report: dict[str, Any]) -> str:
+    """The batching lab's report as a table, one row per strategy (`batch` without --json)."""
+    m = report["machine"]
+    lengths = report["lengths"]
+    lines = [f"{report['sentences']} sentences, {report['tokens']} tokens, lengths {min(lengths)}..{max(lengths)}; "
+             f"{report['model']}; measured on {m['device']} ({m['cpu']}), {m['threads']} thread(s), torch {m['torch']}",
+             f"{'strategy':<30} {'fwd ms±IQR':>13} {'train ms±IQR':>14} {'tok/s':>9} {'pad':>5} {'GFLOP':>7} "
+             f"{'useful':>7} {'peak':>10} {'shapes':>6} {'max|diff|':>9}"]
+    for s in report["strategies"]:
+        if not s["supported"]:
+            lines.append(f"{s['title']:<30} not supported: {s['note']}")
+            continue
+        lines.append(
+            f"{s['title']:<30} {_ms_cell(s['forward_ms'], s['forward_iqr_ms']):>13} "
+            f"{_ms_cell(s['train_step_ms'], s['train_step_iqr_ms']):>14} {s['tokens_per_s']:>9,.0f} "
+            f"{s['padding_fraction']:>5.0%} {s['flops_total'] / 1e9:>7.3f} "
+            f"{s['flops_useful'] / s['flops_total']:>7.0%} "
+            f"{format_bytes(s['peak_bytes']):>10} {s['distinct_shapes']:>6} {s['max_abs_diff']:>9.1e}"
+            + ("" if s["agrees"] else "  DISAGREES with the loop"))
+        c = s["compiled"]
+        if c is not None:
+            status = c["error"] or c["fallback"]
+            lines.append(f"{'  compiled (' + c['backend'] + ')':<30} "
+                         + (f"NOT COMPILED: {status}" if status else
+                            f"{_ms_cell(c['forward_ms'], c['forward_iqr_ms']):>13} "
+                            f"{_ms_cell(c['train_step_ms'], c['train_step_iqr_ms']):>14} "
+                            f"speed-up {c['speedup']:.2f}x, {c['compiles']} compiles in "
+                            f"{c['compile_s'] + c['train_compile_s']:.1f} s")
+                         + "".join(f"\n{'':<32}graph break: {b}" for b in c["graph_breaks"]))
+    lines.append(f"verdict: {report['verdict']}".replace("**", ""))
+    return "\n".join(lines)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 import torch._dynamo as dynamo
 
+from explorer.batch_compiled import batch_job
 from explorer.compiled import CompiledModel, CompileOptions, explain
 
 
@@ -39,6 +40,9 @@ class JobRunner:
             self._seen.append(tokens)
 
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
+        if job.get("kind") == "batch":
+            self._key = None  # the lab resets dynamo: the playground's compiled model must be rebuilt
+            return batch_job(job)
         key = (job["session"], job["model"], repr(sorted(job["config"].items())), repr(sorted(job["options"].items())))
         if key != self._key or self._seen != job["history"]:
             self._switch(job, key)

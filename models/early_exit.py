@@ -13,7 +13,7 @@ from torch import nn
 
 from models.config import ConfigError, knob
 from models.heads import NUM_CLASSES
-from models.transformer import EncoderBlock, TokenEmbedding
+from models.transformer import EncoderBlock, TokenEmbedding, mean_tokens, padding_mask
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ class ExitHead(nn.Module):
         # first block towards 1, and the threshold knob moves the exit depth.
         nn.init.normal_(self.classify.weight, std=3.0 * depth_fraction / width**0.5)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = self.classify(self.norm(x.mean(dim=1)))
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.classify(self.norm(mean_tokens(x, mask)))
         return logits, logits.softmax(-1).amax(-1)
 
 
@@ -59,11 +59,12 @@ class EarlyExitEncoder(nn.Module):
         )
         self.exits = nn.ModuleList(ExitHead(cfg.width, (i + 1) / cfg.blocks) for i in range(cfg.blocks))
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        mask = padding_mask(ids, lengths)
         x = self.embed(ids)
         for block, exit_head in zip(self.blocks, self.exits, strict=True):
-            x = block(x)
-            logits, confidence = exit_head(x)
+            x = block(x, mask)
+            logits, confidence = exit_head(x, mask)
             # Data-dependent control flow: the whole batch exits when its least confident item is sure.
             if self.cfg.threshold < 1.0 and bool(confidence.min() >= self.cfg.threshold):
                 break

@@ -41,27 +41,45 @@ class UnrolledRNN(nn.Module):
             width = cfg.hidden * len(dirs)
         self.head = nn.Linear(width, NUM_CLASSES)
 
-    def _run(self, cell: nn.Module, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    def _run(self, cell: nn.Module, xs: list[torch.Tensor], mask: torch.Tensor | None) -> list[torch.Tensor]:
         batch = xs[0].shape[0]
         h = xs[0].new_zeros(batch, self.cfg.hidden)
         state = (h, h) if self.cfg.cell == "lstm" else h
         outs = []
-        for x in xs:
-            state = cell(x, state)
+        for t, x in enumerate(xs):
+            new = cell(x, state)
+            if mask is not None:  # padded batch: a finished sequence keeps its state through the pads
+                keep = mask[:, t, None]
+                new = tuple(torch.where(keep, n, o) for n, o in zip(new, state, strict=True)) \
+                    if self.cfg.cell == "lstm" else torch.where(keep, new, state)
+            state = new
             outs.append(state[0] if self.cfg.cell == "lstm" else state)
         return outs
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        xs = list(self.embed(ids).unbind(1))
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """ids: (B, T). With `lengths`, rows are right-padded and each row stops at its own length."""
+        x = self.embed(ids)
+        mask = None if lengths is None else torch.arange(ids.shape[1])[None, :] < lengths[:, None]
+        # The backward direction reads each row's own tokens in reverse (pads stay at the end).
+        rev = None if lengths is None else torch.where(
+            mask, lengths[:, None] - 1 - torch.arange(ids.shape[1])[None, :], torch.arange(ids.shape[1])[None, :])
+        xs = list(x.unbind(1))
         finals = []
         for layer in self.layers:
             per_dir = []
             finals = []
             for name, cell in layer.items():
-                seq = xs if name == "fwd" else xs[::-1]
-                outs = self._run(cell, seq)
+                seq = xs if name == "fwd" else _reverse(xs, rev)
+                outs = self._run(cell, seq, mask)
                 finals.append(outs[-1])
-                per_dir.append(outs if name == "fwd" else outs[::-1])
+                per_dir.append(outs if name == "fwd" else _reverse(outs, rev))
             # Each time step's input to the next layer: the directions side by side.
             xs = [torch.cat(step, dim=-1) for step in zip(*per_dir, strict=True)] if len(per_dir) > 1 else per_dir[0]
         return self.head(torch.cat(finals, dim=-1))
+
+
+def _reverse(xs: list[torch.Tensor], rev: torch.Tensor | None) -> list[torch.Tensor]:
+    if rev is None:
+        return xs[::-1]
+    stacked = torch.stack(xs, dim=1)
+    return list(stacked.gather(1, rev[:, :, None].expand(-1, -1, stacked.shape[-1])).unbind(1))

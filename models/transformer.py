@@ -45,13 +45,17 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(width, 3 * width)
         self.out = nn.Linear(width, width)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """mask: (B, T) True at real tokens; padded keys get no attention."""
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        keys = None if mask is None else mask[:, None, None, :]
         if self.impl == "sdpa":
-            y = F.scaled_dot_product_attention(q, k, v)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys)
         else:
             scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)
+            if keys is not None:
+                scores = scores.masked_fill(~keys, float("-inf"))
             y = scores.softmax(dim=-1) @ v
         return self.out(y.transpose(1, 2).reshape(b, t, d))
 
@@ -67,12 +71,25 @@ class EncoderBlock(nn.Module):
         )
         self.norm2 = nn.LayerNorm(width)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.pre_norm:
-            x = x + self.attn(self.norm1(x))
+            x = x + self.attn(self.norm1(x), mask)
             return x + self.ffn(self.norm2(x))
-        x = self.norm1(x + self.attn(x))
+        x = self.norm1(x + self.attn(x, mask))
         return self.norm2(x + self.ffn(x))
+
+
+def padding_mask(ids: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor | None:
+    """(B, T) True at real tokens, or None for an unpadded batch."""
+    return None if lengths is None else torch.arange(ids.shape[1])[None, :] < lengths[:, None]
+
+
+def mean_tokens(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Mean over the real tokens of each row."""
+    if mask is None:
+        return x.mean(dim=1)
+    m = mask[..., None].to(x.dtype)
+    return (x * m).sum(dim=1) / m.sum(dim=1)
 
 
 def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
@@ -109,8 +126,10 @@ class TransformerEncoder(nn.Module):
         self.norm = nn.LayerNorm(cfg.width)
         self.head = nn.Linear(cfg.width, NUM_CLASSES)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """ids: (B, T). With `lengths`, rows are right-padded and pads are masked out."""
+        mask = padding_mask(ids, lengths)
         x = self.embed(ids)
         for block in self.blocks:
-            x = block(x)
-        return self.head(self.norm(x.mean(dim=1)))
+            x = block(x, mask)
+        return self.head(self.norm(mean_tokens(x, mask)))
