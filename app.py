@@ -13,9 +13,11 @@ from typing import Any
 import gradio as gr
 
 from explorer import limits
+from explorer.batching import DISTRIBUTIONS
 from explorer.compare import warm_compile_cache
 from explorer.compiled import BACKENDS, CompileOptions
 from explorer.errors import USER_ERRORS
+from explorer.lab_view import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
 from explorer.machine import describe, pin_threads
 from explorer.memory import warm_profiler
 from explorer.playground import (
@@ -103,6 +105,90 @@ def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, ma
         yield (session, f"**Compile stopped**: {e}", *[gr.skip()] * 7)
 
 
+def _lab_outputs(session: Session, v: LabView) -> tuple:
+    return (session, v.status, v.verdict, v.table, v.lengths, v.time, v.waste, v.report)
+
+
+def run_lab_eager(session: Session, source: str, lines: str, n: float, distribution: str, min_len: float,
+                  max_len: float, seed: float, bucket_width: float,
+                  progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
+    """The lab's eager half, in the measurement queue: progress per strategy, then the figures."""
+    try:
+        texts = lab_texts(source, lines, n, distribution, min_len, max_len, seed)
+        for item in lab_update(session, texts, int(bucket_width)):
+            if isinstance(item, str):
+                progress(None, desc=item)
+                yield (session, item, *[gr.skip()] * 6)
+            else:
+                yield _lab_outputs(session, item)
+    except USER_ERRORS as e:
+        raise gr.Error(str(e), title="Cannot run this batch", print_exception=False) from None
+    except Exception:
+        log.exception("batching lab failed")
+        raise gr.Error("The batch failed inside the model; try a smaller batch or another architecture.") from None
+
+
+def run_lab_compiled(session: Session, enabled: bool, backend: str,
+                     progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
+    """The lab's compiled half, in the compile queue, after the eager half."""
+    if not enabled or session.lab is None:
+        yield (session, *[gr.skip()] * 7)
+        return
+    try:
+        for item in lab_compiled_update(session, backend, compile_service()):
+            if isinstance(item, str):
+                progress(None, desc=item)
+                yield (session, item, *[gr.skip()] * 6)
+            else:
+                yield _lab_outputs(session, item)
+    except USER_ERRORS as e:
+        yield (session, f"**Cannot compile**: {e}", *[gr.skip()] * 6)
+
+
+def _lab_tab(session: gr.State) -> None:
+    gr.Markdown(
+        "Sentences have different lengths. A dynamic graph can run each one as it is; a batch needs them "
+        "padded to one shape, or sorted into buckets, or packed. This lab runs **the Playground's current model "
+        "and architecture** on one batch with each strategy, checks every strategy's outputs against the "
+        "per-sample loop, and measures time, memory and wasted work. Change the model in the Playground tab."
+    )
+    with gr.Row():
+        with gr.Column(scale=1, min_width=280):
+            source = gr.Radio(["generate", "typed"], value="generate", label="sentences",
+                              info="generate N sentences, or type your own (one per line)")
+            n = gr.Slider(1, limits.MAX_BATCH, value=64, step=1, label="N sentences")
+            distribution = gr.Radio(list(DISTRIBUTIONS), value="zipf", label="length distribution",
+                                    info="zipf: many short, a few very long")
+            with gr.Row():
+                min_len = gr.Number(5, label="min length", precision=0, minimum=1, maximum=limits.MAX_TOKENS)
+                max_len = gr.Number(300, label="max length", precision=0, minimum=1, maximum=limits.MAX_TOKENS)
+                seed = gr.Number(0, label="seed", precision=0, minimum=0)
+            lines = gr.Textbox("", label="typed sentences (one per line)", lines=5, max_lines=12,
+                               placeholder="Hi.\nA much longer sentence, to see what padding it to one length costs.")
+            bucket_width = gr.Slider(1, 128, value=32, step=1, label="bucket width (tokens)",
+                                     info="sentences whose lengths fall in the same range share a padded batch")
+            with gr.Row():
+                lab_compile = gr.Checkbox(False, label="also compile", info="each strategy, in the worker")
+                lab_backend = gr.Radio(list(BACKENDS), value="aot_eager", label="backend")
+            go_btn = gr.Button("Run the lab", variant="primary")
+        with gr.Column(scale=3):
+            lab_status = gr.Markdown()
+            verdict = gr.Markdown()
+            table = gr.Dataframe(headers=LAB_COLUMNS, label="per strategy (whole batch; ms are medians, IQR in "
+                                 "brackets)", interactive=False, wrap=True)
+            with gr.Row():
+                lengths_plot = gr.Plot(label="length histogram")
+                waste_plot = gr.Plot(label="wasted work")
+            time_plot = gr.Plot(label="time per strategy")
+            lab_raw = gr.JSON(label="raw numbers (the same report as `python -m explorer batch --json`)", open=False)
+    outputs = [session, lab_status, verdict, table, lengths_plot, time_plot, waste_plot, lab_raw]
+    go_btn.click(run_lab_eager, [session, source, lines, n, distribution, min_len, max_len, seed, bucket_width],
+                 outputs, api_visibility="private", concurrency_id="measure", concurrency_limit=1,
+                 show_progress="minimal").then(run_lab_compiled, [session, lab_compile, lab_backend], outputs,
+                                               api_visibility="private", concurrency_id="compile",
+                                               concurrency_limit=1, show_progress="minimal")
+
+
 def build_app() -> gr.Blocks:
     specs = control_specs()
     with gr.Blocks(title="Graph Explorer") as demo:
@@ -163,6 +249,9 @@ def build_app() -> gr.Blocks:
                         fx_code = gr.Code(language="python", label="latest captured graph as code (print_readable)",
                                           max_lines=30)
 
+        with gr.Tab("Batching lab"):
+            _lab_tab(session)
+
         inputs = [session, model, text, compare, *controls]
         outputs = [session, graph, cards, history, diff, raw, status]
         run = {"fn": run_playground, "inputs": inputs, "outputs": outputs, "trigger_mode": "always_last",
@@ -188,6 +277,7 @@ def build_app() -> gr.Blocks:
                      **compiled)
         demo.load(api_name="load", **run)
         gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=1)
+        gr.api(_api_batch, api_name="batch", concurrency_id="measure", concurrency_limit=1)
     return demo
 
 
@@ -195,12 +285,7 @@ def _api_inspect(model: str, config_json: str, text: str, compare: str = "", bac
                  dynamic: str = "auto", mark_dynamic: bool = False, fullgraph: bool = False) -> dict:
     """Run `text` on `model` with a JSON object of config values; returns the run's report.
     With a `backend` (inductor, aot_eager, eager) the report gains `compiled` and `timeline`."""
-    try:
-        values = json.loads(config_json or "{}")
-    except json.JSONDecodeError as e:
-        raise gr.Error(f"config must be a JSON object: {e.msg}") from None
-    if not isinstance(values, dict):
-        raise gr.Error("config must be a JSON object, e.g. {\"layers\": 2}")
+    values = _config_values(config_json)
     session = Session()
     try:
         *_, view = update(session, model, text, compare, values)
@@ -211,6 +296,35 @@ def _api_inspect(model: str, config_json: str, text: str, compare: str = "", bac
     except (*USER_ERRORS, CompileFailure) as e:
         raise gr.Error(str(e), print_exception=False) from None
     return compiled.report
+
+
+def _config_values(config_json: str) -> dict:
+    try:
+        values = json.loads(config_json or "{}")
+    except json.JSONDecodeError as e:
+        raise gr.Error(f"config must be a JSON object: {e.msg}") from None
+    if not isinstance(values, dict):
+        raise gr.Error("config must be a JSON object, e.g. {\"layers\": 2}")
+    return values
+
+
+def _api_batch(model: str, config_json: str = "{}", lines: str = "", n: int = 64, distribution: str = "zipf",
+               min_len: int = 5, max_len: int = 300, seed: int = 0, bucket_width: int = 32,
+               backend: str = "") -> dict:
+    """The batching lab: `lines` (one sentence per line) or, when empty, `n` generated sentences; every
+    strategy timed, counted and checked. With a `backend` each strategy is also compiled. Returns the
+    report (`strategies`: name, supported, note, forward_ms, train_step_ms, ... as in the CLI)."""
+    values = _config_values(config_json)
+    session = Session()
+    try:
+        session.configure(model, values)
+        texts = lab_texts("typed" if lines.strip() else "generate", lines, n, distribution, min_len, max_len, seed)
+        *_, view = lab_update(session, texts, int(bucket_width))
+        if backend:
+            *_, view = lab_compiled_update(session, backend, compile_service())
+    except USER_ERRORS as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    return view.report
 
 
 def main() -> None:

@@ -58,7 +58,7 @@ def _break_reason(raw: str) -> str:
     lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
     explanation = next((ln.removeprefix("Explanation: ") for ln in lines if ln.startswith("Explanation:")), "")
     text = f"{lines[0]}: {explanation}" if explanation else lines[0]
-    return re.sub(r"\S*site-packages/", "", text)
+    return re.sub(r"[^\s`]*site-packages/", "", text)
 
 
 def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width: int, backend: str,

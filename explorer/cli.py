@@ -12,8 +12,7 @@ from explorer.batching import DISTRIBUTIONS, batch_from_lines, generate_batch, r
 from explorer.compiled import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.errors import USER_ERRORS, InputError
 from explorer.inputs import text_of_length
-from explorer.limits import describe as describe_limits
-from explorer.machine import describe as describe_machine
+from explorer.lab_view import LabRun
 from explorer.machine import pin_threads
 from explorer.memory import warm_profiler
 from explorer.report import build_report, format_lab, format_table
@@ -114,8 +113,7 @@ def _batch(args: argparse.Namespace) -> int:
                 pass
         finally:
             service.stop()
-    report = {"model": args.model, "config": config_dict(session.config), "machine": describe_machine(),
-              "limits": describe_limits(), **lab.as_dict()}
+    report = LabRun(texts, args.bucket_width, lab, args.model, session.config).report()
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_lab(report))
     return 0
 

@@ -172,3 +172,56 @@ def compiled_figure(runs: Iterable[CompiledRun], height: int = 380) -> go.Figure
                       margin={"l": 10, "r": 10, "t": 40, "b": 30}, xaxis_title="input length (tokens)",
                       yaxis_title="ms", yaxis_rangemode="tozero")
     return fig
+
+
+def _bar_layout(fig: go.Figure, title: str, y_title: str, height: int) -> go.Figure:
+    fig.update_layout(height=height, barmode="group", plot_bgcolor="white", legend={"font": {"size": 10}},
+                      margin={"l": 10, "r": 10, "t": 40, "b": 30}, title={"text": title, "font": {"size": 13}})
+    fig.update_yaxes(title_text=y_title, gridcolor="#eee", rangemode="tozero")
+    return fig
+
+
+def lab_lengths_figure(report: dict[str, Any], height: int = 300) -> go.Figure:
+    """Histogram of the batch's sentence lengths."""
+    fig = go.Figure(go.Histogram(x=report["lengths"], nbinsx=30, marker_color="#1f77b4",
+                                 hovertemplate="%{x} tokens: %{y} sentences<extra></extra>"))
+    _bar_layout(fig, f"{report['sentences']} sentences, {report['tokens']} tokens", "sentences", height)
+    fig.update_xaxes(title_text="length (tokens)")
+    return fig
+
+
+def lab_time_figure(report: dict[str, Any], height: int = 360) -> go.Figure:
+    """Median latency per strategy, eager and compiled, forward and train step; error bars are the IQR."""
+    ran = [s for s in report["strategies"] if s["supported"]]
+    fig = go.Figure()
+    series = [("eager forward", None, "forward", "#1f77b4"), ("eager train step", None, "train_step", "#aec7e8"),
+              ("compiled forward", "compiled", "forward", "#ff7f0e"),
+              ("compiled train step", "compiled", "train_step", "#ffbb78")]
+    for label, side, what, color in series:
+        rows = [(s["title"], (s[side] if side else s)) for s in ran]
+        rows = [(t, d) for t, d in rows if d and d.get(f"{what}_ms") is not None
+                and not (side and (d["fallback"] or d["error"]))]
+        if rows:
+            fig.add_trace(go.Bar(
+                name=label, x=[t for t, _ in rows], y=[d[f"{what}_ms"] for _, d in rows], marker_color=color,
+                error_y={"type": "data", "array": [d[f"{what}_iqr_ms"] for _, d in rows], "visible": True},
+                hovertemplate="%{x}: %{y:.2f} ms<extra>" + label + "</extra>"))
+    m = report["machine"]
+    return _bar_layout(fig, f"Latency of the whole batch (median, bars = IQR; {m['device']}, {m['threads']} "
+                            "thread(s))", "ms", height)
+
+
+def lab_waste_figure(report: dict[str, Any], height: int = 360) -> go.Figure:
+    """Share of positions that are padding, and share of FLOPs spent on them, per strategy."""
+    ran = [s for s in report["strategies"] if s["supported"]]
+    fig = go.Figure([
+        go.Bar(name="padding share of computed positions", x=[s["title"] for s in ran],
+               y=[100 * s["padding_fraction"] for s in ran], marker_color="#d62728",
+               hovertemplate="%{x}: %{y:.1f}% pads<extra></extra>"),
+        go.Bar(name="wasted share of FLOPs (vs the loop)", x=[s["title"] for s in ran],
+               y=[100 * (1 - min(1.0, s["flops_useful"] / s["flops_total"])) if s["flops_total"] else 0
+                  for s in ran], marker_color="#9467bd",
+               text=[f"{s['flops_total'] / 1e9:.2f} GFLOP" for s in ran], textposition="outside",
+               hovertemplate="%{x}: %{y:.1f}% wasted<extra></extra>"),
+    ])
+    return _bar_layout(fig, "Wasted work (FLOPs from torch.utils.flop_counter)", "%", height)

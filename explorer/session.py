@@ -85,6 +85,7 @@ class Session:
     config: Any = None
     history: deque[RunRecord] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
     last: RunResult | None = None  # the latest run in full (its graph is the next diff's baseline)
+    lab: Any = None  # the latest batching-lab run (a lab_view.LabRun)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     compile_track: CompileTrack = field(default=None, repr=False)  # type: ignore[assignment]
     _model: nn.Module | None = field(default=None, repr=False)

@@ -66,6 +66,11 @@ def test_inspect_table():
         (["inspect", "--model", "rnn", "--text", "   "], "empty"),
         (["inspect", "--model", "rnn"], "required: --text"),
         (["frobnicate"], "invalid choice"),
+        (["batch", "--model", "rnn", "--n", "0"], "batch size must be between 1 and"),
+        (["batch", "--model", "rnn", "--lengths-from", "normal"], "invalid choice: 'normal'"),
+        (["batch", "--model", "rnn", "--min-len", "50", "--max-len", "10"], "lengths must satisfy"),
+        (["batch", "--model", "rnn", "--bucket-width", "0"], "bucket width must be between"),
+        (["batch", "--model", "rnn", "--lines", "/nonexistent/file"], "cannot read --lines"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(args, message):
@@ -74,3 +79,50 @@ def test_bad_arguments_exit_2_with_one_line(args, message):
     lines = [ln for ln in out.stderr.splitlines() if not ln.startswith(("USDT", "STAGE"))]
     assert message in lines[-1]
     assert "Traceback" not in out.stderr
+
+
+BATCH_KEYS = ["name", "supported", "forward_ms", "train_step_ms", "tokens_per_s", "padding_fraction", "flops_total",
+              "flops_useful", "peak_bytes", "max_abs_diff", "distinct_shapes"]
+
+
+def test_batch_json_reports_every_strategy():
+    out = _cli("batch", "--model", "rnn", "--set", "hidden=16", "--lengths-from", "zipf", "--n", "12",
+               "--max-len", "60", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["sentences"] == 12 and len(report["lengths"]) == 12 and max(report["lengths"]) <= 60
+    by_name = {s["name"]: s for s in report["strategies"]}
+    assert list(by_name) == ["pad", "bucket", "pack", "nested", "loop"]
+    for s in by_name.values():
+        assert set(BATCH_KEYS) <= set(s)
+        if s["supported"]:
+            assert all(s[k] is not None for k in BATCH_KEYS), s
+            assert s["agrees"], s
+        else:
+            assert s["note"]
+    assert by_name["loop"]["padding_fraction"] == 0 and by_name["pad"]["padding_fraction"] > 0
+    assert by_name["loop"]["distinct_shapes"] == len(set(report["lengths"]))
+    assert report["verdict"].startswith("Fastest correct forward")
+
+
+def test_batch_table_from_typed_lines(tmp_path):
+    lines = tmp_path / "sentences.txt"
+    lines.write_text("Hi.\nA longer sentence here, with commas.\n\n😀 emoji too\n", encoding="utf-8")
+    out = _cli("batch", "--model", "tree", "--lines", str(lines))
+    assert out.returncode == 0, out.stderr
+    assert "3 sentences" in out.stdout and "not supported: this model has no padded form" in out.stdout
+    assert "verdict: Fastest correct forward: per-sample loop" in out.stdout
+
+
+@pytest.mark.slow
+def test_batch_compile_adds_compiled_figures():
+    out = _cli("batch", "--model", "transformer", "--set", "layers=1", "--set", "width=32", "--n", "6",
+               "--max-len", "40", "--compile", "--backend", "eager", "--json")
+    assert out.returncode == 0, out.stderr
+    for s in json.loads(out.stdout)["strategies"]:
+        c = s["compiled"]
+        if s["supported"]:
+            assert c["backend"] == "eager" and c["compiles"] >= 1 and c["forward_ms"] > 0, c
+            assert c["speedup"] is not None and c["fallback"] is None and c["error"] is None
+        else:
+            assert c is None
