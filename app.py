@@ -30,12 +30,15 @@ from explorer.playground import (
     update,
     values_for,
 )
-from explorer.session import DEFAULT_MODEL, Session
+from explorer.session import DEFAULT_MODEL, RESIDENCY, Session
 from explorer.worker import CompileFailure, compile_service
 from models import ZOO, Knob
 
 log = logging.getLogger("graph_explorer")
-SESSION_TTL_S = 1800  # a closed tab's session is dropped after this long without use
+SESSION_TTL_S = 1800  # a session's state is dropped after this long without use (its model much sooner)
+# Events that measure may all be in flight: they wait their turn in explorer.queueing (which shows the wait
+# and refuses past its limit) rather than invisibly in Gradio's queue.
+MEASURE_EVENTS = limits.MAX_QUEUE + 1
 
 CSS = """
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 8px; }
@@ -70,11 +73,13 @@ def _outputs(session: Session, view: View) -> tuple:
     return (session, view.graph, _cards_html(view.cards), view.history, view.diff, view.report, view.status)
 
 
-def run_playground(session: Session, model: str, text: str, compare: str, *flat: Any) -> Iterator[tuple]:
-    """The Playground's one event: (re)configure, run, and stream the view."""
+def run_playground(session: Session, model: str, text: str, compare: str, *flat: Any,
+                   request: gr.Request) -> Iterator[tuple]:
+    """The Playground's one event: (re)configure, wait for the measurement queue, run, stream the view."""
+    RESIDENCY.attach(request.session_hash, session)
     try:
         for view in update(session, model, text, compare, values_for(model, list(flat))):
-            yield _outputs(session, view)
+            yield (session, *[gr.skip()] * 5, view) if isinstance(view, str) else _outputs(session, view)
     except USER_ERRORS as e:
         raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
     except Exception:
@@ -110,9 +115,10 @@ def _lab_outputs(session: Session, v: LabView) -> tuple:
 
 
 def run_lab_eager(session: Session, source: str, lines: str, n: float, distribution: str, min_len: float,
-                  max_len: float, seed: float, bucket_width: float,
+                  max_len: float, seed: float, bucket_width: float, request: gr.Request,
                   progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
     """The lab's eager half, in the measurement queue: progress per strategy, then the figures."""
+    RESIDENCY.attach(request.session_hash, session)
     try:
         texts = lab_texts(source, lines, n, distribution, min_len, max_len, seed)
         for item in lab_update(session, texts, int(bucket_width)):
@@ -183,7 +189,7 @@ def _lab_tab(session: gr.State) -> None:
             lab_raw = gr.JSON(label="raw numbers (the same report as `python -m explorer batch --json`)", open=False)
     outputs = [session, lab_status, verdict, table, lengths_plot, time_plot, waste_plot, lab_raw]
     go_btn.click(run_lab_eager, [session, source, lines, n, distribution, min_len, max_len, seed, bucket_width],
-                 outputs, api_visibility="private", concurrency_id="measure", concurrency_limit=1,
+                 outputs, api_visibility="private", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS,
                  show_progress="minimal").then(run_lab_compiled, [session, lab_compile, lab_backend], outputs,
                                                api_visibility="private", concurrency_id="compile",
                                                concurrency_limit=1, show_progress="minimal")
@@ -255,7 +261,7 @@ def build_app() -> gr.Blocks:
         inputs = [session, model, text, compare, *controls]
         outputs = [session, graph, cards, history, diff, raw, status]
         run = {"fn": run_playground, "inputs": inputs, "outputs": outputs, "trigger_mode": "always_last",
-               "concurrency_id": "measure", "concurrency_limit": 1, "show_progress": "minimal"}
+               "concurrency_id": "measure", "concurrency_limit": MEASURE_EVENTS, "show_progress": "minimal"}
         compiled = {"fn": run_compiled, "inputs": [session, compile_on, backend, dynamic, mark, fullgraph],
                     "outputs": [session, compiled_status, compiled_cards, timeline, breaks, compiled_plot, fx_plot,
                                 fx_code, raw],
@@ -276,8 +282,9 @@ def build_app() -> gr.Blocks:
             c.change(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",
                      **compiled)
         demo.load(api_name="load", **run)
-        gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=1)
-        gr.api(_api_batch, api_name="batch", concurrency_id="measure", concurrency_limit=1)
+        demo.unload(_closed)
+        gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
+        gr.api(_api_batch, api_name="batch", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
     return demo
 
 
@@ -296,6 +303,11 @@ def _api_inspect(model: str, config_json: str, text: str, compare: str = "", bac
     except (*USER_ERRORS, CompileFailure) as e:
         raise gr.Error(str(e), print_exception=False) from None
     return compiled.report
+
+
+def _closed(request: gr.Request) -> None:
+    """The tab closed: free its session's model and last run now, not when the state's TTL expires."""
+    RESIDENCY.close(request.session_hash)
 
 
 def _config_values(config_json: str) -> dict:
@@ -335,7 +347,7 @@ def main() -> None:
         threading.Thread(target=lambda: log.info("compile cache warm: %s", warm_compile_cache(compile_service())),
                          daemon=True, name="compile-warm-up").start()
     demo = build_app()
-    demo.queue(max_size=64, default_concurrency_limit=1)
+    demo.queue(max_size=3 * MEASURE_EVENTS, default_concurrency_limit=1)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())

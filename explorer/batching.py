@@ -19,9 +19,10 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 from torch.utils.flop_counter import FlopCounterMode
 
+from explorer.budget import batch_activation_bytes, over_memory_note
 from explorer.capture import train_loss
 from explorer.errors import InputError
-from explorer.inputs import tokenize
+from explorer.inputs import check_text, tokenize
 from explorer.limits import FORWARD_BUDGET_S, MAX_BATCH, MAX_TOKENS, TRAIN_BUDGET_S
 from explorer.memory import MemoryProfile
 from explorer.timing import Measurement, measure
@@ -71,7 +72,7 @@ def generate_batch(n: int, distribution: str, min_len: int = 5, max_len: int = 3
 
 
 def batch_from_lines(text: str) -> list[str]:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in check_text(text, "batch").splitlines() if ln.strip()]
     if not lines:
         raise InputError("Type one sentence per line, or generate a batch.")
     if len(lines) > MAX_BATCH:
@@ -95,6 +96,10 @@ class Prepared:
     @property
     def shapes(self) -> set[tuple]:  # distinct input shapes fed to the model (= compiles of a static graph)
         return {("jagged", len(a[0].unbind())) if a[0].is_nested else tuple(a[0].shape) for a in self.calls}
+
+    def activation_bytes(self, model: nn.Module) -> int:
+        """Estimated bytes a train step over all calls saves for backward (padded calls; 0 if nested)."""
+        return batch_activation_bytes(model, [tuple(a[0].shape) for a in self.calls if not a[0].is_nested])
 
     def run(self, fn: Callable[..., torch.Tensor] | None = None) -> torch.Tensor:
         fn = self.module if fn is None else fn
@@ -366,6 +371,11 @@ def iter_lab(model: nn.Module, texts: list[str], bucket_width: int = 32,
         yield title
         try:
             prep = prepare(model, name, seqs, bucket_width)
+            note = over_memory_note(prep.activation_bytes(model))
+            if note and name == "loop":
+                raise InputError(f"This batch is too big: {note}. Use fewer or shorter sentences.")
+            if note:
+                raise Unsupported(note)
         except Unsupported as e:
             by_name[name] = StrategyResult(name, title, False, str(e))
             continue

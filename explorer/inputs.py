@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from explorer.errors import InputError
-from explorer.limits import MAX_TOKENS
+from explorer.limits import MAX_TEXT_CHARS, MAX_TOKENS
 from models.tokenizer import encode
 
 
@@ -28,9 +28,20 @@ class TokenizedText:
         return f"Input truncated to the first {self.tokens} of {self.truncated_from} tokens (limit {MAX_TOKENS})."
 
 
-def tokenize(text: str, what: str = "input") -> TokenizedText:
+def check_text(text: object, what: str = "input") -> str:
+    """The text, if it is a string of acceptable size (checked before any work is done on it)."""
     if not isinstance(text, str):
         raise InputError(f"The {what} must be text; got {type(text).__name__}.")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InputError(f"The {what} is {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,} "
+                         f"(only the first {MAX_TOKENS} tokens would run anyway).")
+    return text
+
+
+def tokenize(text: str, what: str = "input") -> TokenizedText:
+    """Token ids of `text`: every UTF-8 byte is a token, control characters included; past the token
+    limit the text is cut (on a character boundary) with a notice."""
+    check_text(text, what)
     if not text.strip():
         raise InputError(f"The {what} is empty: type a sentence (any language, emoji welcome).")
     try:

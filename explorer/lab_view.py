@@ -14,6 +14,7 @@ from explorer.batch_compiled import compile_lab
 from explorer.batching import LabResult, batch_from_lines, generate_batch, iter_lab
 from explorer.errors import InputError
 from explorer.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
+from explorer.queueing import Turn, queued
 from explorer.report import format_bytes
 from explorer.session import Session, arch_label
 from explorer.worker import CompileService
@@ -93,15 +94,20 @@ def _measured(report: dict[str, Any]) -> str:
 
 
 def lab_update(session: Session, texts: list[str], bucket_width: int) -> Iterator[str | LabView]:
-    """Run every strategy eagerly on the session's current model: progress strings, then the view."""
-    start = time.monotonic()
-    for item in iter_lab(session.model, texts, int(bucket_width)):
-        if isinstance(item, str):
-            yield f"Eager: timing *{item}* ({time.monotonic() - start:.1f} s)…"
-        else:
-            session.lab = LabRun(texts, int(bucket_width), item, session.model_name, session.config)
-    report = session.lab.report()
-    yield _view(report, _measured(report))
+    """Run every strategy eagerly on the session's current model, in its turn of the measurement queue:
+    progress strings, then the view."""
+
+    def work(turn: Turn) -> Iterator[str | LabView]:
+        start = time.monotonic()
+        for item in iter_lab(session.model, texts, int(bucket_width), budget_scale=turn.budget_scale):
+            if isinstance(item, str):
+                yield f"Eager: timing *{item}* ({time.monotonic() - start:.1f} s)…"
+            else:
+                session.lab = LabRun(texts, int(bucket_width), item, session.model_name, session.config)
+        report = session.lab.report()
+        yield _view(report, " ".join(filter(None, [turn.notice(), _measured(report)])))
+
+    yield from queued(work)
 
 
 def lab_compiled_update(session: Session, backend: str, service: CompileService) -> Iterator[str | LabView]:

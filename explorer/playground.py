@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from explorer.compare import CompiledRun
 from explorer.compiled import CompileOptions
 from explorer.figures import compiled_figure, fx_figure, graph_figure, history_figure
+from explorer.queueing import Turn, queued
 from explorer.report import build_report, format_bytes
 from explorer.session import RunResult, Session
 from explorer.worker import CompileService, Progress
@@ -95,21 +96,27 @@ def _view(session: Session, r: RunResult, status: str) -> View:
     )
 
 
-def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any]) -> Iterator[View]:
-    """Reconfigure if needed, run, and yield the view twice: at once, then with the profiler's memory."""
-    session.configure(model, values)
-    r = session.run(text, compare)
-    notes = " ".join(r.notices)
-    m = r.forward
-    measured = f"Measured on cpu, {m.threads} thread(s), torch.utils.benchmark; memory from torch.profiler."
-    view = _view(session, r, f"{notes} Profiling memory… {measured}".strip())
-    yield view
-    session.measure_memory(r)
-    view.cards = cards(r)
-    view.report = build_report(r, session.compile_track.timeline, session.compile_track.runs)
-    view.history = history_figure(session.history)
-    view.status = f"{notes} {measured}".strip()
-    yield view
+def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any]) -> Iterator[str | View]:
+    """Reconfigure if needed, wait for the measurement queue (yielding messages), run, and yield the view
+    twice: at once, then with the profiler's memory."""
+    session.configure(model, values)  # validation first: a bad config never waits in the queue
+
+    def work(turn: Turn) -> Iterator[View]:
+        r = session.run(text, compare, budget_scale=turn.budget_scale)
+        notes = " ".join([*r.notices, *filter(None, [turn.notice()])])
+        m = r.forward
+        measured = (f"Measured on cpu, {m.threads} thread(s), torch.utils.benchmark ({m.runs} runs); memory from "
+                    "torch.profiler.")
+        view = _view(session, r, f"{notes} Profiling memory… {measured}".strip())
+        yield view
+        session.measure_memory(r)
+        view.cards = cards(r)
+        view.report = build_report(r, session.compile_track.timeline, session.compile_track.runs)
+        view.history = history_figure(session.history)
+        view.status = f"{notes} {measured}".strip()
+        yield view
+
+    yield from queued(work)
 
 
 @dataclass

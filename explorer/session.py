@@ -11,14 +11,16 @@ from typing import Any
 
 from torch import nn
 
+from explorer.budget import check_architecture
 from explorer.capture import Capture, capture_run, forward, train_loss, train_step
 from explorer.compare import CompiledRun, CompileTrack
 from explorer.compiled import CompileOptions
 from explorer.diff import GraphDiff, diff_graphs
 from explorer.errors import InputError
 from explorer.inputs import TokenizedText, tokenize
-from explorer.limits import FORWARD_BUDGET_S, HISTORY_LENGTH, TRAIN_BUDGET_S
+from explorer.limits import FORWARD_BUDGET_S, HISTORY_LENGTH, MAX_LIVE_MODELS, TRAIN_BUDGET_S
 from explorer.memory import MemoryPeaks, measure_peaks, param_bytes
+from explorer.residency import Residency
 from explorer.timing import Measurement, measure
 from explorer.worker import CompileService, Progress
 from models import build_model, make_config
@@ -79,6 +81,9 @@ def arch_label(model: str, config: Any) -> str:
     return " ".join([model, *changed])
 
 
+RESIDENCY = Residency(MAX_LIVE_MODELS)
+
+
 @dataclass
 class Session:
     model_name: str = DEFAULT_MODEL
@@ -98,9 +103,20 @@ class Session:
 
     @property
     def model(self) -> nn.Module:
-        if self._model is None:
-            self._model = build_model(self.model_name, self.config)
-        return self._model
+        model = self._model
+        if model is None:
+            model = self._model = build_model(self.model_name, self.config)
+        RESIDENCY.touch(self)
+        return model
+
+    def release_model(self) -> None:
+        """Drop the built model (evicted); the next run rebuilds the same weights from the config."""
+        self._model = None
+
+    def release(self) -> None:
+        """The person left: keep only the light history records."""
+        self._model = self.last = self.lab = None
+        RESIDENCY.forget(self)
 
     def configure(self, model_name: str, values: Mapping[str, Any] | None = None) -> bool:
         """Switch model and/or architecture; on a bad value nothing changes and the error propagates.
@@ -108,10 +124,12 @@ class Session:
         config = make_config(model_name, values)
         if model_name == self.model_name and config == self.config:
             return False
+        check_architecture(model_name, config)
         self.model_name, self.config, self._model = model_name, config, None
+        RESIDENCY.forget(self)
         return True
 
-    def run(self, text: str, compare: str | None = None) -> RunResult:
+    def run(self, text: str, compare: str | None = None, budget_scale: float = 1.0) -> RunResult:
         """Capture the graph and time forward and train step for `text`; diff against `compare` if
         given, else against the previous run (another input or another architecture)."""
         inp = tokenize(text)
@@ -134,8 +152,8 @@ class Session:
             arch=arch_label(self.model_name, self.config),
             input=inp,
             capture=capture,
-            forward=measure("forward", lambda: forward(model, ids), FORWARD_BUDGET_S),
-            train_step=measure("train step", lambda: train_step(model, ids), TRAIN_BUDGET_S),
+            forward=measure("forward", lambda: forward(model, ids), FORWARD_BUDGET_S * budget_scale),
+            train_step=measure("train step", lambda: train_step(model, ids), TRAIN_BUDGET_S * budget_scale),
             params=sum(p.numel() for p in model.parameters()),
             param_bytes=param_bytes(model),
             diff=diff,

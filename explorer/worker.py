@@ -13,6 +13,7 @@ timing, so compiled and eager figures of different sessions are never taken at t
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import threading
 import time
@@ -67,9 +68,15 @@ def _worker_main(conn: Any) -> None:
         if kind == "stop":
             return
         try:
-            conn.send(("result", runner.run(job)))
-        except Exception as e:  # reported to the parent; the worker stays usable
-            conn.send(("error", f"{type(e).__name__}: {e}"))
+            try:
+                reply = ("result", runner.run(job))
+            except (BrokenPipeError, EOFError):
+                raise
+            except Exception as e:  # reported to the parent; the worker stays usable
+                reply = ("error", f"{type(e).__name__}: {e}")
+            conn.send(reply)
+        except (BrokenPipeError, EOFError):  # the parent let go of this worker (timeout, shutdown): exit quietly
+            return
 
 
 class CompileService:
@@ -92,10 +99,20 @@ class CompileService:
         self.generation += 1
 
     def stop(self) -> None:
-        """Kill the worker (if any) and reap it."""
+        """Stop the worker (if any) and reap it: asked to exit when idle, killed when mid-job."""
         if self._proc is not None:
-            self._proc.kill()
-            self._proc.join(timeout=10)
+            idle = self._jobs.acquire(blocking=False)
+            try:
+                if idle and self._proc.is_alive():
+                    with contextlib.suppress(OSError):
+                        self._conn.send(("stop", None))
+                    self._proc.join(timeout=5)
+            finally:
+                if idle:
+                    self._jobs.release()
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join(timeout=10)
             self._conn.close()
         self._proc = self._conn = None
 

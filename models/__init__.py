@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from models import early_exit, rnn, transformer, tree
 from models.config import ConfigError, Knob, build_config, knobs
 from models.early_exit import EarlyExitConfig, EarlyExitEncoder
 from models.rnn import RNNConfig, UnrolledRNN
@@ -25,6 +26,8 @@ class ModelEntry:
     model_cls: type[nn.Module]
     # What the input decided, read off the module call counts of a run: {"unrolled steps": 42}.
     structure: Callable[[Mapping[str, int]], dict[str, int]]
+    # Upper bound of the bytes a train step saves for backward: (config, tokens, batch) -> bytes.
+    activation_bytes: Callable[[Any, int, int], int]
 
     def knobs(self) -> list[Knob]:
         return knobs(self.config_cls)
@@ -44,24 +47,28 @@ ZOO: dict[str, ModelEntry] = {
             RNNConfig, UnrolledRNN,
             lambda calls: {"unrolled steps per layer": calls.get("layers.0.fwd", 0),
                            "cell calls": sum(n for k, n in calls.items() if k.startswith("layers."))},
+            rnn.activation_bytes,
         ),
         ModelEntry(
             "transformer", "Transformer encoder",
             "Self-attention over exactly the tokens given: the graph's size is fixed, its shapes grow.",
             TransformerConfig, TransformerEncoder,
             lambda calls: {"blocks run": _count_children(calls, "blocks")},
+            transformer.activation_bytes,
         ),
         ModelEntry(
             "early_exit", "Early exit",
             "Blocks with a confidence head after each: it stops once confident, so depth depends on the input.",
             EarlyExitConfig, EarlyExitEncoder,
             lambda calls: {"blocks run": _count_children(calls, "blocks")},
+            early_exit.activation_bytes,
         ),
         ModelEntry(
             "tree", "Tree network",
             "A recursive cell over a bracketing of the text: the graph is the parse tree.",
             TreeConfig, TreeNetwork,
             lambda calls: {"tree leaves": calls.get("leaf", 0), "compositions": calls.get("compose", 0)},
+            tree.activation_bytes,
         ),
     )
 }
@@ -77,6 +84,12 @@ def make_config(name: str, values: Mapping[str, Any] | None = None) -> Any:
     return build_config(entry(name).config_cls, values)
 
 
+def param_count(name: str, config: Any) -> int:
+    """Parameters of the model for `config`, counted on the meta device (no memory, no init cost)."""
+    with torch.device("meta"):
+        return sum(p.numel() for p in entry(name).model_cls(config).parameters())
+
+
 def build_model(name: str, config: Any) -> nn.Module:
     """The model with deterministic random weights for `config.seed`, in eval mode."""
     with torch.random.fork_rng(devices=[]):
@@ -85,4 +98,4 @@ def build_model(name: str, config: Any) -> nn.Module:
     return model.eval()
 
 
-__all__ = ["ZOO", "ConfigError", "Knob", "ModelEntry", "build_model", "entry", "make_config"]
+__all__ = ["ZOO", "ConfigError", "Knob", "ModelEntry", "build_model", "entry", "make_config", "param_count"]

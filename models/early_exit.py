@@ -13,7 +13,9 @@ from torch import nn
 
 from models.config import ConfigError, knob
 from models.heads import NUM_CLASSES
-from models.transformer import EncoderBlock, TokenEmbedding, mean_tokens, padding_mask
+from models.transformer import EncoderBlock, TokenEmbedding, block_activation_floats, mean_tokens, padding_mask
+
+FFN_RATIO, ATTENTION = 2, "math"  # fixed: the knobs of this model are depth and the exit threshold
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class EarlyExitEncoder(nn.Module):
         self.cfg = cfg
         self.embed = TokenEmbedding(cfg.width)
         self.blocks = nn.ModuleList(
-            EncoderBlock(cfg.width, cfg.heads, 2, "pre", "gelu", "math") for _ in range(cfg.blocks)
+            EncoderBlock(cfg.width, cfg.heads, FFN_RATIO, "pre", "gelu", ATTENTION) for _ in range(cfg.blocks)
         )
         self.exits = nn.ModuleList(ExitHead(cfg.width, (i + 1) / cfg.blocks) for i in range(cfg.blocks))
 
@@ -69,3 +71,10 @@ class EarlyExitEncoder(nn.Module):
             if self.cfg.threshold < 1.0 and bool(confidence.min() >= self.cfg.threshold):
                 break
         return logits
+
+
+def activation_bytes(cfg: EarlyExitConfig, tokens: int, batch: int = 1) -> int:
+    """Upper bound of the bytes a train step saves for backward when every block runs (float32)."""
+    exit_head = tokens * cfg.width
+    per_block = block_activation_floats(cfg.width, cfg.heads, FFN_RATIO, ATTENTION, tokens) + exit_head
+    return 4 * batch * (2 * tokens * cfg.width + cfg.blocks * per_block)

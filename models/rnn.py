@@ -83,3 +83,17 @@ def _reverse(xs: list[torch.Tensor], rev: torch.Tensor | None) -> list[torch.Ten
         return xs[::-1]
     stacked = torch.stack(xs, dim=1)
     return list(stacked.gather(1, rev[:, :, None].expand(-1, -1, stacked.shape[-1])).unbind(1))
+
+
+_GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+
+
+def activation_bytes(cfg: RNNConfig, tokens: int, batch: int = 1) -> int:
+    """Upper bound of the bytes a train step saves for backward (float32; checked in tests/test_limits.py).
+
+    Per step and direction a cell saves its input, its state and ~2 copies of its gates; a padded batch
+    also keeps the masked state (and the reversed copy of each row, bidirectional)."""
+    dirs = 2 if cfg.bidirectional else 1
+    state = cfg.hidden * (2 + 2 * _GATES[cfg.cell])
+    per_step = sum(dirs * ((cfg.embed if layer == 0 else dirs * cfg.hidden) + state) for layer in range(cfg.layers))
+    return 4 * batch * tokens * (2 * cfg.embed + per_step)

@@ -133,3 +133,17 @@ class TransformerEncoder(nn.Module):
         for block in self.blocks:
             x = block(x, mask)
         return self.head(self.norm(mean_tokens(x, mask)))
+
+
+def block_activation_floats(width: int, heads: int, ffn_ratio: int, attention: str, tokens: int) -> int:
+    """Upper bound of the floats one encoder block saves for backward per sequence.
+
+    Linear and norm inputs, residuals and the FFN's hidden layer (before and after the activation) grow
+    with tokens x width; the attention scores and their softmax with heads x tokens^2 (SDPA keeps less)."""
+    return tokens * width * (8 + 2 * ffn_ratio) + (2 if attention == "math" else 1) * heads * tokens**2
+
+
+def activation_bytes(cfg: TransformerConfig, tokens: int, batch: int = 1) -> int:
+    """Upper bound of the bytes a train step saves for backward (float32; checked in tests/test_limits.py)."""
+    blocks = cfg.layers * block_activation_floats(cfg.width, cfg.heads, cfg.ffn_ratio, cfg.attention, tokens)
+    return 4 * batch * (2 * tokens * cfg.width + blocks)

@@ -138,3 +138,9 @@ class TreeNetwork(nn.Module):
             else:
                 stack += [(node, True), (node[1], False), (node[0], False)]
         return self.head(values[0][0])
+
+
+def activation_bytes(cfg: TreeConfig, tokens: int, batch: int = 1) -> int:
+    """Upper bound of the bytes a train step saves for backward (float32): a tree over T leaves has
+    2T - 1 nodes, each saving a few hidden-sized vectors (its children, gates and state)."""
+    return 4 * batch * tokens * 16 * cfg.hidden
