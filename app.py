@@ -351,7 +351,8 @@ def main() -> None:
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
-    demo.launch(server_name=host, server_port=port, css=CSS, footer_links=["api", "gradio"])
+    demo.launch(server_name=host, server_port=port, css=CSS, footer_links=["api", "gradio"],
+                max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn
 
 
 if __name__ == "__main__":

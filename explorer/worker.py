@@ -14,7 +14,11 @@ timing, so compiled and eager figures of different sessions are never taken at t
 from __future__ import annotations
 
 import contextlib
+import getpass
 import multiprocessing as mp
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +27,8 @@ from typing import Any
 
 from explorer import timing
 from explorer.limits import COMPILE_TIMEOUT_S
+
+START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy 2-core machine
 
 
 class CompileFailure(RuntimeError):
@@ -49,7 +55,16 @@ class _ParentLock:
         self._conn.send(("release", None))
 
 
-def _worker_main(conn: Any) -> None:
+def _private_tmp(tmpdir: str) -> None:
+    """Send the worker's temporary files (the C++ compiler's included) to a directory the parent removes,
+    so a killed compile leaves nothing behind; inductor's cache stays where it always is."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                          os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+    os.environ["TMPDIR"] = tempfile.tempdir = tmpdir
+
+
+def _worker_main(conn: Any, tmpdir: str) -> None:
+    _private_tmp(tmpdir)
     timing.MEASURE_LOCK = _ParentLock(conn)  # type: ignore[assignment]
     import torch._dynamo
 
@@ -60,6 +75,7 @@ def _worker_main(conn: Any) -> None:
     pin_threads()
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
     runner = JobRunner(lambda phase: conn.send(("phase", phase)))
+    conn.send(("ready", None))  # imports done: from here on, job time is compile time
     while True:
         try:
             kind, job = conn.recv()
@@ -86,13 +102,16 @@ class CompileService:
         self.timeout_s = timeout_s
         self._ctx = mp.get_context("spawn")
         self._proc: Any = None
+        self._tmp = ""
         self._conn: Any = None
         self._jobs = threading.Lock()  # one job at a time
         self.generation = 0  # bumps when the worker is replaced: its caches are gone
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_worker_main, args=(child,), daemon=True, name="compile-worker")
+        self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
+        self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp), daemon=True,
+                                       name="compile-worker")
         self._proc.start()
         child.close()
         self._conn = parent
@@ -114,6 +133,7 @@ class CompileService:
                 self._proc.kill()
                 self._proc.join(timeout=10)
             self._conn.close()
+            shutil.rmtree(self._tmp, ignore_errors=True)
         self._proc = self._conn = None
 
     @property
@@ -131,10 +151,24 @@ class CompileService:
         finally:
             self._jobs.release()
 
-    def _run(self, job: dict[str, Any]) -> Iterator[Progress | dict[str, Any]]:
-        if not self.alive:
+    def _started(self) -> Iterator[Progress]:
+        """Start a worker if there is none, and wait until it has imported torch (not job time)."""
+        if self.alive:
+            return
+        self.stop()
+        self._start()
+        start = time.monotonic()
+        while not self._conn.poll(0.5):
+            if not self._proc.is_alive() or time.monotonic() - start > START_TIMEOUT_S:
+                self.stop()
+                raise CompileFailure("the compile worker did not start; try again in a moment.")
+            yield Progress(time.monotonic() - start, "starting the compile worker")
+        if self._conn.recv() != ("ready", None):
             self.stop()
-            self._start()
+            raise CompileFailure("the compile worker did not start properly; try again.")
+
+    def _run(self, job: dict[str, Any]) -> Iterator[Progress | dict[str, Any]]:
+        yield from self._started()
         job = {**job, "generation": self.generation}
         self._conn.send(("job", job))
         start = time.monotonic()

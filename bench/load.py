@@ -1,0 +1,155 @@
+"""Load test over loopback: many gradio_client sessions typing and changing architectures at once.
+
+`python bench/load.py [--sessions 30] [--duration 120]` starts the app on a free local port, measures a
+reference input alone, then runs the sessions for the duration while re-measuring the reference, and
+appends the figures to bench/RESULTS-load.md. The test suite runs a short version (tests/test_load.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradio_client import Client
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from explorer.playground import control_specs  # noqa: E402
+
+OUT = Path(__file__).with_name("RESULTS-load.md")
+REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")
+ARCHS = [("rnn", {"cell": c, "hidden": h}) for c in ("gru", "lstm", "rnn") for h in (16, 64)] + [
+    ("transformer", {"layers": n, "width": w}) for n in (1, 2) for w in (32, 64)] + [
+    ("early_exit", {"threshold": t}) for t in (0.5, 0.9)] + [("tree", {"hidden": h}) for h in (16, 64)]
+WORDS = ("the", "graph", "grows", "with", "every", "token", "while", "loops", "unroll", "and", "branches",
+         "decide", "what", "runs")
+
+
+def controls(model: str, values: dict) -> list:
+    return [values.get(k.name, k.default) if m == model else k.default for m, k in control_specs()]
+
+
+@dataclass
+class Tally:
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    reference_ms: list[float] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _user(url: str, seed: int, stop_at: float, tally: Tally) -> None:
+    rng = random.Random(seed)
+    client = Client(url, verbose=False)
+    model, values = rng.choice(ARCHS)
+    n = 0
+    while time.monotonic() < stop_at:
+        if n % 3 == 2:
+            model, values = rng.choice(ARCHS)  # an architecture change
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 30)))
+        start = time.monotonic()
+        try:
+            client.predict(model, text, "", *controls(model, values), api_name="/edit")
+            with tally.lock:
+                tally.latencies.append(time.monotonic() - start)
+        except Exception as e:  # every failure counts: the goal is none
+            with tally.lock:
+                tally.errors.append(f"{type(e).__name__}: {e}"[:200])
+        n += 1
+
+
+def reference_ms(client: Client) -> float:
+    return client.predict(*REFERENCE, api_name="/inspect")["eager"]["forward"]["median_ms"]
+
+
+def run_load(url: str, sessions: int, duration_s: float) -> dict:
+    """Reference alone (5 calls), then `sessions` users for `duration_s` with the reference re-measured."""
+    probe = Client(url, verbose=False)
+    alone = [reference_ms(probe) for _ in range(5)]
+    tally = Tally()
+    stop_at = time.monotonic() + duration_s
+    users = [threading.Thread(target=_user, args=(url, i, stop_at, tally), daemon=True) for i in range(sessions)]
+    for u in users:
+        u.start()
+    time.sleep(min(5.0, duration_s / 4))  # let the load build up
+    while time.monotonic() < stop_at - 1:
+        try:
+            tally.reference_ms.append(reference_ms(probe))
+        except Exception as e:
+            tally.errors.append(f"reference: {type(e).__name__}: {e}"[:200])
+    for u in users:
+        u.join(timeout=120)
+    lat = sorted(tally.latencies)
+    return {
+        "sessions": sessions, "duration_s": duration_s, "interactions": len(lat), "errors": len(tally.errors),
+        "error_samples": tally.errors[:5],
+        "p50_s": statistics.median(lat) if lat else None,
+        "p95_s": lat[int(0.95 * (len(lat) - 1))] if lat else None,
+        "reference_alone_ms": statistics.median(alone),
+        "reference_loaded_ms": statistics.median(tally.reference_ms) if tally.reference_ms else None,
+        "reference_samples": len(tally.reference_ms),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(extra_env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
+           "GE_WARM_COMPILE": "0", **(extra_env or {})}
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return proc, url
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("the app did not start") from None
+            time.sleep(0.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=30)
+    parser.add_argument("--duration", type=float, default=120.0)
+    args = parser.parse_args()
+    proc, url = start_app()
+    try:
+        r = run_load(url, args.sessions, args.duration)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    ratio = r["reference_loaded_ms"] / r["reference_alone_ms"] if r["reference_loaded_ms"] else float("nan")
+    lines = [f"## {args.sessions} sessions for {args.duration:.0f} s ({time.strftime('%Y-%m-%d %H:%M')})", "",
+             f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}",
+             f"- latency per interaction (typing or an architecture change, to the final view): "
+             f"p50 {r['p50_s']:.2f} s, p95 {r['p95_s']:.2f} s",
+             f"- reference input (rnn, 64 tokens) eager forward median: alone {r['reference_alone_ms']:.3f} ms, "
+             f"under load {r['reference_loaded_ms']:.3f} ms ({r['reference_samples']} samples): "
+             f"{ratio:.2f}x", ""]
+    header = "# Load test: concurrent gradio_client sessions over loopback\n\n" if not OUT.exists() else ""
+    with OUT.open("a") as f:
+        f.write(header + "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

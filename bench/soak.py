@@ -1,0 +1,70 @@
+"""Soak: 1,000 interactions across 20 architectures against the real app; does its memory stay flat?
+
+`python bench/soak.py [--interactions 1000]` starts the app on a free local port and drives it from 10
+gradio_client sessions (new sessions come and go, as tabs do), reading the server's RSS from /proc after a
+warm-up of 100 interactions and at the end. Appends to bench/RESULTS-load.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+from gradio_client import Client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.load import ARCHS, OUT, WORDS, controls, start_app
+
+# 20 architectures: the load test's 14 and 6 more.
+ARCHITECTURES = [*ARCHS, ("rnn", {"layers": 2, "bidirectional": True}), ("transformer", {"attention": "sdpa"}),
+                 ("transformer", {"norm": "post", "activation": "relu"}), ("early_exit", {"blocks": 3}),
+                 ("tree", {"bracketing": "balanced"}), ("tree", {"cell": "rnn"})]
+assert len(ARCHITECTURES) == 20
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--interactions", type=int, default=1000)
+    args = parser.parse_args()
+    rng = random.Random(0)
+    proc, url = start_app()
+    samples = []
+    try:
+        clients = [Client(url, verbose=False) for _ in range(10)]
+        start = time.monotonic()
+        for i in range(args.interactions):
+            if i % 50 == 49:  # a tab closes and a new one opens
+                clients[rng.randrange(len(clients))] = Client(url, verbose=False)
+            model, values = ARCHITECTURES[i % len(ARCHITECTURES)]
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40)))
+            rng.choice(clients).predict(model, text, "", *controls(model, values), api_name="/edit")
+            if i == 99 or i == args.interactions - 1 or i % 100 == 99:
+                samples.append((i + 1, rss_mib(proc.pid)))
+        elapsed = time.monotonic() - start
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    warm, end = samples[0][1], samples[-1][1]
+    lines = [f"## Soak: {args.interactions} interactions across 20 architectures "
+             f"({time.strftime('%Y-%m-%d %H:%M')})", "",
+             f"- server RSS after {samples[0][0]} interactions (warm-up): {warm:.0f} MiB; at the end: {end:.0f} MiB; "
+             f"growth {end - warm:+.0f} MiB (goal < 150 MiB); {elapsed:.0f} s in all",
+             "- RSS every 100 interactions (MiB): " + ", ".join(f"{n}: {m:.0f}" for n, m in samples), ""]
+    with OUT.open("a") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
