@@ -257,6 +257,11 @@ def build_app() -> gr.Blocks:
 
         with gr.Tab("Batching lab"):
             _lab_tab(session)
+        with gr.Accordion("Limits of this server", open=False):
+            gr.Markdown("What this server refuses or cuts, so that one request cannot take it down for everyone. "
+                        "Running it yourself? Raise any of them with its environment variable.")
+            gr.Dataframe(limits.table(), headers=["variable", "in force", "what it limits"], interactive=False,
+                         wrap=True)
 
         inputs = [session, model, text, compare, *controls]
         outputs = [session, graph, cards, history, diff, raw, status]
