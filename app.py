@@ -73,8 +73,8 @@ def _outputs(session: Session, view: View) -> tuple:
     return (session, view.graph, _cards_html(view.cards), view.history, view.diff, view.report, view.status)
 
 
-def run_playground(session: Session, model: str, text: str, compare: str, *flat: Any,
-                   request: gr.Request) -> Iterator[tuple]:
+def run_playground(request: gr.Request, session: Session, model: str, text: str, compare: str,
+                   *flat: Any) -> Iterator[tuple]:
     """The Playground's one event: (re)configure, wait for the measurement queue, run, stream the view."""
     RESIDENCY.attach(request.session_hash, session)
     try:

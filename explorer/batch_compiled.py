@@ -62,7 +62,7 @@ def _break_reason(raw: str) -> str:
 
 
 def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width: int, backend: str,
-                     budget_scale: float = 1.0) -> CompiledStrategy:
+                     budget_scale: float = 1.0, phase: Callable[[str], None] = lambda _: None) -> CompiledStrategy:
     """Compile `model` fresh, run the strategy's forward and train step through it, and time both."""
     prep: Prepared = prepare(model, name, token_ids(texts), bucket_width)
     dynamo.reset()  # a clean slate: this strategy's compiles only
@@ -78,8 +78,10 @@ def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width
     def step() -> None:
         train_loss(prep.run(compiled)).backward()
 
+    phase(f"compiling the forward for {len(prep.shapes)} input shape(s)")
     result.compile_s, result.fallback, result.error = _first_run(forward)
     if result.fallback is None and result.error is None:
+        phase("compiling the train step (forward and backward graphs)")
         result.train_compile_s, result.fallback, result.error = _first_run(step)
     result.compiles = counter.graphs
     result.graph_breaks = sorted({_break_reason(r) for r, n in dynamo.utils.counters["graph_break"].items()
@@ -92,15 +94,16 @@ def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width
     if counter.calls == calls:
         result.fallback = "no compiled graph ran: dynamo skipped this code (e.g. nn.GRU/nn.LSTM) and ran it eagerly"
         return result
+    phase("timing the compiled forward and train step")
     result.forward, result.train_step = timed(prep, compiled, f"compiled {name}", budget_scale)
     return result
 
 
-def batch_job(job: dict[str, Any]) -> dict[str, Any]:
+def batch_job(job: dict[str, Any], phase: Callable[[str], None]) -> dict[str, Any]:
     """The worker's side of a batching-lab compile job (see worker.CompileService)."""
     model = build_model(job["model"], make_config(job["model"], job["config"]))
     return compile_strategy(model, job["texts"], job["strategy"], job["bucket_width"], job["backend"],
-                            job.get("budget_scale", 1.0)).as_dict()
+                            job.get("budget_scale", 1.0), phase).as_dict()
 
 
 def compile_lab(service: CompileService, lab: LabResult, model: str, config: dict[str, Any], texts: list[str],
@@ -112,11 +115,10 @@ def compile_lab(service: CompileService, lab: LabResult, model: str, config: dic
     for i, strategy in enumerate(supported, 1):
         job = {"kind": "batch", "model": model, "config": config, "texts": texts, "strategy": strategy.name,
                "bucket_width": bucket_width, "backend": backend, "budget_scale": budget_scale}
-        what = f"{strategy.title} ({i}/{len(supported)}): compiling with {backend}, then timing"
         try:
             for item in service.run(job):
                 if isinstance(item, Progress):
-                    yield Progress(item.elapsed_s, what if item.phase == "starting" else f"{what}; {item.phase}")
+                    yield Progress(item.elapsed_s, f"{strategy.title} ({i}/{len(supported)}), {backend}: {item.phase}")
                 else:
                     strategy.compiled = CompiledStrategy.from_dict(item)
         except CompileFailure as e:

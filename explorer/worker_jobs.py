@@ -42,7 +42,7 @@ class JobRunner:
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
         if job.get("kind") == "batch":
             self._key = None  # the lab resets dynamo: the playground's compiled model must be rebuilt
-            return batch_job(job)
+            return batch_job(job, self._phase)
         key = (job["session"], job["model"], repr(sorted(job["config"].items())), repr(sorted(job["options"].items())))
         if key != self._key or self._seen != job["history"]:
             self._switch(job, key)
