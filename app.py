@@ -17,6 +17,7 @@ from explorer.batching import DISTRIBUTIONS
 from explorer.compare import warm_compile_cache
 from explorer.compiled import BACKENDS, CompileOptions
 from explorer.errors import USER_ERRORS
+from explorer.export import ExportDir
 from explorer.lab_view import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
 from explorer.machine import describe, pin_threads
 from explorer.memory import warm_profiler
@@ -31,8 +32,10 @@ from explorer.playground import (
     values_for,
 )
 from explorer.session import DEFAULT_MODEL, RESIDENCY, Session
+from explorer.statelink import LinkState, read_link
 from explorer.worker import CompileFailure, compile_service
-from models import ZOO, Knob
+from models import ZOO, Knob, make_config
+from models.config import config_dict
 
 log = logging.getLogger("graph_explorer")
 SESSION_TTL_S = 1800  # a session's state is dropped after this long without use (its model much sooner)
@@ -46,7 +49,11 @@ CSS = """
 .card .label { font-size: 0.8em; opacity: 0.75; }
 .card .value { font-size: 1.45em; font-weight: 600; }
 .card .detail { font-size: 0.75em; opacity: 0.7; }
+.explain { font-size: 0.92em; opacity: 0.85; }
+/* Presentation mode: everything larger for a projector (set from the toggle, see _PRESENT_JS). */
+body.ge-presentation .gradio-container { zoom: 1.3; }
 """
+_PRESENT_JS = "(on) => { document.body.classList.toggle('ge-presentation', on); return []; }"
 
 
 def _control(k: Knob) -> gr.components.Component:
@@ -195,16 +202,54 @@ def _lab_tab(session: gr.State) -> None:
                                                concurrency_limit=1, show_progress="minimal")
 
 
+def _show_model(m: str) -> list:
+    return [gr.Group(visible=m == name) for name in ZOO] + [gr.Dropdown(info=ZOO[m].summary)]
+
+
+def _link(model: str, text: str, *rest: Any) -> str:
+    """An anchor to this exact state (relative: the browser resolves it against this page's address)."""
+    *flat, compile_on, backend, dynamic, mark, fullgraph = rest
+    try:
+        state = LinkState(model, config_dict(make_config(model, values_for(model, flat))), text or "",
+                          bool(compile_on), backend, dynamic, bool(mark), bool(fullgraph))
+        query = state.query()
+    except USER_ERRORS:
+        return ""
+    return (f'<a href="{html.escape(query)}" target="_blank" title="copy this link to hand out exactly this '
+            'example">🔗 link to exactly this state</a>')
+
+
+def _restore(request: gr.Request) -> list:
+    """Apply a state link (URL query parameters) before the first run; a bad link is said, not fatal."""
+    specs = control_specs()
+    n = len(ZOO) + 2 + len(specs) + 5
+    try:
+        state = read_link(dict(request.query_params))
+    except USER_ERRORS as e:
+        gr.Warning(f"This link could not be restored: {e}")
+        return [gr.skip()] * n
+    if state is None:
+        return [gr.skip()] * n
+    values = [state.config[k.name] if m == state.model else gr.skip() for m, k in specs]
+    return [*_show_model(state.model)[:-1], gr.Dropdown(value=state.model, info=ZOO[state.model].summary),
+            state.text if state.text.strip() else gr.skip(), *values, state.compile, state.backend,
+            state.dynamic, state.mark_dynamic, state.fullgraph]
+
+
 def build_app() -> gr.Blocks:
     specs = control_specs()
     with gr.Blocks(title="Graph Explorer") as demo:
         session = gr.State(lambda: Session(), time_to_live=SESSION_TTL_S)
-        gr.Markdown(
-            "# Graph Explorer\n"
-            "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
-            "and change the architecture: the graph below is the real one of that exact run, with its "
-            "measured eager latency and memory."
-        )
+        with gr.Row(equal_height=True):
+            gr.Markdown(
+                "# Graph Explorer\n"
+                "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
+                "and change the architecture: the graph below is the real one of that exact run, with its "
+                "measured eager latency and memory.", scale=4,
+            )
+            with gr.Column(scale=1, min_width=220):
+                present = gr.Checkbox(False, label="presentation mode", info="larger everything, for a projector")
+                link = gr.HTML(label="link to this state")
         with gr.Tab("Playground"), gr.Row():
             with gr.Column(scale=1, min_width=280):
                 model = gr.Dropdown([(e.title, e.name) for e in ZOO.values()], value=DEFAULT_MODEL,
@@ -221,7 +266,15 @@ def build_app() -> gr.Blocks:
                                      lines=1, placeholder="e.g. a shorter sentence")
                 status = gr.Markdown()
                 cards = gr.HTML()
+                gr.Markdown(
+                    "**What you see**: the autograd graph PyTorch recorded for this exact input, one node per "
+                    "operation backward will run, coloured by the module that made it, forward from top to "
+                    "bottom (hover for shapes and saved bytes). **Try** a 1-token input and then a paragraph, "
+                    "change the cell or the layers, and watch the graph, the cards and the history change.",
+                    elem_classes="explain")
                 graph = gr.Plot(label="autograd graph")
+                gr.Markdown("**History**: every run of this session, latency (median, IQR bars) and peak memory "
+                            "against input length, one line per architecture.", elem_classes="explain")
                 with gr.Row():
                     history = gr.Plot(label="history")
                     with gr.Column():
@@ -257,6 +310,12 @@ def build_app() -> gr.Blocks:
 
         with gr.Tab("Batching lab"):
             _lab_tab(session)
+        with gr.Accordion("Download this session", open=False):
+            gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
+                        "report (figures inline, the configs, the machine): it opens offline.",
+                        elem_classes="explain")
+            export_btn = gr.Button("Prepare CSV and HTML report")
+            downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
         with gr.Accordion("Limits of this server", open=False):
             gr.Markdown("What this server refuses or cuts, so that one request cannot take it down for everyone. "
                         "Running it yourself? Raise any of them with its environment variable.")
@@ -272,21 +331,33 @@ def build_app() -> gr.Blocks:
                                 fx_code, raw],
                     "concurrency_id": "compile", "concurrency_limit": 1, "show_progress": "minimal",
                     "trigger_mode": "always_last"}
-        text.input(api_name="edit", **run).then(api_visibility="private", **compiled)
-        text.submit(api_name="submit", **run).then(api_visibility="private", **compiled)
+        link_inputs = [model, text, *controls, compile_on, backend, dynamic, mark, fullgraph]
+        link_update = {"fn": _link, "inputs": link_inputs, "outputs": link, "queue": False,
+                       "api_visibility": "private", "show_progress": "hidden"}
+
+        def after_run(event: Any) -> None:
+            event.then(**link_update).then(api_visibility="private", **compiled)
+
+        after_run(text.input(api_name="edit", **run))
+        after_run(text.submit(api_name="submit", **run))
         compare.input(api_name="edit_compare", **run)
-        for c in controls:
-            c.change(api_visibility="private", **run).then(api_visibility="private", **compiled)
-        model.change(
-            lambda m: [gr.Group(visible=m == name) for name in ZOO] + [gr.Dropdown(info=ZOO[m].summary)],
-            inputs=model, outputs=[*groups.values(), model], api_name="select_model", queue=False,
-        ).then(api_visibility="private", **run).then(api_visibility="private", **compiled)
-        example.input(lambda k: EXAMPLES[k], inputs=example, outputs=text, api_name="example",
-                      queue=False).then(api_visibility="private", **run).then(api_visibility="private", **compiled)
+        for c in controls:  # .input, not .change: restoring a link sets them without re-running each one
+            after_run(c.input(api_visibility="private", **run))
+        after_run(model.input(
+            _show_model, inputs=model, outputs=[*groups.values(), model], api_name="select_model", queue=False,
+        ).then(api_visibility="private", **run))
+        after_run(example.input(lambda k: EXAMPLES[k], inputs=example, outputs=text, api_name="example",
+                                queue=False).then(api_visibility="private", **run))
         for i, c in enumerate((compile_on, backend, dynamic, mark, fullgraph)):
-            c.change(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",
-                     **compiled)
-        demo.load(api_name="load", **run)
+            c.input(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",
+                    **compiled).then(**link_update)
+        restore_outputs = [*groups.values(), model, text, *controls, compile_on, backend, dynamic, mark, fullgraph]
+        demo.load(_restore, None, restore_outputs, api_visibility="private", queue=False).then(
+            api_name="load", **run).then(**link_update).then(api_visibility="private", **compiled)
+        present.change(None, present, None, js=_PRESENT_JS)
+        exports = ExportDir()
+        export_btn.click(lambda s: exports.write(s), session, downloads, api_visibility="private",
+                         concurrency_id="export", concurrency_limit=2)
         demo.unload(_closed)
         gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
         gr.api(_api_batch, api_name="batch", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)

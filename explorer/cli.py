@@ -11,6 +11,7 @@ from explorer.batch_compiled import compile_lab
 from explorer.batching import DISTRIBUTIONS, batch_from_lines, generate_batch, run_lab
 from explorer.compiled import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.errors import USER_ERRORS, InputError
+from explorer.export import html_report, session_csv
 from explorer.inputs import text_of_length
 from explorer.lab_view import LabRun
 from explorer.machine import pin_threads
@@ -87,8 +88,18 @@ def _inspect(args: argparse.Namespace) -> int:
         service.stop()
     session.measure_memory(result)
     report = build_report(result, session.compile_track.timeline, session.compile_track.runs)
+    _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
     return 0
+
+
+def _write_exports(args: argparse.Namespace, session: Session) -> None:
+    for path, make in ((args.html, html_report), (getattr(args, "csv", None), session_csv)):
+        if path:
+            try:
+                Path(path).write_text(make(session), encoding="utf-8")
+            except OSError as e:
+                raise InputError(f"cannot write {path}: {e.strerror}") from None
 
 
 def _batch(args: argparse.Namespace) -> int:
@@ -113,7 +124,9 @@ def _batch(args: argparse.Namespace) -> int:
                 pass
         finally:
             service.stop()
-    report = LabRun(texts, args.bucket_width, lab, args.model, session.config).report()
+    session.lab = LabRun(texts, args.bucket_width, lab, args.model, session.config)
+    report = session.lab.report()
+    _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_lab(report))
     return 0
 
@@ -137,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--mark-dynamic", action="store_true", help="mark the sequence dimension dynamic")
     c.add_argument("--fullgraph", action="store_true", help="fail on any graph break, and show why")
     c.add_argument("--lengths", help="run these input lengths in order, e.g. 8,16,32,64 (the compile timeline)")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (figures inline)")
+    p.add_argument("--csv", metavar="FILE", help="also write the measurements of every run as CSV")
     p.set_defaults(fn=_inspect)
     p = sub.add_parser("batch", help="run a batch of sentences with every batching strategy")
     p.add_argument("--model", required=True, choices=sorted(ZOO))
@@ -151,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compile", action="store_true", help="also compile each strategy (in a worker process)")
     p.add_argument("--backend", default="inductor", choices=BACKENDS)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (figures inline)")
     p.set_defaults(fn=_batch)
     args = parser.parse_args(argv)
     try:
