@@ -8,15 +8,11 @@ appends the figures to bench/RESULTS-load.md. The test suite runs a short versio
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +21,7 @@ from gradio_client import Client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.appserver import start_app, stop_app  # noqa: E402
 from explorer.playground import control_specs  # noqa: E402
 
 OUT = Path(__file__).with_name("RESULTS-load.md")
@@ -101,42 +98,16 @@ def run_load(url: str, sessions: int, duration_s: float) -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_app(extra_env: dict | None = None) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
-           "GE_WARM_COMPILE": "0", **(extra_env or {})}
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return proc, url
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("the app did not start") from None
-            time.sleep(0.5)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--duration", type=float, default=120.0)
     args = parser.parse_args()
-    proc, url = start_app()
+    proc, url, _ = start_app()
     try:
         r = run_load(url, args.sessions, args.duration)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_app(proc)
     ratio = r["reference_loaded_ms"] / r["reference_alone_ms"] if r["reference_loaded_ms"] else float("nan")
     lines = [f"## {args.sessions} sessions for {args.duration:.0f} s ({time.strftime('%Y-%m-%d %H:%M')})", "",
              f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}",

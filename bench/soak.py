@@ -17,7 +17,8 @@ from gradio_client import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.load import ARCHS, OUT, WORDS, controls, start_app
+from bench.appserver import start_app, stop_app
+from bench.load import ARCHS, OUT, WORDS, controls
 
 # 20 architectures: the load test's 14 and 6 more.
 ARCHITECTURES = [*ARCHS, ("rnn", {"layers": 2, "bidirectional": True}), ("transformer", {"attention": "sdpa"}),
@@ -38,7 +39,7 @@ def main() -> None:
     parser.add_argument("--interactions", type=int, default=1000)
     args = parser.parse_args()
     rng = random.Random(0)
-    proc, url = start_app()
+    proc, url, _ = start_app()
     samples = []
     try:
         clients = [Client(url, verbose=False) for _ in range(10)]
@@ -53,8 +54,7 @@ def main() -> None:
                 samples.append((i + 1, rss_mib(proc.pid)))
         elapsed = time.monotonic() - start
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_app(proc)
     warm, end = samples[0][1], samples[-1][1]
     lines = [f"## Soak: {args.interactions} interactions across 20 architectures "
              f"({time.strftime('%Y-%m-%d %H:%M')})", "",

@@ -1,51 +1,31 @@
 """End to end: the real app in its own process, called over HTTP with gradio_client."""
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 from conftest import early_exit_branch
 from gradio_client import Client
 
+from bench.appserver import start_app, stop_app
 from explorer.playground import control_specs
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+STARTUP = {}
 
 
 @pytest.fixture(scope="module")
 def app_url():
-    port = _free_port()
-    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
-           "GE_WARM_COMPILE": "0", "GE_COMPILE_TIMEOUT_S": "8"}
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("the app did not start")
-            time.sleep(0.5)
+    proc, url, STARTUP["s"] = start_app({"GE_COMPILE_TIMEOUT_S": "8"})
     yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    stop_app(proc)
+
+
+def test_the_first_page_is_served_within_seconds(app_url):
+    # The goal is 10 s on 2 cores; the suite runs other work alongside, so allow some slack.
+    assert STARTUP["s"] < 20, STARTUP
 
 
 def _controls(model: str, **overrides):

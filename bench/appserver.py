@@ -1,0 +1,48 @@
+"""Start the real app in its own process on a free loopback port (benchmarks and tests share this)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90) -> tuple[subprocess.Popen, str, float]:
+    """(process, url, seconds from launch to the first served page)."""
+    port = free_port()
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
+           "GE_WARM_COMPILE": "0", **(extra_env or {})}
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return proc, url, time.monotonic() - start
+        except OSError:
+            if proc.poll() is not None or time.monotonic() - start > timeout_s:
+                proc.kill()
+                raise RuntimeError("the app did not start") from None
+            time.sleep(0.2)
+
+
+def stop_app(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
