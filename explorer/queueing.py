@@ -17,6 +17,7 @@ from typing import Any
 
 from explorer.errors import InputError
 from explorer.limits import LOAD_QUEUE, MAX_QUEUE
+from explorer.machine import release_free_memory
 
 
 class Busy(InputError):
@@ -98,4 +99,7 @@ def queued(work: Callable[[Turn], Iterator[Any]]) -> Iterator[Any]:
             if isinstance(step, Wait):
                 yield f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.1f} s…"
             else:
-                yield from work(step)
+                try:
+                    yield from work(step)
+                finally:
+                    release_free_memory()

@@ -69,7 +69,7 @@ def _worker_main(conn: Any, tmpdir: str) -> None:
     import torch._dynamo
 
     from explorer.limits import RECOMPILE_LIMIT
-    from explorer.machine import pin_threads
+    from explorer.machine import pin_threads, release_free_memory
     from explorer.worker_jobs import JobRunner
 
     pin_threads()
@@ -90,6 +90,7 @@ def _worker_main(conn: Any, tmpdir: str) -> None:
                 raise
             except Exception as e:  # reported to the parent; the worker stays usable
                 reply = ("error", f"{type(e).__name__}: {e}")
+            release_free_memory()
             conn.send(reply)
         except (BrokenPipeError, EOFError):  # the parent let go of this worker (timeout, shutdown): exit quietly
             return
