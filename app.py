@@ -117,8 +117,14 @@ def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, ma
         yield (session, f"**Compile stopped**: {e}", *[gr.skip()] * 7)
 
 
-def _lab_outputs(session: Session, v: LabView) -> tuple:
-    return (session, v.status, v.verdict, v.table, v.lengths, v.time, v.waste, v.report)
+def _lab_stream(session: Session, items: Iterator[str | LabView], progress: gr.Progress) -> Iterator[tuple]:
+    """Progress messages to the status line (and the progress bar), views to every lab output."""
+    for item in items:
+        if isinstance(item, str):
+            progress(None, desc=item)
+            yield (session, item, *[gr.skip()] * 6)
+        else:
+            yield (session, item.status, item.verdict, item.table, item.lengths, item.time, item.waste, item.report)
 
 
 def run_lab_eager(session: Session, source: str, lines: str, n: float, distribution: str, min_len: float,
@@ -128,12 +134,7 @@ def run_lab_eager(session: Session, source: str, lines: str, n: float, distribut
     RESIDENCY.attach(request.session_hash, session)
     try:
         texts = lab_texts(source, lines, n, distribution, min_len, max_len, seed)
-        for item in lab_update(session, texts, int(bucket_width)):
-            if isinstance(item, str):
-                progress(None, desc=item)
-                yield (session, item, *[gr.skip()] * 6)
-            else:
-                yield _lab_outputs(session, item)
+        yield from _lab_stream(session, lab_update(session, texts, int(bucket_width)), progress)
     except USER_ERRORS as e:
         raise gr.Error(str(e), title="Cannot run this batch", print_exception=False) from None
     except Exception:
@@ -148,12 +149,7 @@ def run_lab_compiled(session: Session, enabled: bool, backend: str,
         yield (session, *[gr.skip()] * 7)
         return
     try:
-        for item in lab_compiled_update(session, backend, compile_service()):
-            if isinstance(item, str):
-                progress(None, desc=item)
-                yield (session, item, *[gr.skip()] * 6)
-            else:
-                yield _lab_outputs(session, item)
+        yield from _lab_stream(session, lab_compiled_update(session, backend, compile_service()), progress)
     except USER_ERRORS as e:
         yield (session, f"**Cannot compile**: {e}", *[gr.skip()] * 6)
 

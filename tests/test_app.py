@@ -153,3 +153,35 @@ def test_batch_endpoint_runs_the_lab(app_url):
 def test_batch_endpoint_rejects_bad_input_with_a_message(app_url, args, message):
     with pytest.raises(Exception, match=message):
         Client(app_url, verbose=False).predict(*args, api_name="/batch")
+
+
+def test_two_sessions_changing_architectures_at_once_never_see_each_others_data(app_url):
+    import threading
+
+    results, errors = {}, []
+
+    def user(name, model, key, values):
+        client = Client(app_url, verbose=False)
+        try:
+            reports = []
+            for i, v in enumerate(values):
+                out = client.predict(model, f"{name} {'x' * (3 + i)}", "", *_controls(model, **{key: v}),
+                                     api_name="/edit")
+                reports.append(out[4])
+            results[name] = reports
+        except Exception as e:  # surfaced below: a thread's failure would vanish otherwise
+            errors.append(e)
+
+    threads = [threading.Thread(target=user, args=("alice", "rnn", "hidden", [8, 16, 24])),
+               threading.Thread(target=user, args=("bob", "transformer", "layers", [1, 2, 3]))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for name, model, key, values in (("alice", "rnn", "hidden", [8, 16, 24]), ("bob", "transformer", "layers",
+                                                                                [1, 2, 3])):
+        reports = results[name]
+        assert [r["run"] for r in reports] == [1, 2, 3]  # each session counts only its own runs
+        assert [r["config"][key] for r in reports] == values and {r["model"] for r in reports} == {model}
+        assert all(r["text"].startswith(name) for r in reports)
