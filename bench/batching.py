@@ -16,7 +16,7 @@ from explorer.batch_compiled import compile_lab
 from explorer.batching import generate_batch, run_lab
 from explorer.lab_view import LabRun
 from explorer.memory import warm_profiler
-from explorer.report import format_bytes
+from explorer.report import format_bytes, format_flops
 from explorer.worker import CompileService
 from models import build_model, make_config
 from models.config import config_dict
@@ -41,15 +41,17 @@ def _table(report: dict, compiled: dict[str, dict]) -> list[str]:
             continue
         cells = [s["title"], _ms(s, "forward"), _ms(s, "train_step"), f"{s['tokens_per_s']:,.0f}",
                  f"{s['padding_fraction']:.0%}",
-                 f"{s['flops_total'] / 1e9:.2f} ({s['flops_useful'] / s['flops_total']:.0%})",
+                 format_flops(s),
                  format_bytes(s["peak_bytes"]), str(s["distinct_shapes"]),
-                 f"{s['max_abs_diff']:.1e}" + ("" if s["agrees"] else " **disagrees**")]
+                 f"{s['max_abs_diff']:.1e}" + ("" if s["agrees"] else " **disagrees**")
+                 + (f"; {s['note']}" if s["note"] else "")]
         for backend_report in compiled.values():
             c = next(x for x in backend_report["strategies"] if x["name"] == s["name"])["compiled"]
             status = c["error"] or c["fallback"]
+            train = "—" if c["train_step_ms"] is None else f"{c['train_step_ms']:.2f}"
             cell = (f"not compiled: {status}" if status else
-                    f"{c['forward_ms']:.2f} / {c['train_step_ms']:.2f}, {c['compiles']}, "
-                    f"{c['compile_s'] + c['train_compile_s']:.1f}")
+                    f"{c['forward_ms']:.2f} / {train}, {c['compiles']}, "
+                    f"{c['compile_s'] + (c['train_compile_s'] or 0):.1f}" + (f"; {c['note']}" if c["note"] else ""))
             if c["graph_breaks"]:
                 cell += "; graph break: " + "; ".join(c["graph_breaks"])
             cells.append(cell)

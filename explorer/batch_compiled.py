@@ -95,7 +95,7 @@ def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width
         result.fallback = "no compiled graph ran: dynamo skipped this code (e.g. nn.GRU/nn.LSTM) and ran it eagerly"
         return result
     phase("timing the compiled forward and train step")
-    result.forward, result.train_step = timed(prep, compiled, f"compiled {name}", budget_scale)
+    result.forward, result.train_step, result.note = timed(prep, compiled, f"compiled {name}", budget_scale)
     return result
 
 

@@ -186,8 +186,7 @@ def nested(model: nn.Module, seqs: list[list[int]], width: int) -> Prepared:
         with torch.no_grad():
             out = model(nt)
     except Exception as e:  # the real op that refused a jagged tensor, in torch's words
-        message = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise Unsupported(f"jagged tensors fail at {_where(e)}: {type(e).__name__}: {message[:300]}") from None
+        raise Unsupported(f"jagged tensors fail at {failure(e)}") from None
     if out.is_nested or out.shape[0] != len(seqs):
         raise Unsupported(f"the model returned a {tuple(out.shape)} nested result instead of one row per sentence")
     return Prepared(model, [(nt,)], sum(map(len, seqs)))
@@ -216,13 +215,14 @@ class CompiledStrategy:
     max_abs_diff: float | None = None  # compiled vs eager logits of the same strategy
     fallback: str | None = None  # why the figure is not a compiled one, or None
     error: str | None = None
+    note: str | None = None  # e.g. why the train step has no figure
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "backend": self.backend, "compile_s": self.compile_s, "train_compile_s": self.train_compile_s,
             "compiles": self.compiles, "graph_breaks": self.graph_breaks, "max_abs_diff": self.max_abs_diff,
             "fallback": self.fallback,
-            "error": self.error,
+            "error": self.error, "note": self.note,
             "forward": self.forward.as_dict() if self.forward else None,
             "train_step": self.train_step.as_dict() if self.train_step else None,
         }
@@ -341,9 +341,16 @@ def prepare(model: nn.Module, name: str, seqs: list[list[int]], bucket_width: in
     return STRATEGIES[name][1](model, seqs, bucket_width)
 
 
+def failure(e: BaseException) -> str:
+    """Where in the model code and what torch said, in one line: 'models/x.py:N: RuntimeError: ...'."""
+    message = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{_where(e)}: {type(e).__name__}: {message[:300]}"
+
+
 def timed(prep: Prepared, fn: Callable[..., torch.Tensor], label: str,
-          budget_scale: float = 1.0) -> tuple[Measurement, Measurement]:
-    """Forward (no grad) and train step (forward + backward) of a strategy, through `fn`."""
+          budget_scale: float = 1.0) -> tuple[Measurement, Measurement | None, str | None]:
+    """Forward (no grad) and train step (forward + backward) of a strategy, through `fn`; the train step
+    is None, with the reason, when its backward cannot run (e.g. some jagged-tensor backwards)."""
 
     def fwd() -> None:
         with torch.no_grad():
@@ -353,8 +360,12 @@ def timed(prep: Prepared, fn: Callable[..., torch.Tensor], label: str,
         prep.module.zero_grad(set_to_none=True)
         train_loss(prep.run(fn)).backward()
 
-    return (measure(f"{label} forward", fwd, FORWARD_BUDGET_S * budget_scale),
-            measure(f"{label} train step", step, TRAIN_BUDGET_S * budget_scale))
+    forward = measure(f"{label} forward", fwd, FORWARD_BUDGET_S * budget_scale)
+    try:
+        step()
+    except Exception as e:  # the strategy's forward works, its training does not: a result, said so
+        return forward, None, f"forward only: the train step fails at {failure(e)}"
+    return forward, measure(f"{label} train step", step, TRAIN_BUDGET_S * budget_scale), None
 
 
 def iter_lab(model: nn.Module, texts: list[str], bucket_width: int = 32,
@@ -384,9 +395,14 @@ def iter_lab(model: nn.Module, texts: list[str], bucket_width: int = 32,
         reference = out if reference is None else reference
         res = StrategyResult(name, title, True, padding_fraction=1 - tokens / prep.computed_positions,
                              max_abs_diff=float((out - reference).abs().max()), distinct_shapes=len(prep.shapes))
-        res.flops_total = _flops(prep.run)
-        res.flops_useful = by_name["loop"].flops_total if "loop" in by_name else res.flops_total
-        res.forward, res.train_step = timed(prep, prep.module, name, budget_scale)
+        notes = []
+        try:
+            res.flops_total = _flops(prep.run)
+            res.flops_useful = by_name["loop"].flops_total if "loop" in by_name else res.flops_total
+        except Exception as e:  # FlopCounterMode does not dispatch every tensor subclass (jagged ones)
+            notes.append(f"FLOPs not counted: FlopCounterMode fails here ({type(e).__name__})")
+        res.forward, res.train_step, step_note = timed(prep, prep.module, name, budget_scale)
+        res.note = "; ".join([*notes, *filter(None, [step_note])])
         res.tokens_per_s = tokens / (res.forward.median_ms / 1e3)
         with MemoryProfile() as mem, torch.no_grad():
             prep.run()

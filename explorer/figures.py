@@ -219,9 +219,10 @@ def lab_waste_figure(report: dict[str, Any], height: int = 360) -> go.Figure:
                y=[100 * s["padding_fraction"] for s in ran], marker_color="#d62728",
                hovertemplate="%{x}: %{y:.1f}% pads<extra></extra>"),
         go.Bar(name="wasted share of FLOPs (vs the loop)", x=[s["title"] for s in ran],
-               y=[100 * (1 - min(1.0, s["flops_useful"] / s["flops_total"])) if s["flops_total"] else 0
+               y=[100 * (1 - min(1.0, s["flops_useful"] / s["flops_total"])) if s["flops_total"] else None
                   for s in ran], marker_color="#9467bd",
-               text=[f"{s['flops_total'] / 1e9:.2f} GFLOP" for s in ran], textposition="outside",
+               text=[f"{s['flops_total'] / 1e9:.2f} GFLOP" if s["flops_total"] else "not counted" for s in ran],
+               textposition="outside",
                hovertemplate="%{x}: %{y:.1f}% wasted<extra></extra>"),
     ])
     return _bar_layout(fig, "Wasted work (FLOPs from torch.utils.flop_counter)", "%", height)

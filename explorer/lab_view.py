@@ -15,7 +15,7 @@ from explorer.batching import LabResult, batch_from_lines, generate_batch, iter_
 from explorer.errors import InputError
 from explorer.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
 from explorer.queueing import Turn, queued
-from explorer.report import format_bytes
+from explorer.report import format_bytes, format_flops
 from explorer.session import Session, arch_label
 from explorer.worker import CompileService
 from models.config import config_dict
@@ -53,13 +53,13 @@ def _row(s: dict[str, Any]) -> list[Any]:
         return [s["title"], *["—"] * 11, s["note"]]
     c = s["compiled"]
     status = c and (c["error"] or c["fallback"])
-    note = "DISAGREES with the loop" if not s["agrees"] else ""
+    note = "; ".join(x for x in ("" if s["agrees"] else "DISAGREES with the loop", s["note"]) if x)
     if c and (status or c["graph_breaks"]):
         note = "; ".join(x for x in (note, status or "graph break: " + "; ".join(c["graph_breaks"])) if x)
     return [
         s["title"], _ms(s["forward_ms"], s["forward_iqr_ms"]), _ms(s["train_step_ms"], s["train_step_iqr_ms"]),
         f"{s['tokens_per_s']:,.0f}", f"{s['padding_fraction']:.0%}",
-        f"{s['flops_total'] / 1e9:.3f} ({s['flops_useful'] / s['flops_total']:.0%})",
+        format_flops(s),
         format_bytes(s["peak_bytes"]), s["distinct_shapes"], f"{s['max_abs_diff']:.1e}",
         "—" if not c or status else _ms(c["forward_ms"], c["forward_iqr_ms"]),
         "—" if not c or c["speedup"] is None else f"{c['speedup']:.2f}x", "—" if not c else c["compiles"], note,

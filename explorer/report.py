@@ -116,6 +116,13 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_flops(s: dict[str, Any]) -> str:
+    """A lab strategy's FLOPs: 'GFLOP total (useful share)', or why there is no count."""
+    if not s["flops_total"]:
+        return "not counted"
+    return f"{s['flops_total'] / 1e9:.3f} ({s['flops_useful'] / s['flops_total']:.0%})"
+
+
 def _ms_cell(median: float | None, iqr: float | None) -> str:
     return "-" if median is None else f"{median:.2f}±{iqr:.2f}"
 
@@ -135,10 +142,9 @@ def format_lab(report: dict[str, Any]) -> str:
         lines.append(
             f"{s['title']:<30} {_ms_cell(s['forward_ms'], s['forward_iqr_ms']):>13} "
             f"{_ms_cell(s['train_step_ms'], s['train_step_iqr_ms']):>14} {s['tokens_per_s']:>9,.0f} "
-            f"{s['padding_fraction']:>5.0%} {s['flops_total'] / 1e9:>7.3f} "
-            f"{s['flops_useful'] / s['flops_total']:>7.0%} "
+            f"{s['padding_fraction']:>5.0%} {format_flops(s):>15} "
             f"{format_bytes(s['peak_bytes']):>10} {s['distinct_shapes']:>6} {s['max_abs_diff']:>9.1e}"
-            + ("" if s["agrees"] else "  DISAGREES with the loop"))
+            + ("" if s["agrees"] else "  DISAGREES with the loop") + (f"  ({s['note']})" if s["note"] else ""))
         c = s["compiled"]
         if c is not None:
             status = c["error"] or c["fallback"]

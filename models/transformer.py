@@ -45,10 +45,16 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(width, 3 * width)
         self.out = nn.Linear(width, width)
 
+    def _heads(self, t: torch.Tensor) -> torch.Tensor:
+        """(B, T, D) -> (B, heads, T, D/heads). Written with unflatten/transpose, not view/permute, so a
+        jagged nested tensor (ragged T) goes through too; SDPA wants its heads contiguous then."""
+        t = t.contiguous() if t.is_nested else t
+        return t.unflatten(-1, (self.heads, t.shape[-1] // self.heads)).transpose(1, 2)
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """mask: (B, T) True at real tokens; padded keys get no attention."""
-        b, t, d = x.shape
-        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        d = x.shape[-1]
+        q, k, v = (self._heads(t) for t in self.qkv(x).chunk(3, dim=-1))
         keys = None if mask is None else mask[:, None, None, :]
         if self.impl == "sdpa":
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=keys)
@@ -57,7 +63,7 @@ class SelfAttention(nn.Module):
             if keys is not None:
                 scores = scores.masked_fill(~keys, float("-inf"))
             y = scores.softmax(dim=-1) @ v
-        return self.out(y.transpose(1, 2).reshape(b, t, d))
+        return self.out(y.transpose(1, 2).flatten(-2))
 
 
 class EncoderBlock(nn.Module):
@@ -111,7 +117,14 @@ class TokenEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.table(ids)
-        return x + sinusoidal_positions(ids.shape[1], x.shape[-1])
+        if not ids.is_nested:
+            return x + sinusoidal_positions(ids.shape[1], x.shape[-1])
+        # A jagged batch: each sentence's positions count from 0, laid out like its tokens.
+        offsets = ids.offsets()
+        lengths = offsets.diff().tolist()
+        table = sinusoidal_positions(max(lengths), x.shape[-1])
+        positions = torch.cat([torch.arange(n) for n in lengths])
+        return x + torch.nested.nested_tensor_from_jagged(table[positions], offsets)
 
 
 class TransformerEncoder(nn.Module):
