@@ -19,7 +19,7 @@ from explorer.compiled import BACKENDS, CompileOptions
 from explorer.errors import USER_ERRORS
 from explorer.export import ExportDir
 from explorer.lab_view import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
-from explorer.machine import describe, pin_threads
+from explorer.machine import describe, limit_malloc_arenas, pin_threads
 from explorer.memory import warm_profiler
 from explorer.playground import (
     DEFAULT_TEXT,
@@ -412,6 +412,7 @@ def _api_batch(model: str, config_json: str = "{}", lines: str = "", n: int = 64
 
 
 def main() -> None:
+    limit_malloc_arenas()  # first: before any thread exists
     logging.basicConfig(level=logging.INFO)
     pin_threads()
     warm_profiler()

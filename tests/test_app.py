@@ -18,7 +18,7 @@ STARTUP = {}
 
 @pytest.fixture(scope="module")
 def app_url():
-    proc, url, STARTUP["s"] = start_app({"GE_COMPILE_TIMEOUT_S": "8"})
+    proc, url, STARTUP["s"] = start_app({"GE_COMPILE_TIMEOUT_S": "30"})
     yield url
     stop_app(proc)
 
@@ -119,9 +119,9 @@ def test_inspect_with_compile_and_a_timeout_that_leaves_the_app_serving(app_url)
     assert report["compiled"]["graph_breaks"][0]["where"] == early_exit_branch()
     assert report["timeline"] and report["compiled"]["fallback"] is None
     start = time.monotonic()
-    with pytest.raises(Exception, match="timed out after 8 s"):
+    with pytest.raises(Exception, match="timed out after 30 s"):
         client.predict("rnn", "{}", "x" * 500, "", "inductor", "auto", False, False, api_name="/inspect")
-    assert time.monotonic() - start < 60
+    assert time.monotonic() - start < 90
     report = client.predict("rnn", "{}", "still here", "", "eager", "auto", False, False, api_name="/inspect")
     assert report["compiled"]["forward"]["median_ms"] > 0
 
