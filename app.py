@@ -256,7 +256,8 @@ def build_app() -> gr.Blocks:
                         controls += [_control(k) for m, k in specs if m == name]
             with gr.Column(scale=3):
                 text = gr.Textbox(DEFAULT_TEXT, label="input (each UTF-8 byte is one token)", lines=2,
-                                  max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens; Enter runs it too.")
+                                  max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens. Every edit runs it "
+                                  "(Enter adds a newline: a token too).")
                 example = gr.Radio(list(EXAMPLES), label="examples of very different lengths", value=None)
                 compare = gr.Textbox("", label="compare with (optional): the graph is diffed against this input",
                                      lines=1, placeholder="e.g. a shorter sentence")
