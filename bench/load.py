@@ -94,6 +94,10 @@ def run_load(url: str, sessions: int, duration_s: float) -> dict:
         "p95_s": lat[int(0.95 * (len(lat) - 1))] if lat else None,
         "reference_alone_ms": statistics.median(alone),
         "reference_loaded_ms": statistics.median(tally.reference_ms) if tally.reference_ms else None,
+        # This VM's timings are bimodal (~1x or ~1.8x) with or without load: the best of each set shows
+        # whether load itself corrupts a timing, the medians what a person saw.
+        "reference_alone_min_ms": min(alone),
+        "reference_loaded_min_ms": min(tally.reference_ms) if tally.reference_ms else None,
         "reference_samples": len(tally.reference_ms),
     }
 
@@ -115,7 +119,8 @@ def main() -> None:
              f"p50 {r['p50_s']:.2f} s, p95 {r['p95_s']:.2f} s",
              f"- reference input (rnn, 64 tokens) eager forward median: alone {r['reference_alone_ms']:.3f} ms, "
              f"under load {r['reference_loaded_ms']:.3f} ms ({r['reference_samples']} samples): "
-             f"{ratio:.2f}x", ""]
+             f"{ratio:.2f}x; best of each {r['reference_alone_min_ms']:.3f} vs {r['reference_loaded_min_ms']:.3f} ms",
+             ""]
     header = "# Load test: concurrent gradio_client sessions over loopback\n\n" if not OUT.exists() else ""
     with OUT.open("a") as f:
         f.write(header + "\n".join(lines) + "\n")

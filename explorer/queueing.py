@@ -89,15 +89,21 @@ class MeasureQueue:
 
 
 QUEUE = MeasureQueue()
+STATUS_EVERY_S = 3.0
 
 
 def queued(work: Callable[[Turn], Iterator[Any]]) -> Iterator[Any]:
     """Run `work(turn)` in its turn of the server-wide measurement queue: yields waiting messages (str)
     until then, then what `work` yields; the turn is given up when `work` ends, fails or is abandoned."""
+    shown: tuple[int, float] = (-1, -STATUS_EVERY_S)
     with closing(QUEUE.turn()) as steps:
         for step in steps:
             if isinstance(step, Wait):
-                yield f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.1f} s…"
+                # Said when the place changes, else every few seconds: each message is server work
+                # while someone else's run is being timed.
+                if step.ahead != shown[0] or step.waited_s - shown[1] >= STATUS_EVERY_S:
+                    shown = (step.ahead, step.waited_s)
+                    yield f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.0f} s…"
             else:
                 try:
                     yield from work(step)

@@ -16,5 +16,8 @@ def test_five_sessions_for_twenty_seconds_without_errors_and_with_honest_timings
         stop_app(proc)
     assert r["errors"] == 0, r["error_samples"]
     assert r["interactions"] >= 10 and r["reference_samples"] >= 1
-    # One measurement at a time, server-wide: the reference under load stays near its time alone.
-    assert r["reference_loaded_ms"] <= 1.5 * r["reference_alone_ms"], r
+    # One measurement at a time, server-wide: under load the reference's best timing stays within 25% of its
+    # best alone. (This VM's timings jump between ~1x and ~1.8x with or without load, so the medians of a
+    # few samples are only held to 2x.)
+    assert r["reference_loaded_min_ms"] <= 1.25 * r["reference_alone_min_ms"], r
+    assert r["reference_loaded_ms"] <= 2 * r["reference_alone_ms"], r
