@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from explorer import limits
-from explorer.batching import DISTRIBUTIONS
+from explorer.batches import DISTRIBUTIONS
 from explorer.compare import warm_compile_cache
 from explorer.compiled import BACKENDS, CompileOptions
 from explorer.errors import USER_ERRORS

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from explorer import machine
 from explorer.batch_compiled import compile_lab
-from explorer.batching import generate_batch, run_lab
+from explorer.batches import generate_batch
+from explorer.batching import run_lab
 from explorer.lab_view import LabRun
 from explorer.memory import warm_profiler
 from explorer.report import format_bytes, format_flops

@@ -11,7 +11,8 @@ import torch
 import torch._dynamo as dynamo
 from torch import nn
 
-from explorer.batching import CompiledStrategy, LabResult, Prepared, prepare, timed, token_ids
+from explorer.batches import token_ids
+from explorer.batching import CompiledStrategy, LabResult, Prepared, prepare, timed
 from explorer.capture import train_loss
 from explorer.compiled import require_backend
 from explorer.worker import CompileFailure, CompileService, Progress

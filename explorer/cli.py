@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from explorer.batch_compiled import compile_lab
-from explorer.batching import DISTRIBUTIONS, batch_from_lines, generate_batch, run_lab
+from explorer.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
+from explorer.batching import run_lab
 from explorer.compiled import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.errors import USER_ERRORS, InputError
 from explorer.export import html_report, session_csv

@@ -11,7 +11,8 @@ import plotly.graph_objects as go
 
 from explorer import limits, machine
 from explorer.batch_compiled import compile_lab
-from explorer.batching import LabResult, batch_from_lines, generate_batch, iter_lab
+from explorer.batches import batch_from_lines, generate_batch
+from explorer.batching import LabResult, iter_lab
 from explorer.errors import InputError
 from explorer.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
 from explorer.queueing import Turn, queued

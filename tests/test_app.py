@@ -2,6 +2,8 @@
 
 import json
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from conftest import early_exit_branch
@@ -185,3 +187,27 @@ def test_two_sessions_changing_architectures_at_once_never_see_each_others_data(
         assert [r["run"] for r in reports] == [1, 2, 3]  # each session counts only its own runs
         assert [r["config"][key] for r in reports] == values and {r["model"] for r in reports} == {model}
         assert all(r["text"].startswith(name) for r in reports)
+
+
+def _raw_call(app_url: str, body: bytes) -> str:
+    """POST a raw body to /inspect over Gradio's HTTP API and return the event stream of its result."""
+    request = urllib.request.Request(app_url + "gradio_api/call/inspect", data=body,
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    event_id = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+    return urllib.request.urlopen(f"{app_url}gradio_api/call/inspect/{event_id}", timeout=60).read().decode()
+
+
+def test_hostile_text_through_the_api(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("rnn", "{}", "\x00\x07tab\there\x1b[31m", "", api_name="/inspect")
+    assert report["tokens"] == len(b"\x00\x07tab\there\x1b[31m")  # control characters are bytes too
+    with pytest.raises(Exception, match="characters; the limit is"):
+        client.predict("rnn", "{}", "x" * 3_000_000, "", api_name="/inspect")
+    # A lone surrogate, which no client library will encode, sent as a JSON escape: a message, not a crash.
+    stream = _raw_call(app_url, b'{"data": ["rnn", "{}", "abc\\ud800", "", "", "auto", false, false]}')
+    assert "event: error" in stream and "lone surrogate" in stream
+    # Bytes that are not UTF-8 at all: refused at the door, and the server keeps serving.
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _raw_call(app_url, b'{"data": ["rnn", "{}", "\xff\xfe", ""]}')
+    assert 400 <= refused.value.code < 500
+    assert client.predict("rnn", "{}", "still serving", "", api_name="/inspect")["tokens"] == 13

@@ -4,13 +4,8 @@ import pytest
 import torch
 
 from explorer.batch_compiled import compile_lab, compile_strategy
-from explorer.batching import (
-    DISTRIBUTIONS,
-    batch_from_lines,
-    generate_batch,
-    generate_lengths,
-    run_lab,
-)
+from explorer.batches import DISTRIBUTIONS, batch_from_lines, generate_batch, generate_lengths
+from explorer.batching import run_lab
 from explorer.errors import InputError
 from explorer.limits import MAX_BATCH, MAX_TOKENS
 from explorer.worker import CompileService
