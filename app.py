@@ -14,6 +14,7 @@ import gradio as gr
 
 from explorer import limits
 from explorer.batches import DISTRIBUTIONS
+from explorer.budget import warm_param_count
 from explorer.compare import warm_compile_cache
 from explorer.compiled import BACKENDS, CompileOptions
 from explorer.errors import USER_ERRORS
@@ -91,7 +92,8 @@ def run_playground(request: gr.Request, session: Session, model: str, text: str,
         raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
     except Exception:
         log.exception("run failed")
-        raise gr.Error("The run failed inside the model; the session keeps its previous model.") from None
+        raise gr.Error("The run failed inside the model; this session's history is unchanged. Try another "
+                       "architecture or input.") from None
 
 
 def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, mark: bool,
@@ -417,6 +419,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO)
     pin_threads()
     warm_profiler()
+    # The first parameter count on the meta device imports torch's reference ops (~2 s): not on a first click.
+    threading.Thread(target=warm_param_count, daemon=True, name="meta-warm-up").start()
     if os.environ.get("GE_WARM_COMPILE", "1") != "0":
         threading.Thread(target=lambda: log.info("compile cache warm: %s", warm_compile_cache(compile_service())),
                          daemon=True, name="compile-warm-up").start()

@@ -14,28 +14,10 @@ from torch import nn
 from explorer.batches import token_ids
 from explorer.batching import CompiledStrategy, LabResult, Prepared, prepare, timed
 from explorer.capture import train_loss
-from explorer.compiled import require_backend
+from explorer.compiled import CountingBackend, require_backend
+from explorer.errors import one_line
 from explorer.worker import CompileFailure, CompileService, Progress
 from models import build_model, make_config
-
-
-class _CountingBackend:
-    """Wraps a dynamo backend: counts compiled graphs, and the calls that really ran compiled code."""
-
-    def __init__(self, backend: str):
-        self._inner = dynamo.lookup_backend(backend)
-        self.graphs = 0
-        self.calls = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        self.graphs += 1
-        compiled = self._inner(gm, example_inputs)
-
-        def run(*args: Any) -> Any:
-            self.calls += 1
-            return compiled(*args)
-
-        return run
 
 
 def _first_run(fn: Callable[[], Any]) -> tuple[float, str | None, str | None]:
@@ -49,8 +31,7 @@ def _first_run(fn: Callable[[], Any]) -> tuple[float, str | None, str | None]:
             f"recompile limit ({dynamo.config.recompile_limit}) hit: this strategy feeds more distinct shapes "
             "than dynamo compiles; it would silently run eagerly from there on"), None
     except Exception as e:  # a failed compile is a result to show
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return time.perf_counter() - start, None, f"{type(e).__name__}: {first[:300]}"
+        return time.perf_counter() - start, None, one_line(e)
     return time.perf_counter() - start, None, None
 
 
@@ -68,7 +49,7 @@ def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width
     prep: Prepared = prepare(model, name, token_ids(texts), bucket_width)
     dynamo.reset()  # a clean slate: this strategy's compiles only
     breaks_before = dict(dynamo.utils.counters["graph_break"])  # counters outlive reset()
-    counter = _CountingBackend(backend)
+    counter = CountingBackend(backend)
     compiled = torch.compile(prep.module, backend=counter, dynamic=None)
     result = CompiledStrategy(backend)
 

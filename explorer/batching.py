@@ -21,7 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from explorer.batches import token_ids
 from explorer.budget import batch_activation_bytes, over_memory_note
 from explorer.capture import train_loss
-from explorer.errors import InputError
+from explorer.errors import InputError, one_line
 from explorer.limits import FORWARD_BUDGET_S, MAX_TOKENS, TRAIN_BUDGET_S
 from explorer.memory import MemoryProfile
 from explorer.timing import Measurement, measure
@@ -48,8 +48,11 @@ class Prepared:
         return {("jagged", len(a[0].unbind())) if a[0].is_nested else tuple(a[0].shape) for a in self.calls}
 
     def activation_bytes(self, model: nn.Module) -> int:
-        """Estimated bytes a train step over all calls saves for backward (padded calls; 0 if nested)."""
-        return batch_activation_bytes(model, [tuple(a[0].shape) for a in self.calls if not a[0].is_nested])
+        """Estimated bytes a train step over all calls saves for backward (a jagged batch: each sentence
+        as its own unpadded row)."""
+        shapes = [(1, len(t)) for a in self.calls if a[0].is_nested for t in a[0].unbind()]
+        shapes += [tuple(a[0].shape) for a in self.calls if not a[0].is_nested]
+        return batch_activation_bytes(model, shapes)
 
     def run(self, fn: Callable[..., torch.Tensor] | None = None) -> torch.Tensor:
         fn = self.module if fn is None else fn
@@ -285,8 +288,7 @@ def prepare(model: nn.Module, name: str, seqs: list[list[int]], bucket_width: in
 
 def failure(e: BaseException) -> str:
     """Where in the model code and what torch said, in one line: 'models/x.py:N: RuntimeError: ...'."""
-    message = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{_where(e)}: {type(e).__name__}: {message[:300]}"
+    return f"{_where(e)}: {one_line(e)}"
 
 
 def timed(prep: Prepared, fn: Callable[..., torch.Tensor], label: str,

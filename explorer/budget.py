@@ -33,6 +33,12 @@ def check_architecture(model: str, config: Any) -> None:
                          "Use fewer layers, heads or a smaller width.")
 
 
+def warm_param_count() -> None:
+    """Pay the meta device's one-time set-up (importing torch's reference ops, ~2 s) ahead of the first
+    architecture change."""
+    param_count("rnn", entry("rnn").config_cls())
+
+
 def _entry_of(model: nn.Module) -> ModelEntry:
     return next(e for e in ZOO.values() if isinstance(model, e.model_cls))
 

@@ -12,6 +12,7 @@ import logging
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import torch._dynamo.utils as dynamo_utils
 from torch._guards import CompileContext
 
 from explorer.capture import forward
-from explorer.errors import InputError
+from explorer.errors import InputError, one_line
 from explorer.limits import FORWARD_BUDGET_S
 from explorer.memory import MemoryProfile
 from explorer.timing import Measurement, measure
@@ -173,6 +174,29 @@ class _BreakLog(logging.Handler):
         torch._logging.set_logs()
 
 
+class CountingBackend:
+    """A dynamo backend that counts the graphs it compiles and the calls that really ran compiled code
+    (the honest signal that a figure is a compiled one), optionally telling `on_graph` about each graph."""
+
+    def __init__(self, backend: str, on_graph: Callable[[torch.fx.GraphModule, list[Any]], None] | None = None):
+        self._inner = dynamo.lookup_backend(backend)
+        self._on_graph = on_graph
+        self.graphs = 0
+        self.calls = 0
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        compiled = self._inner(gm, example_inputs)
+        self.graphs += 1
+        if self._on_graph is not None:
+            self._on_graph(gm, example_inputs)
+
+        def run(*args: Any) -> Any:
+            self.calls += 1
+            return compiled(*args)
+
+        return run
+
+
 class CompiledModel:
     """A zoo model and its torch.compile'd twin, with every compilation recorded."""
 
@@ -183,14 +207,12 @@ class CompiledModel:
         self.events: list[CompileEvent] = []
         self._length = 0
         self._mark = 0.0
-        self._inner = dynamo.lookup_backend(options.backend)
-        self.compiled = torch.compile(self.model, backend=self._record, dynamic=DYNAMIC_MODES[options.dynamic],
+        self._backend = CountingBackend(options.backend, self._record)
+        self.compiled = torch.compile(self.model, backend=self._backend, dynamic=DYNAMIC_MODES[options.dynamic],
                                       fullgraph=options.fullgraph)
         self.limit_hit_at: int | None = None
-        self._graph_calls = 0
 
-    def _record(self, gm: torch.fx.GraphModule, example_inputs: list[Any]):
-        compiled = self._inner(gm, example_inputs)
+    def _record(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
         cid = CompileContext.current_compile_id()
         now = time.perf_counter()
         ctx = torch._guards.TracingContext.try_get()
@@ -203,12 +225,6 @@ class CompiledModel:
         ))
         self._mark = now
 
-        def run(*args: Any) -> Any:  # counts calls of compiled graphs: the signal that compiled code ran
-            self._graph_calls += 1
-            return compiled(*args)
-
-        return run
-
     def call(self, ids: torch.Tensor) -> CallOutcome:
         """Run the compiled model once at this input; compile if its guards say so."""
         self._length = ids.shape[1]
@@ -218,7 +234,7 @@ class CompiledModel:
         first_new = len(self.events)
         start = self._mark = time.perf_counter()
         fallback = error = None
-        graph_calls = self._graph_calls
+        graph_calls = self._backend.calls
         try:
             with torch.no_grad(), dynamo.config.patch(fail_on_recompile_limit_hit=True):
                 self.compiled(ids)
@@ -227,9 +243,9 @@ class CompiledModel:
             fallback = (f"recompile limit ({dynamo.config.recompile_limit}) hit at length {ids.shape[1]}: "
                         "dynamo silently runs this frame eagerly from here on")
         except Exception as e:  # a failed compile is a result to show, not a crash
-            error = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            error = one_line(e)
         wall = time.perf_counter() - start
-        if fallback is None and error is None and self._graph_calls == graph_calls:
+        if fallback is None and error is None and self._backend.calls == graph_calls:
             fallback = "no compiled graph ran for this input: dynamo ran it eagerly" + (
                 f" (the recompile limit was hit at length {self.limit_hit_at})" if self.limit_hit_at else "")
         new_reasons = [r for code, v in dynamo_utils.guard_failures.items() for r in v[failures_before.get(code, 0):]]

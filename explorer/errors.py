@@ -10,3 +10,9 @@ class InputError(ValueError):
 
 
 USER_ERRORS = (InputError, ConfigError)
+
+
+def one_line(e: BaseException, limit: int = 300) -> str:
+    """'TypeName: first line of the message' (cut to `limit`): how a failure from torch is shown."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0][:limit] if text else ''}"

@@ -63,7 +63,8 @@ def release_free_memory() -> None:
     """Hand freed heap memory back to the OS (glibc's malloc_trim).
 
     Runs execute on many server threads, and glibc keeps a malloc arena per thread that holds on to freed
-    tensors' memory: measured on a 1,000-interaction soak, RSS grew ~900 MB without this and ~7 MB with it.
-    It takes a few milliseconds, outside any timing."""
+    tensors' memory: 300 Playground updates on 16 threads grew RSS by ~909 MB without this and ~7 MB with it;
+    the app's 1,000-interaction soak (bench/RESULTS-load.md) went from +814 MB to +126 MB with this and
+    `limit_malloc_arenas`. A call took 0.08 ms here, outside any timing."""
     if _LIBC is not None:
         _LIBC.malloc_trim(0)

@@ -84,13 +84,11 @@ def _worker_main(conn: Any, tmpdir: str) -> None:
         if kind == "stop":
             return
         try:
-            try:
-                reply = ("result", runner.run(job))
-            except (BrokenPipeError, EOFError):
-                raise
-            except Exception as e:  # reported to the parent; the worker stays usable
-                reply = ("error", f"{type(e).__name__}: {e}")
-            release_free_memory()
+            reply = ("result", runner.run(job))
+        except Exception as e:  # reported to the parent; the worker stays usable
+            reply = ("error", f"{type(e).__name__}: {e}")
+        release_free_memory()
+        try:
             conn.send(reply)
         except (BrokenPipeError, EOFError):  # the parent let go of this worker (timeout, shutdown): exit quietly
             return

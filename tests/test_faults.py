@@ -32,7 +32,7 @@ class _Request:
     session_hash = "test-tab"
 
 
-def _controls(_model):
+def _defaults():
     return [k.default for _, k in control_specs()]
 
 
@@ -101,7 +101,7 @@ def test_no_cxx_compiler_offers_aot_eager(monkeypatch):
 def test_an_exception_inside_a_model_is_a_message_and_the_session_survives(monkeypatch):
     session = Session()
     session.configure("rnn", {})
-    list(app.run_playground(_Request(), session, "rnn", "fine", "", *_controls("rnn")))
+    list(app.run_playground(_Request(), session, "rnn", "fine", "", *_defaults()))
     assert len(session.history) == 1
 
     def broken(self, ids, lengths=None):
@@ -110,9 +110,9 @@ def test_an_exception_inside_a_model_is_a_message_and_the_session_survives(monke
     monkeypatch.setattr(UnrolledRNN, "forward", broken)
     session.release_model()
     with pytest.raises(gr.Error, match="failed inside the model"):
-        list(app.run_playground(_Request(), session, "rnn", "boom", "", *_controls("rnn")))
+        list(app.run_playground(_Request(), session, "rnn", "boom", "", *_defaults()))
     monkeypatch.undo()
     session.release_model()
-    list(app.run_playground(_Request(), session, "rnn", "fine again", "", *_controls("rnn")))
+    list(app.run_playground(_Request(), session, "rnn", "fine again", "", *_defaults()))
     assert [r.tokens for r in session.history] == [4, 10]
     assert app.RESIDENCY.close("test-tab") and session.last is None  # the tab closed: its model is freed

@@ -3,7 +3,7 @@
 import pytest
 
 from explorer import budget
-from explorer.batching import _pad, run_lab
+from explorer.batching import _pad, nested, run_lab
 from explorer.capture import capture_run, train_loss
 from explorer.errors import InputError
 from explorer.inputs import text_of_length, tokenize
@@ -77,3 +77,10 @@ def test_a_lab_strategy_over_the_memory_limit_is_skipped_with_a_note(monkeypatch
 def test_huge_payloads_are_refused_before_any_work():
     with pytest.raises(InputError, match="characters; the limit is"):
         tokenize("x" * 5_000_000)
+
+
+def test_a_jagged_batch_is_held_to_the_memory_limit_as_unpadded_rows():
+    model = build_model("transformer", make_config("transformer", {"attention": "sdpa"}))
+    seqs = [[65] * 30, [66] * 5, [67] * 17]
+    estimate = ZOO["transformer"].activation_bytes
+    assert nested(model, seqs, 32).activation_bytes(model) == sum(estimate(model.cfg, len(s), 1) for s in seqs)
