@@ -1,4 +1,7 @@
-"""Graph Explorer's web UI: layout and wiring only; everything it shows comes from `explorer`."""
+"""Graph Explorer's web UI: layout and wiring only; everything it shows comes from `explorer`.
+
+Every event's outputs are declared once, by name (`Outputs`); a handler returns only the outputs it changes
+(`OUT.fill(name=value)`), and the rest are left as they are. Each tab and panel has its own builder."""
 
 from __future__ import annotations
 
@@ -8,41 +11,63 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from explorer import limits
-from explorer.batches import DISTRIBUTIONS
-from explorer.budget import warm_param_count
-from explorer.compare import warm_compile_cache
-from explorer.compiled import BACKENDS, CompileOptions
-from explorer.errors import USER_ERRORS
-from explorer.export import ExportDir
-from explorer.lab_view import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
-from explorer.machine import describe, limit_malloc_arenas, pin_threads
-from explorer.memory import warm_profiler
-from explorer.playground import (
-    DEFAULT_TEXT,
-    EXAMPLES,
-    TIMELINE_COLUMNS,
-    View,
-    compiled_update,
-    control_specs,
-    update,
-    values_for,
-)
-from explorer.session import DEFAULT_MODEL, RESIDENCY, Session
-from explorer.statelink import LinkState, read_link
-from explorer.worker import CompileFailure, compile_service
+from explorer.compile.options import BACKENDS, CompileOptions
+from explorer.compile.protocol import CompileFailure
+from explorer.compile.warmup import warm_compile_cache
+from explorer.compile.worker import compile_service
+from explorer.core import limits
+from explorer.core.budget import warm_param_count
+from explorer.core.errors import USER_ERRORS
+from explorer.core.machine import describe, limit_malloc_arenas, pin_threads
+from explorer.eager.memory import warm_profiler
+from explorer.lab.batches import DISTRIBUTIONS
+from explorer.serving.residency import Residency
+from explorer.session import DEFAULT_MODEL, Session
+from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
+from explorer.views.export import ExportDir
+from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
+from explorer.views.playground import DEFAULT_TEXT, EXAMPLES, View, control_specs, update, values_for
+from explorer.views.statelink import LinkState, read_link
 from models import ZOO, Knob, make_config
 from models.config import config_dict
 
 log = logging.getLogger("graph_explorer")
 SESSION_TTL_S = 1800  # a session's state is dropped after this long without use (its model much sooner)
-# Events that measure may all be in flight: they wait their turn in explorer.queueing (which shows the wait
+# Events that measure may all be in flight: they wait their turn in explorer.serving.queueing (which shows the wait
 # and refuses past its limit) rather than invisibly in Gradio's queue.
 MEASURE_EVENTS = limits.MAX_QUEUE + 1
+RESIDENCY = Residency(limits.MAX_LIVE_MODELS)  # built models kept across every session of this server
+COMPILE_OPTIONS = ("compile_on", "backend", "dynamic", "mark", "fullgraph")
+
+
+class Outputs:
+    """An event's outputs, declared once by name. `components(name=...)` gives Gradio the list in this order;
+    `fill(name=value)` gives a handler's return value with every output it does not name left unchanged."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def components(self, **by_name: Any) -> list[Any]:
+        assert set(by_name) == set(self.names), set(by_name) ^ set(self.names)
+        return [by_name[n] for n in self.names]
+
+    def fill(self, **values: Any) -> tuple:
+        unknown = set(values) - set(self.names)
+        assert not unknown, unknown
+        return tuple(values.get(n, gr.skip()) for n in self.names)
+
+
+PLAYGROUND = Outputs("session", "graph", "cards", "history", "diff", "report", "status")
+COMPILED = Outputs("session", "status", "cards", "timeline", "breaks", "figure", "fx_graph", "fx_code", "report")
+LAB = Outputs("session", "status", "verdict", "table", "lengths", "time", "waste", "report")
+MODEL_CHOICE = Outputs(*(f"group:{m}" for m in ZOO), "model")
+RESTORE = Outputs(*MODEL_CHOICE.names, "text", *(f"{m}.{k.name}" for m, k in control_specs()),
+                  *COMPILE_OPTIONS)
 
 CSS = """
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 8px; }
@@ -77,8 +102,9 @@ def _cards_html(cards: list[tuple[str, str, str]]) -> str:
     return f'<div class="cards">{items}</div>'
 
 
-def _outputs(session: Session, view: View) -> tuple:
-    return (session, view.graph, _cards_html(view.cards), view.history, view.diff, view.report, view.status)
+def _view(session: Session, view: View) -> tuple:
+    return PLAYGROUND.fill(session=session, graph=view.graph, cards=_cards_html(view.cards), history=view.history,
+                           diff=view.diff, report=view.report, status=view.status)
 
 
 def run_playground(request: gr.Request, session: Session, model: str, text: str, compare: str,
@@ -87,7 +113,7 @@ def run_playground(request: gr.Request, session: Session, model: str, text: str,
     RESIDENCY.attach(request.session_hash, session)
     try:
         for view in update(session, model, text, compare, values_for(model, list(flat))):
-            yield (session, *[gr.skip()] * 5, view) if isinstance(view, str) else _outputs(session, view)
+            yield PLAYGROUND.fill(session=session, status=view) if isinstance(view, str) else _view(session, view)
     except USER_ERRORS as e:
         raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
     except Exception:
@@ -100,23 +126,24 @@ def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, ma
                  fullgraph: bool, progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
     """The compiled side: progress while the worker compiles, then the numbers; never blocks eager."""
     if not enabled or session.last is None:
-        yield (session, "Compiled execution is off: tick *compile* to compare with torch.compile.",
-               *[gr.skip()] * 7)
+        yield COMPILED.fill(session=session,
+                            status="Compiled execution is off: tick *compile* to compare with torch.compile.")
         return
     try:
         options = CompileOptions(backend, dynamic, mark, fullgraph)
         for item in compiled_update(session, compile_service(), options):
             if isinstance(item, str):
                 progress(None, desc=item)
-                yield (session, item, *[gr.skip()] * 7)
+                yield COMPILED.fill(session=session, status=item)
             else:
-                yield (session, item.status, _cards_html(item.cards), item.timeline, item.breaks, item.figure,
-                       item.graph, item.code, item.report)
+                yield COMPILED.fill(session=session, status=item.status, cards=_cards_html(item.cards),
+                                    timeline=item.timeline, breaks=item.breaks, figure=item.figure,
+                                    fx_graph=item.graph, fx_code=item.code, report=item.report)
     except USER_ERRORS as e:
-        yield (session, f"**Cannot compile**: {e}", *[gr.skip()] * 7)
+        yield COMPILED.fill(session=session, status=f"**Cannot compile**: {e}")
     except CompileFailure as e:
         gr.Warning(str(e))
-        yield (session, f"**Compile stopped**: {e}", *[gr.skip()] * 7)
+        yield COMPILED.fill(session=session, status=f"**Compile stopped**: {e}")
 
 
 def _lab_stream(session: Session, items: Iterator[str | LabView], progress: gr.Progress) -> Iterator[tuple]:
@@ -124,9 +151,10 @@ def _lab_stream(session: Session, items: Iterator[str | LabView], progress: gr.P
     for item in items:
         if isinstance(item, str):
             progress(None, desc=item)
-            yield (session, item, *[gr.skip()] * 6)
+            yield LAB.fill(session=session, status=item)
         else:
-            yield (session, item.status, item.verdict, item.table, item.lengths, item.time, item.waste, item.report)
+            yield LAB.fill(session=session, status=item.status, verdict=item.verdict, table=item.table,
+                           lengths=item.lengths, time=item.time, waste=item.waste, report=item.report)
 
 
 def run_lab_eager(session: Session, source: str, lines: str, n: float, distribution: str, min_len: float,
@@ -148,12 +176,167 @@ def run_lab_compiled(session: Session, enabled: bool, backend: str,
                      progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
     """The lab's compiled half, in the compile queue, after the eager half."""
     if not enabled or session.lab is None:
-        yield (session, *[gr.skip()] * 7)
+        yield LAB.fill(session=session)
         return
     try:
         yield from _lab_stream(session, lab_compiled_update(session, backend, compile_service()), progress)
     except USER_ERRORS as e:
-        yield (session, f"**Cannot compile**: {e}", *[gr.skip()] * 6)
+        yield LAB.fill(session=session, status=f"**Cannot compile**: {e}")
+
+
+def _show_model(m: str) -> tuple:
+    """Show the chosen model's controls and say what it is."""
+    return MODEL_CHOICE.fill(**{f"group:{name}": gr.Group(visible=m == name) for name in ZOO},
+                             model=gr.Dropdown(info=ZOO[m].summary))
+
+
+def _link(model: str, text: str, *rest: Any) -> str:
+    """An anchor to this exact state (relative: the browser resolves it against this page's address)."""
+    *flat, compile_on, backend, dynamic, mark, fullgraph = rest
+    try:
+        state = LinkState(model, config_dict(make_config(model, values_for(model, flat))), text or "",
+                          bool(compile_on), backend, dynamic, bool(mark), bool(fullgraph))
+        query = state.query()
+    except USER_ERRORS:
+        return ""
+    return (f'<a href="{html.escape(query)}" target="_blank" title="copy this link to hand out exactly this '
+            'example">🔗 link to exactly this state</a>')
+
+
+def _restore(request: gr.Request) -> tuple:
+    """Apply a state link (URL query parameters) before the first run; a bad link is said, not fatal."""
+    try:
+        state = read_link(dict(request.query_params))
+    except USER_ERRORS as e:
+        gr.Warning(f"This link could not be restored: {e}")
+        return RESTORE.fill()
+    if state is None:
+        return RESTORE.fill()
+    controls = {f"{state.model}.{k}": v for k, v in state.config.items()}
+    text = {"text": state.text} if state.text.strip() else {}
+    return RESTORE.fill(**{f"group:{name}": gr.Group(visible=state.model == name) for name in ZOO},
+                        model=gr.Dropdown(value=state.model, info=ZOO[state.model].summary), **text, **controls,
+                        compile_on=state.compile, backend=state.backend, dynamic=state.dynamic,
+                        mark=state.mark_dynamic, fullgraph=state.fullgraph)
+
+
+@dataclass
+class Playground:
+    """The Playground tab's components that events read or write."""
+
+    model: gr.Dropdown
+    groups: dict[str, gr.Group]
+    controls: list[gr.components.Component]
+    text: gr.Textbox
+    example: gr.Radio
+    compare: gr.Textbox
+    status: gr.Markdown
+    cards: gr.HTML
+    graph: gr.Plot
+    history: gr.Plot
+    diff: gr.Textbox
+    raw: gr.JSON
+
+
+@dataclass
+class CompiledPanel:
+    options: dict[str, gr.components.Component]  # COMPILE_OPTIONS, by name
+    status: gr.Markdown
+    cards: gr.HTML
+    figure: gr.Plot
+    breaks: gr.Markdown
+    timeline: gr.Dataframe
+    fx_graph: gr.Plot
+    fx_code: gr.Code
+
+
+def _header() -> tuple[gr.Checkbox, gr.HTML]:
+    with gr.Row(equal_height=True):
+        gr.Markdown(
+            "# Graph Explorer\n"
+            "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
+            "and change the architecture: the graph below is the real one of that exact run, with its "
+            "measured eager latency and memory.", scale=4,
+        )
+        with gr.Column(scale=1, min_width=220):
+            present = gr.Checkbox(False, label="presentation mode", info="larger everything, for a projector")
+            link = gr.HTML(label="link to this state")
+    return present, link
+
+
+def _playground_controls() -> tuple[gr.Dropdown, dict[str, gr.Group], list[gr.components.Component]]:
+    model = gr.Dropdown([(e.title, e.name) for e in ZOO.values()], value=DEFAULT_MODEL,
+                        label="model", info=ZOO[DEFAULT_MODEL].summary)
+    controls, groups = [], {}
+    specs = control_specs()
+    for name in ZOO:
+        with gr.Group(visible=name == DEFAULT_MODEL) as groups[name]:
+            controls += [_control(k) for m, k in specs if m == name]
+    return model, groups, controls
+
+
+def _playground_tab() -> tuple[Playground, CompiledPanel]:
+    with gr.Row():
+        with gr.Column(scale=1, min_width=280):
+            model, groups, controls = _playground_controls()
+        with gr.Column(scale=3):
+            text = gr.Textbox(DEFAULT_TEXT, label="input (each UTF-8 byte is one token)", lines=2,
+                              max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens. Every edit runs it "
+                              "(Enter adds a newline: a token too).")
+            example = gr.Radio(list(EXAMPLES), label="examples of very different lengths", value=None)
+            compare = gr.Textbox("", label="compare with (optional): the graph is diffed against this input",
+                                 lines=1, placeholder="e.g. a shorter sentence")
+            status = gr.Markdown()
+            cards = gr.HTML()
+            gr.Markdown(
+                "**What you see**: the autograd graph PyTorch recorded for this exact input, one node per "
+                "operation backward will run, coloured by the module that made it, forward from top to "
+                "bottom (hover for shapes and saved bytes). **Try** a 1-token input and then a paragraph, "
+                "change the cell or the layers, and watch the graph, the cards and the history change.",
+                elem_classes="explain")
+            graph = gr.Plot(label="autograd graph")
+            gr.Markdown("**History**: every run of this session, latency (median, IQR bars) and peak memory "
+                        "against input length, one line per architecture.", elem_classes="explain")
+            with gr.Row():
+                history = gr.Plot(label="history")
+                with gr.Column():
+                    diff = gr.Textbox(label="diff", lines=10, interactive=False)
+                    raw = gr.JSON(label="raw numbers (the same report as `python -m explorer inspect --json`)",
+                                  open=False)
+            compiled = _compiled_panel()
+    return Playground(model, groups, controls, text, example, compare, status, cards, graph, history, diff,
+                      raw), compiled
+
+
+def _compiled_panel() -> CompiledPanel:
+    with gr.Accordion("Compiled: the same input through torch.compile", open=True):
+        gr.Markdown(
+            "Compiling freezes what one run did into a static graph. Watch when it recompiles (and "
+            "why), where the graph breaks, and how many calls it takes to pay the compile back. "
+            "It runs in a separate worker process, after the eager numbers above."
+        )
+        with gr.Row():
+            options = {
+                "compile_on": gr.Checkbox(False, label="compile", info="torch.compile this model and input"),
+                "backend": gr.Radio(list(BACKENDS), value="inductor", label="backend",
+                                    info="inductor generates C++; aot_eager/eager only trace"),
+                "dynamic": gr.Radio(["auto", "true", "false"], value="auto", label="dynamic",
+                                    info="auto: static first, symbolic after a size change"),
+                "mark": gr.Checkbox(False, label="mark_dynamic", info="sequence dimension dynamic up front"),
+                "fullgraph": gr.Checkbox(False, label="fullgraph", info="fail on any graph break"),
+            }
+        status = gr.Markdown()
+        cards = gr.HTML()
+        with gr.Row():
+            figure = gr.Plot(label="eager vs compiled against length")
+            breaks = gr.Markdown()
+        timeline = gr.Dataframe(headers=TIMELINE_COLUMNS, label="compile timeline of this session",
+                                interactive=False, wrap=True)
+        with gr.Row():
+            fx_graph = gr.Plot(label="latest captured graph")
+            fx_code = gr.Code(language="python", label="latest captured graph as code (print_readable)",
+                              max_lines=30)
+    return CompiledPanel(options, status, cards, figure, breaks, timeline, fx_graph, fx_code)
 
 
 def _lab_tab(session: gr.State) -> None:
@@ -183,16 +366,17 @@ def _lab_tab(session: gr.State) -> None:
                 lab_backend = gr.Radio(list(BACKENDS), value="aot_eager", label="backend")
             go_btn = gr.Button("Run the lab", variant="primary")
         with gr.Column(scale=3):
-            lab_status = gr.Markdown()
+            status = gr.Markdown()
             verdict = gr.Markdown()
-            table = gr.Dataframe(headers=LAB_COLUMNS, label="per strategy (whole batch; ms are medians, IQR in "
-                                 "brackets)", interactive=False, wrap=True)
+            table = gr.Dataframe(headers=LAB_COLUMNS, label="per strategy (whole batch; medians with their IQR)",
+                                 interactive=False, wrap=True)
             with gr.Row():
                 lengths_plot = gr.Plot(label="length histogram")
                 waste_plot = gr.Plot(label="wasted work")
             time_plot = gr.Plot(label="time per strategy")
-            lab_raw = gr.JSON(label="raw numbers (the same report as `python -m explorer batch --json`)", open=False)
-    outputs = [session, lab_status, verdict, table, lengths_plot, time_plot, waste_plot, lab_raw]
+            raw = gr.JSON(label="raw numbers (the same report as `python -m explorer batch --json`)", open=False)
+    outputs = LAB.components(session=session, status=status, verdict=verdict, table=table, lengths=lengths_plot,
+                             time=time_plot, waste=waste_plot, report=raw)
     go_btn.click(run_lab_eager, [session, source, lines, n, distribution, min_len, max_len, seed, bucket_width],
                  outputs, api_visibility="private", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS,
                  show_progress="minimal").then(run_lab_compiled, [session, lab_compile, lab_backend], outputs,
@@ -200,163 +384,80 @@ def _lab_tab(session: gr.State) -> None:
                                                concurrency_limit=1, show_progress="minimal")
 
 
-def _show_model(m: str) -> list:
-    return [gr.Group(visible=m == name) for name in ZOO] + [gr.Dropdown(info=ZOO[m].summary)]
+def _downloads_panel(session: gr.State) -> None:
+    with gr.Accordion("Download this session", open=False):
+        gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
+                    "report (figures inline, the configs, the machine): it opens offline.",
+                    elem_classes="explain")
+        export_btn = gr.Button("Prepare CSV and HTML report")
+        downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
+    exports = ExportDir()
+    export_btn.click(lambda s: exports.write(s), session, downloads, api_visibility="private",
+                     concurrency_id="export", concurrency_limit=2)
 
 
-def _link(model: str, text: str, *rest: Any) -> str:
-    """An anchor to this exact state (relative: the browser resolves it against this page's address)."""
-    *flat, compile_on, backend, dynamic, mark, fullgraph = rest
-    try:
-        state = LinkState(model, config_dict(make_config(model, values_for(model, flat))), text or "",
-                          bool(compile_on), backend, dynamic, bool(mark), bool(fullgraph))
-        query = state.query()
-    except USER_ERRORS:
-        return ""
-    return (f'<a href="{html.escape(query)}" target="_blank" title="copy this link to hand out exactly this '
-            'example">🔗 link to exactly this state</a>')
+def _limits_panel() -> None:
+    with gr.Accordion("Limits of this server", open=False):
+        gr.Markdown("What this server refuses or cuts, so that one request cannot take it down for everyone. "
+                    "Running it yourself? Raise any of them with its environment variable.")
+        gr.Dataframe(limits.table(), headers=["variable", "in force", "what it limits"], interactive=False,
+                     wrap=True)
 
 
-def _restore(request: gr.Request) -> list:
-    """Apply a state link (URL query parameters) before the first run; a bad link is said, not fatal."""
-    specs = control_specs()
-    n = len(ZOO) + 2 + len(specs) + 5
-    try:
-        state = read_link(dict(request.query_params))
-    except USER_ERRORS as e:
-        gr.Warning(f"This link could not be restored: {e}")
-        return [gr.skip()] * n
-    if state is None:
-        return [gr.skip()] * n
-    values = [state.config[k.name] if m == state.model else gr.skip() for m, k in specs]
-    return [*_show_model(state.model)[:-1], gr.Dropdown(value=state.model, info=ZOO[state.model].summary),
-            state.text if state.text.strip() else gr.skip(), *values, state.compile, state.backend,
-            state.dynamic, state.mark_dynamic, state.fullgraph]
+def _wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, c: CompiledPanel,
+                     link: gr.HTML) -> None:
+    """Every edit runs the Playground, then refreshes the state link and the compiled side."""
+    outputs = PLAYGROUND.components(session=session, graph=p.graph, cards=p.cards, history=p.history, diff=p.diff,
+                                    report=p.raw, status=p.status)
+    run = {"fn": run_playground, "inputs": [session, p.model, p.text, p.compare, *p.controls], "outputs": outputs,
+           "trigger_mode": "always_last", "concurrency_id": "measure", "concurrency_limit": MEASURE_EVENTS,
+           "show_progress": "minimal"}
+    options = [c.options[n] for n in COMPILE_OPTIONS]
+    compiled = {"fn": run_compiled, "inputs": [session, *options],
+                "outputs": COMPILED.components(session=session, status=c.status, cards=c.cards,
+                                               timeline=c.timeline, breaks=c.breaks, figure=c.figure,
+                                               fx_graph=c.fx_graph, fx_code=c.fx_code, report=p.raw),
+                "concurrency_id": "compile", "concurrency_limit": 1, "show_progress": "minimal",
+                "trigger_mode": "always_last"}
+    link_update = {"fn": _link, "inputs": [p.model, p.text, *p.controls, *options], "outputs": link,
+                   "queue": False, "api_visibility": "private", "show_progress": "hidden"}
+
+    def after_run(event: Any) -> None:
+        event.then(**link_update).then(api_visibility="private", **compiled)
+
+    restore_outputs = RESTORE.components(
+        **{f"group:{m}": g for m, g in p.groups.items()}, model=p.model, text=p.text,
+        **{f"{m}.{k.name}": ctl for (m, k), ctl in zip(control_specs(), p.controls, strict=True)},
+        **c.options)
+    after_run(p.text.input(api_name="edit", **run))
+    after_run(p.text.submit(api_name="submit", **run))
+    p.compare.input(api_name="edit_compare", **run)
+    for ctl in p.controls:  # .input, not .change: restoring a link sets them without re-running each one
+        after_run(ctl.input(api_visibility="private", **run))
+    model_choice = MODEL_CHOICE.components(**{f"group:{m}": g for m, g in p.groups.items()}, model=p.model)
+    after_run(p.model.input(_show_model, inputs=p.model, outputs=model_choice, api_name="select_model",
+                            queue=False).then(api_visibility="private", **run))
+    after_run(p.example.input(lambda k: EXAMPLES[k], inputs=p.example, outputs=p.text, api_name="example",
+                              queue=False).then(api_visibility="private", **run))
+    for i, option in enumerate(options):
+        option.input(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",
+                     **compiled).then(**link_update)
+    demo.load(_restore, None, restore_outputs, api_visibility="private", queue=False).then(
+        api_name="load", **run).then(**link_update).then(api_visibility="private", **compiled)
 
 
 def build_app() -> gr.Blocks:
-    specs = control_specs()
     with gr.Blocks(title="Graph Explorer") as demo:
-        session = gr.State(lambda: Session(), time_to_live=SESSION_TTL_S)
-        with gr.Row(equal_height=True):
-            gr.Markdown(
-                "# Graph Explorer\n"
-                "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
-                "and change the architecture: the graph below is the real one of that exact run, with its "
-                "measured eager latency and memory.", scale=4,
-            )
-            with gr.Column(scale=1, min_width=220):
-                present = gr.Checkbox(False, label="presentation mode", info="larger everything, for a projector")
-                link = gr.HTML(label="link to this state")
-        with gr.Tab("Playground"), gr.Row():
-            with gr.Column(scale=1, min_width=280):
-                model = gr.Dropdown([(e.title, e.name) for e in ZOO.values()], value=DEFAULT_MODEL,
-                                    label="model", info=ZOO[DEFAULT_MODEL].summary)
-                controls, groups = [], {}
-                for name in ZOO:
-                    with gr.Group(visible=name == DEFAULT_MODEL) as groups[name]:
-                        controls += [_control(k) for m, k in specs if m == name]
-            with gr.Column(scale=3):
-                text = gr.Textbox(DEFAULT_TEXT, label="input (each UTF-8 byte is one token)", lines=2,
-                                  max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens. Every edit runs it "
-                                  "(Enter adds a newline: a token too).")
-                example = gr.Radio(list(EXAMPLES), label="examples of very different lengths", value=None)
-                compare = gr.Textbox("", label="compare with (optional): the graph is diffed against this input",
-                                     lines=1, placeholder="e.g. a shorter sentence")
-                status = gr.Markdown()
-                cards = gr.HTML()
-                gr.Markdown(
-                    "**What you see**: the autograd graph PyTorch recorded for this exact input, one node per "
-                    "operation backward will run, coloured by the module that made it, forward from top to "
-                    "bottom (hover for shapes and saved bytes). **Try** a 1-token input and then a paragraph, "
-                    "change the cell or the layers, and watch the graph, the cards and the history change.",
-                    elem_classes="explain")
-                graph = gr.Plot(label="autograd graph")
-                gr.Markdown("**History**: every run of this session, latency (median, IQR bars) and peak memory "
-                            "against input length, one line per architecture.", elem_classes="explain")
-                with gr.Row():
-                    history = gr.Plot(label="history")
-                    with gr.Column():
-                        diff = gr.Textbox(label="diff", lines=10, interactive=False)
-                        raw = gr.JSON(label="raw numbers (the same report as `python -m explorer inspect --json`)",
-                                      open=False)
-
-                with gr.Accordion("Compiled: the same input through torch.compile", open=True):
-                    gr.Markdown(
-                        "Compiling freezes what one run did into a static graph. Watch when it recompiles (and "
-                        "why), where the graph breaks, and how many calls it takes to pay the compile back. "
-                        "It runs in a separate worker process, after the eager numbers above."
-                    )
-                    with gr.Row():
-                        compile_on = gr.Checkbox(False, label="compile", info="torch.compile this model and input")
-                        backend = gr.Radio(list(BACKENDS), value="inductor", label="backend",
-                                           info="inductor generates C++; aot_eager/eager only trace")
-                        dynamic = gr.Radio(["auto", "true", "false"], value="auto", label="dynamic",
-                                           info="auto: static first, symbolic after a size change")
-                        mark = gr.Checkbox(False, label="mark_dynamic", info="sequence dimension dynamic up front")
-                        fullgraph = gr.Checkbox(False, label="fullgraph", info="fail on any graph break")
-                    compiled_status = gr.Markdown()
-                    compiled_cards = gr.HTML()
-                    with gr.Row():
-                        compiled_plot = gr.Plot(label="eager vs compiled against length")
-                        breaks = gr.Markdown()
-                    timeline = gr.Dataframe(headers=TIMELINE_COLUMNS, label="compile timeline of this session",
-                                            interactive=False, wrap=True)
-                    with gr.Row():
-                        fx_plot = gr.Plot(label="latest captured graph")
-                        fx_code = gr.Code(language="python", label="latest captured graph as code (print_readable)",
-                                          max_lines=30)
-
+        session = gr.State(lambda: Session(residency=RESIDENCY), time_to_live=SESSION_TTL_S)
+        present, link = _header()
+        with gr.Tab("Playground"):
+            playground, compiled = _playground_tab()
         with gr.Tab("Batching lab"):
             _lab_tab(session)
-        with gr.Accordion("Download this session", open=False):
-            gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
-                        "report (figures inline, the configs, the machine): it opens offline.",
-                        elem_classes="explain")
-            export_btn = gr.Button("Prepare CSV and HTML report")
-            downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
-        with gr.Accordion("Limits of this server", open=False):
-            gr.Markdown("What this server refuses or cuts, so that one request cannot take it down for everyone. "
-                        "Running it yourself? Raise any of them with its environment variable.")
-            gr.Dataframe(limits.table(), headers=["variable", "in force", "what it limits"], interactive=False,
-                         wrap=True)
-
-        inputs = [session, model, text, compare, *controls]
-        outputs = [session, graph, cards, history, diff, raw, status]
-        run = {"fn": run_playground, "inputs": inputs, "outputs": outputs, "trigger_mode": "always_last",
-               "concurrency_id": "measure", "concurrency_limit": MEASURE_EVENTS, "show_progress": "minimal"}
-        compiled = {"fn": run_compiled, "inputs": [session, compile_on, backend, dynamic, mark, fullgraph],
-                    "outputs": [session, compiled_status, compiled_cards, timeline, breaks, compiled_plot, fx_plot,
-                                fx_code, raw],
-                    "concurrency_id": "compile", "concurrency_limit": 1, "show_progress": "minimal",
-                    "trigger_mode": "always_last"}
-        link_inputs = [model, text, *controls, compile_on, backend, dynamic, mark, fullgraph]
-        link_update = {"fn": _link, "inputs": link_inputs, "outputs": link, "queue": False,
-                       "api_visibility": "private", "show_progress": "hidden"}
-
-        def after_run(event: Any) -> None:
-            event.then(**link_update).then(api_visibility="private", **compiled)
-
-        after_run(text.input(api_name="edit", **run))
-        after_run(text.submit(api_name="submit", **run))
-        compare.input(api_name="edit_compare", **run)
-        for c in controls:  # .input, not .change: restoring a link sets them without re-running each one
-            after_run(c.input(api_visibility="private", **run))
-        after_run(model.input(
-            _show_model, inputs=model, outputs=[*groups.values(), model], api_name="select_model", queue=False,
-        ).then(api_visibility="private", **run))
-        after_run(example.input(lambda k: EXAMPLES[k], inputs=example, outputs=text, api_name="example",
-                                queue=False).then(api_visibility="private", **run))
-        for i, c in enumerate((compile_on, backend, dynamic, mark, fullgraph)):
-            c.input(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",
-                    **compiled).then(**link_update)
-        restore_outputs = [*groups.values(), model, text, *controls, compile_on, backend, dynamic, mark, fullgraph]
-        demo.load(_restore, None, restore_outputs, api_visibility="private", queue=False).then(
-            api_name="load", **run).then(**link_update).then(api_visibility="private", **compiled)
+        _downloads_panel(session)
+        _limits_panel()
+        _wire_playground(demo, session, playground, compiled, link)
         present.change(None, present, None, js=_PRESENT_JS)
-        exports = ExportDir()
-        export_btn.click(lambda s: exports.write(s), session, downloads, api_visibility="private",
-                         concurrency_id="export", concurrency_limit=2)
         demo.unload(_closed)
         gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
         gr.api(_api_batch, api_name="batch", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
@@ -414,9 +515,8 @@ def _api_batch(model: str, config_json: str = "{}", lines: str = "", n: int = 64
     return view.report
 
 
-def main() -> None:
-    limit_malloc_arenas()  # first: before any thread exists
-    logging.basicConfig(level=logging.INFO)
+def _start_background_work() -> None:
+    """Pay one-time costs off the first click: the profiler, the meta device, inductor's toolchain."""
     pin_threads()
     warm_profiler()
     # The first parameter count on the meta device imports torch's reference ops (~2 s): not on a first click.
@@ -424,6 +524,12 @@ def main() -> None:
     if os.environ.get("GE_WARM_COMPILE", "1") != "0":
         threading.Thread(target=lambda: log.info("compile cache warm: %s", warm_compile_cache(compile_service())),
                          daemon=True, name="compile-warm-up").start()
+
+
+def main() -> None:
+    limit_malloc_arenas()  # first: before any thread exists
+    logging.basicConfig(level=logging.INFO)
+    _start_background_work()
     demo = build_app()
     demo.queue(max_size=3 * MEASURE_EVENTS, default_concurrency_limit=1)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")

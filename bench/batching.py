@@ -11,16 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from explorer import machine
-from explorer.batch_compiled import compile_lab
-from explorer.batches import generate_batch
-from explorer.batching import run_lab
-from explorer.lab_view import LabRun
-from explorer.memory import warm_profiler
-from explorer.report import format_bytes, format_flops
-from explorer.worker import CompileService
-from models import build_model, make_config
-from models.config import config_dict
+from explorer.compile.worker import CompileService
+from explorer.core import machine
+from explorer.core.fmt import format_bytes, format_flops
+from explorer.eager.memory import warm_profiler
+from explorer.lab.batches import generate_batch
+from explorer.lab.runner import compile_lab
+from explorer.session import Session
 
 OUT = Path(__file__).with_name("RESULTS-batching.md")
 MODELS = ("rnn", "transformer")
@@ -78,17 +75,18 @@ def main(n: int = 64) -> None:
     service = CompileService(timeout_s=TIMEOUT_S)
     try:
         for name in MODELS:
-            cfg = make_config(name)
             start = time.perf_counter()
-            lab = run_lab(build_model(name, cfg), texts, 32)
+            session = Session()
+            session.configure(name)
+            *_, run = session.run_lab(texts, 32)
             eager_s = time.perf_counter() - start
-            report = LabRun(texts, 32, lab, name, cfg).report()
+            report = run.report()
             compiled = {}
             for backend in BACKENDS:  # each pass overwrites the strategies' compiled figures: snapshot them
-                for p in compile_lab(service, lab, name, config_dict(cfg), texts, 32, backend):
+                for p in compile_lab(service, run, backend):
                     if int(p.elapsed_s) % 30 == 0:
                         print(f"{name} {backend}: {p.phase} {p.elapsed_s:.0f} s", file=sys.stderr)
-                compiled[backend] = LabRun(texts, 32, lab, name, cfg).report()
+                compiled[backend] = run.report()
             lines += [f"## {name} ({report['arch']}, default config)", "", *_table(report, compiled), "",
                       f"Verdict (eager): {report['verdict']}", "",
                       f"Verdict (with compiled, inductor): {compiled['inductor']['verdict']}", "",

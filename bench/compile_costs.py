@@ -15,11 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from explorer import machine
-from explorer.compare import CompileTrack
-from explorer.compiled import BACKENDS, CompileOptions
-from explorer.inputs import text_of_length
-from explorer.worker import CompileService
+from explorer.compile.options import BACKENDS, CompileOptions
+from explorer.compile.track import CompileTrack
+from explorer.compile.worker import CompileService
+from explorer.core import machine
+from explorer.core.inputs import text_of_length
 from models import ZOO, make_config
 from models.config import config_dict
 from models.tokenizer import encode
@@ -79,9 +79,10 @@ def main() -> None:
         try:
             for dynamic, mark in (("auto", False), ("true", False), ("false", False), ("auto", True)):
                 track, runs = _track_run(svc, "transformer", CompileOptions("inductor", dynamic, mark), LENGTHS)
-                total = sum(e["compile_s"] for e in track.timeline)
+                total = sum(e.event.compile_s for e in track.timeline)
+                symbolic = sum(e.event.dynamic for e in track.timeline)
                 row = (f"| {dynamic} | {mark} | {len(track.timeline)} | {total:.1f} "
-                       f"| {sum(e['dynamic'] for e in track.timeline)} | {sum(r.fallback is not None for r in runs)} |")
+                       f"| {symbolic} | {sum(r.fallback is not None for r in runs)} |")
                 lines.append(row)
                 print(row, flush=True)
             lines += ["", "## 3. Eager vs compiled forward per length (transformer, inductor, dynamic=auto)", "",

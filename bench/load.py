@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.appserver import start_app, stop_app  # noqa: E402
-from explorer.playground import control_specs  # noqa: E402
+from explorer.views.playground import control_specs  # noqa: E402
 
 OUT = Path(__file__).with_name("RESULTS-load.md")
 REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.appserver import start_app, stop_app
-from explorer import machine
+from explorer.core import machine
 
 OUT = Path(__file__).with_name("RESULTS-startup.md")
 

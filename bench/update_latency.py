@@ -11,13 +11,13 @@ import statistics
 import time
 from pathlib import Path
 
-from explorer import machine
-from explorer.capture import train_loss
-from explorer.figures import graph_figure, history_figure
-from explorer.graph import capture_graph
-from explorer.memory import warm_profiler
+from explorer.core import machine
+from explorer.eager.capture import train_loss
+from explorer.eager.graph import capture_graph
+from explorer.eager.memory import warm_profiler
+from explorer.eager.trace import ModuleTrace
 from explorer.session import Session
-from explorer.trace import ModuleTrace
+from explorer.views.figures import graph_figure, history_figure
 from models import ZOO
 from models.tokenizer import to_ids
 

@@ -7,21 +7,21 @@ import json
 import sys
 from pathlib import Path
 
-from explorer.batch_compiled import compile_lab
-from explorer.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
-from explorer.batching import run_lab
-from explorer.compiled import BACKENDS, DYNAMIC_MODES, CompileOptions
-from explorer.errors import USER_ERRORS, InputError
-from explorer.export import html_report, session_csv
-from explorer.inputs import text_of_length
-from explorer.lab_view import LabRun
-from explorer.machine import pin_threads
-from explorer.memory import warm_profiler
-from explorer.report import build_report, format_lab, format_table
+from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
+from explorer.compile.protocol import CompileFailure
+from explorer.compile.worker import compile_service
+from explorer.core.errors import USER_ERRORS, InputError
+from explorer.core.inputs import text_of_length
+from explorer.core.machine import pin_threads
+from explorer.eager.memory import warm_profiler
+from explorer.lab.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
+from explorer.lab.results import LabRun
+from explorer.lab.runner import compile_lab
 from explorer.session import Session
-from explorer.worker import CompileFailure, compile_service
+from explorer.views.export import html_report, session_csv
+from explorer.views.report import build_report
+from explorer.views.tables import format_lab, format_table
 from models import ZOO
-from models.config import config_dict
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,7 +88,7 @@ def _inspect(args: argparse.Namespace) -> int:
     finally:
         service.stop()
     session.measure_memory(result)
-    report = build_report(result, session.compile_track.timeline, session.compile_track.runs)
+    report = build_report(result, session.compile_track)
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
     return 0
@@ -116,17 +116,16 @@ def _batch(args: argparse.Namespace) -> int:
     warm_profiler()
     session = Session()
     session.configure(args.model, values)
-    lab = run_lab(session.model, texts, args.bucket_width)
+    *_, run = session.run_lab(texts, args.bucket_width)
+    assert isinstance(run, LabRun)
     if args.compile:
         service = compile_service()
         try:
-            for _ in compile_lab(service, lab, args.model, config_dict(session.config), texts, args.bucket_width,
-                                 args.backend):
+            for _ in compile_lab(service, run, args.backend):
                 pass
         finally:
             service.stop()
-    session.lab = LabRun(texts, args.bucket_width, lab, args.model, session.config)
-    report = session.lab.report()
+    report = run.report()
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_lab(report))
     return 0

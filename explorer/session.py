@@ -1,4 +1,5 @@
-"""A person's session: the current model and config, and the history of runs for the plots."""
+"""A person's session: the current model and config, the history of runs for the plots, the compiled side
+and the latest lab run. Built from the eager, compile and lab engines; the views read it."""
 
 from __future__ import annotations
 
@@ -11,19 +12,22 @@ from typing import Any
 
 from torch import nn
 
-from explorer.budget import check_architecture
-from explorer.capture import Capture, capture_run, forward, train_loss, train_step
-from explorer.compare import CompiledRun, CompileTrack
-from explorer.compiled import CompileOptions
-from explorer.diff import GraphDiff, diff_graphs
-from explorer.errors import InputError
-from explorer.inputs import TokenizedText, tokenize
-from explorer.limits import FORWARD_BUDGET_S, HISTORY_LENGTH, MAX_LIVE_MODELS, TRAIN_BUDGET_S
-from explorer.memory import MemoryPeaks, measure_peaks, param_bytes
-from explorer.residency import Residency
-from explorer.timing import Measurement, measure
-from explorer.worker import CompileService, Progress
-from models import build_model, make_config
+from explorer.compile.options import CompileOptions
+from explorer.compile.protocol import Progress
+from explorer.compile.track import CompiledRun, CompileTrack
+from explorer.compile.worker import CompileService
+from explorer.core.budget import check_architecture
+from explorer.core.errors import InputError
+from explorer.core.inputs import TokenizedText, tokenize
+from explorer.core.limits import FORWARD_BUDGET_S, HISTORY_LENGTH, TRAIN_BUDGET_S
+from explorer.eager.capture import Capture, capture_run, forward, train_loss, train_step
+from explorer.eager.diff import GraphDiff, diff_graphs
+from explorer.eager.memory import MemoryPeaks, measure_peaks, param_bytes
+from explorer.eager.timing import Measurement, measure
+from explorer.lab.results import LabResult, LabRun
+from explorer.lab.runner import iter_lab
+from explorer.serving.residency import Residency
+from models import arch_label, build_model, make_config
 from models.config import config_dict
 
 DEFAULT_MODEL = "rnn"
@@ -74,23 +78,14 @@ class RunResult:
         return [n for n in (self.input.notice,) if n]
 
 
-def arch_label(model: str, config: Any) -> str:
-    """Only the fields that differ from the defaults: "rnn", "rnn layers=2 cell=lstm"."""
-    defaults = config_dict(make_config(model))
-    changed = [f"{k}={v}" for k, v in config_dict(config).items() if defaults[k] != v]
-    return " ".join([model, *changed])
-
-
-RESIDENCY = Residency(MAX_LIVE_MODELS)
-
-
 @dataclass
 class Session:
     model_name: str = DEFAULT_MODEL
     config: Any = None
     history: deque[RunRecord] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
     last: RunResult | None = None  # the latest run in full (its graph is the next diff's baseline)
-    lab: Any = None  # the latest batching-lab run (a lab_view.LabRun)
+    lab: LabRun | None = None  # the latest batching-lab run
+    residency: Residency | None = field(default=None, repr=False)  # the server's bound on built models, if any
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     compile_track: CompileTrack = field(default=None, repr=False)  # type: ignore[assignment]
     _model: nn.Module | None = field(default=None, repr=False)
@@ -106,8 +101,14 @@ class Session:
         model = self._model
         if model is None:
             model = self._model = build_model(self.model_name, self.config)
-        RESIDENCY.touch(self)
+        if self.residency is not None:
+            self.residency.touch(self)
         return model
+
+    @property
+    def holds_model(self) -> bool:
+        """Whether the built model is in memory (an evicted one is rebuilt on the next run)."""
+        return self._model is not None
 
     def release_model(self) -> None:
         """Drop the built model (evicted); the next run rebuilds the same weights from the config."""
@@ -116,7 +117,11 @@ class Session:
     def release(self) -> None:
         """The person left: keep only the light history records."""
         self._model = self.last = self.lab = None
-        RESIDENCY.forget(self)
+        self._forget()
+
+    def _forget(self) -> None:
+        if self.residency is not None:
+            self.residency.forget(self)
 
     def configure(self, model_name: str, values: Mapping[str, Any] | None = None) -> bool:
         """Switch model and/or architecture; on a bad value nothing changes and the error propagates.
@@ -126,7 +131,7 @@ class Session:
             return False
         check_architecture(model_name, config)
         self.model_name, self.config, self._model = model_name, config, None
-        RESIDENCY.forget(self)
+        self._forget()
         return True
 
     def run(self, text: str, compare: str | None = None, budget_scale: float = 1.0) -> RunResult:
@@ -163,7 +168,7 @@ class Session:
         return result
 
     def measure_memory(self, result: RunResult) -> MemoryPeaks:
-        """The profiler's exact peaks for a run (slower than the rest: about 20x a plain step)."""
+        """The profiler's exact peaks for a run (a second, slower stage: the profiler records every allocation)."""
         if result.memory is None:
             model = self.model if result.config == self.config else build_model(result.model, result.config)
             result.memory = measure_peaks(model, result.input.ids, train_loss)
@@ -173,6 +178,15 @@ class Session:
                     break
         return result.memory
 
+    def run_lab(self, texts: list[str], bucket_width: int, budget_scale: float = 1.0) -> Iterator[str | LabRun]:
+        """Every batching strategy on `texts` with the current model: each strategy's title as it starts,
+        then the lab run, which becomes the session's latest."""
+        for item in iter_lab(self.model, texts, bucket_width, budget_scale):
+            if isinstance(item, LabResult):
+                self.lab = LabRun(texts, bucket_width, item, self.model_name, self.config)
+                yield self.lab
+            else:
+                yield item
 
     def run_compiled(self, service: CompileService, options: CompileOptions,
                      result: RunResult | None = None) -> Iterator[Progress | CompiledRun]:

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from models import early_exit, rnn, transformer, tree
-from models.config import ConfigError, Knob, build_config, knobs
+from models.config import ConfigError, Knob, build_config, config_dict, knobs
 from models.early_exit import EarlyExitConfig, EarlyExitEncoder
 from models.rnn import RNNConfig, UnrolledRNN
 from models.transformer import TransformerConfig, TransformerEncoder
@@ -84,6 +84,13 @@ def make_config(name: str, values: Mapping[str, Any] | None = None) -> Any:
     return build_config(entry(name).config_cls, values)
 
 
+def arch_label(model: str, config: Any) -> str:
+    """Only the fields that differ from the defaults: "rnn", "rnn layers=2 cell=lstm"."""
+    defaults = config_dict(make_config(model))
+    changed = [f"{k}={v}" for k, v in config_dict(config).items() if defaults[k] != v]
+    return " ".join([model, *changed])
+
+
 def param_count(name: str, config: Any) -> int:
     """Parameters of the model for `config`, counted on the meta device (no memory, no init cost)."""
     with torch.device("meta"):
@@ -98,4 +105,5 @@ def build_model(name: str, config: Any) -> nn.Module:
     return model.eval()
 
 
-__all__ = ["ZOO", "ConfigError", "Knob", "ModelEntry", "build_model", "entry", "make_config", "param_count"]
+__all__ = ["ZOO", "ConfigError", "Knob", "ModelEntry", "arch_label", "build_model", "entry", "make_config",
+           "param_count"]

@@ -1,0 +1,95 @@
+"""The Playground's compile job: compile and time a session's inputs (the job runs in the worker).
+
+The worker keeps one compiled model between jobs. When a job comes from a different session, architecture
+or option set than the last one, it resets dynamo and replays that session's earlier inputs (untimed, their
+events dropped), so a session's automatic-dynamic decisions and recompile counts are those it would have
+alone, in this process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch._dynamo as dynamo
+
+from explorer.compile.model import CompiledModel, ForwardFigures
+from explorer.compile.observe import CompileEvent, Explanation, explain_module
+from explorer.compile.options import CompileOptions
+from explorer.compile.protocol import Job, WorkerContext
+from models import build_model, make_config
+
+
+def _ids(tokens: list[int]) -> torch.Tensor:
+    return torch.tensor([tokens], dtype=torch.long)
+
+
+@dataclass(frozen=True)
+class CompiledCall:
+    """One input through the compiled model: what compiled, what ran, and the figures (none if it failed)."""
+
+    length: int
+    wall_s: float
+    events: list[CompileEvent]
+    fallback: str | None
+    error: str | None
+    figures: ForwardFigures | None
+
+
+@dataclass(frozen=True)
+class PlaygroundReply:
+    explanation: Explanation
+    calls: list[CompiledCall]
+    graph_count: int  # distinct graphs compiled for this session's model and options so far
+
+
+@dataclass
+class _Held:
+    key: tuple
+    model: CompiledModel
+    explanation: Explanation
+    seen: list[list[int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlaygroundJob(Job[PlaygroundReply]):
+    session: str
+    model: str
+    config: dict
+    options: CompileOptions
+    history: list[list[int]]  # this session's earlier inputs with this model, config and options
+    inputs: list[list[int]]  # the inputs to compile and time now, in order
+
+    def _key(self) -> tuple:
+        return (self.session, self.model, repr(sorted(self.config.items())), self.options)
+
+    def _switch(self, ctx: WorkerContext) -> _Held:
+        ctx.phase("explaining graph breaks")
+        first = (self.history or self.inputs)[0]
+        dynamo.reset()
+        model = build_model(self.model, make_config(self.model, self.config))
+        explanation = explain_module(model, _ids(first))  # resets dynamo again
+        held = _Held(self._key(), CompiledModel(self.model, self.config, self.options), explanation)
+        for i, tokens in enumerate(self.history):
+            ctx.phase(f"replaying this session's earlier input {i + 1}/{len(self.history)}")
+            held.model.call(_ids(tokens))
+            held.seen.append(tokens)
+        return held
+
+    def run(self, ctx: WorkerContext) -> PlaygroundReply:
+        held = ctx.held
+        if not isinstance(held, _Held) or held.key != self._key() or held.seen != self.history:
+            held = ctx.held = self._switch(ctx)
+        cm = held.model
+        calls = []
+        for tokens in self.inputs:
+            ids = _ids(tokens)
+            ctx.phase(f"compiling for {len(tokens)} tokens")
+            outcome = cm.call(ids)
+            held.seen.append(tokens)
+            figures = None
+            if outcome.error is None:
+                ctx.phase(f"timing eager and compiled at {len(tokens)} tokens")
+                figures = cm.measure(ids)
+            calls.append(CompiledCall(outcome.length, outcome.wall_s, outcome.events, outcome.fallback,
+                                      outcome.error, figures))
+        return PlaygroundReply(held.explanation, calls, len({e.compile_id for e in cm.events}))

@@ -1,0 +1,101 @@
+"""A zoo model and its torch.compile'd twin, every compilation recorded (runs in the compile worker).
+
+Dynamo's caches, counters and recompile limits are process-global, so the worker holds one of these at a
+time (see `jobs.py`)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch._dynamo as dynamo
+import torch._dynamo.utils as dynamo_utils
+from torch._guards import CompileContext, TracingContext
+
+from explorer.compile.observe import CompileEvent, CountingBackend, fx_nodes, is_symbolic, run_guarded
+from explorer.compile.options import DYNAMIC_MODES, CompileOptions
+from explorer.core.limits import FORWARD_BUDGET_S
+from explorer.eager.capture import forward
+from explorer.eager.memory import MemoryProfile
+from explorer.eager.timing import Measurement, measure
+from models import build_model, make_config
+
+
+@dataclass
+class CallOutcome:
+    length: int
+    wall_s: float
+    events: list[CompileEvent]
+    fallback: str | None  # why this call did not run compiled code, if it did not
+    error: str | None  # a compile that failed outright
+
+
+@dataclass(frozen=True)
+class ForwardFigures:
+    """Eager and compiled inference forward at one input, timed back to back the same way, and their peaks."""
+
+    eager: Measurement
+    compiled: Measurement
+    peak_eager_bytes: int
+    peak_compiled_bytes: int
+
+
+class CompiledModel:
+    def __init__(self, model_name: str, config_values: dict[str, Any], options: CompileOptions):
+        self.model_name, self.options = model_name, options
+        self.config = make_config(model_name, config_values)
+        self.model = build_model(model_name, self.config)
+        self.events: list[CompileEvent] = []
+        self._length = 0
+        self._mark = 0.0
+        self._backend = CountingBackend(options.backend, self._record)
+        self.compiled = torch.compile(self.model, backend=self._backend, dynamic=DYNAMIC_MODES[options.dynamic],
+                                      fullgraph=options.fullgraph)
+        self.limit_hit_at: int | None = None
+
+    def _record(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
+        now = time.perf_counter()
+        ctx = TracingContext.try_get()
+        frame = getattr(getattr(ctx, "f_code", None), "co_name", None) or "forward"
+        self.events.append(CompileEvent(
+            length=self._length, compile_id=str(CompileContext.current_compile_id()), frame=frame, reason="",
+            dynamic=is_symbolic(example_inputs), compile_s=now - self._mark,
+            ops=sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")),
+            code=gm.print_readable(print_output=False), fx=fx_nodes(gm),
+        ))
+        self._mark = now
+
+    def call(self, ids: torch.Tensor) -> CallOutcome:
+        """Run the compiled model once at this input; compile if its guards say so."""
+        length = self._length = ids.shape[1]
+        if self.options.mark_dynamic:
+            dynamo.mark_dynamic(ids, 1)
+        failures_before = {code: len(v) for code, v in dynamo_utils.guard_failures.items()}
+        first_new = len(self.events)
+        self._mark = time.perf_counter()
+        with torch.no_grad():
+            ran = run_guarded(lambda: self.compiled(ids), self._backend, f" at length {length}")
+        fallback = ran.fallback
+        if ran.error is None and ran.fallback and ran.fallback.startswith("recompile limit"):
+            self.limit_hit_at = self.limit_hit_at or length
+        elif fallback and self.limit_hit_at:
+            fallback += f" (the recompile limit was hit at length {self.limit_hit_at})"
+        new_reasons = [r for code, v in dynamo_utils.guard_failures.items() for r in v[failures_before.get(code, 0):]]
+        for ev in self.events[first_new:]:
+            frame_id = ev.compile_id.split("/")[0]
+            match = [r for r in new_reasons if r.split(":", 1)[0].split("/")[0] == frame_id]
+            ev.reason = match[-1].split(": ", 1)[-1] if match else "first compile of this frame"
+        return CallOutcome(length, ran.wall_s, self.events[first_new:], fallback, ran.error)
+
+    def measure(self, ids: torch.Tensor) -> ForwardFigures:
+        compiled = self.compiled
+        eager = measure("eager forward", lambda: forward(self.model, ids), FORWARD_BUDGET_S)
+        comp = measure("compiled forward", lambda: forward(compiled, ids), FORWARD_BUDGET_S)
+        peaks = []
+        for fn in (self.model, compiled):
+            with MemoryProfile() as mem:
+                forward(fn, ids)
+            peaks.append(mem.peak())
+        return ForwardFigures(eager, comp, peaks[0], peaks[1])

@@ -1,0 +1,213 @@
+"""Watching dynamo work (runs in the compile worker): each graph it compiles, its graph breaks with the
+user's line, and one guarded call that says honestly whether compiled code ran.
+
+The Playground's compiled model and the batching lab's compiled strategies both go through `run_guarded`
+and `BreakLog`, so "fell back to eager" and "graph break" mean the same thing everywhere."""
+
+from __future__ import annotations
+
+import linecache
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch._dynamo as dynamo
+
+from explorer.core.errors import one_line
+
+# Said wherever a model's recurrent module makes dynamo give up (explain, the compiled view, the lab).
+SKIPPED_RNN = ("torch 2.13's dynamo skips nn.RNN/GRU/LSTM modules (they run eagerly) unless "
+               "torch._dynamo.config.allow_rnn=True")
+_PROJECT = str(Path(__file__).resolve().parents[2]) + "/"
+
+
+@dataclass(frozen=True)
+class FxNode:
+    """One node of a captured FX graph, as plain data (for drawing it in the app)."""
+
+    name: str
+    op: str  # placeholder, call_function, call_method, call_module, get_attr, output
+    target: str
+    inputs: tuple[str, ...]
+
+
+@dataclass
+class CompileEvent:
+    """One compilation: one FX graph handed to the backend."""
+
+    length: int  # the input length whose call triggered it
+    compile_id: str  # dynamo's "frame/attempt", e.g. "0/1" = frame 0's second compile
+    frame: str  # the Python function dynamo was compiling
+    reason: str  # the guard that failed, or why this is a first compile
+    dynamic: bool  # the graph is symbolic in some size (serves many lengths)
+    compile_s: float  # wall time from the start of the call (or the previous graph) to this graph being ready
+    ops: int
+    code: str = field(repr=False, default="")  # GraphModule.print_readable()
+    fx: tuple[FxNode, ...] = field(repr=False, default=())  # the FX nodes, for drawing
+
+
+def fx_nodes(gm: torch.fx.GraphModule) -> tuple[FxNode, ...]:
+    def target(n: torch.fx.Node) -> str:
+        if n.op in ("placeholder", "output"):
+            return f"{n.op} {n.name}" if n.op == "placeholder" else "output"
+        return getattr(n.target, "__name__", str(n.target))
+
+    return tuple(FxNode(n.name, n.op, target(n), tuple(a.name for a in n.all_input_nodes)) for n in gm.graph.nodes)
+
+
+def is_symbolic(example_inputs: list[Any]) -> bool:
+    for x in example_inputs:
+        if isinstance(x, torch.SymInt):
+            return True
+        if isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in x.shape):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    reason: str  # dynamo's one-line reason
+    where: str  # the user's source file and line
+    code: str = ""  # that line of source
+    explanation: str = ""  # dynamo's plain-words explanation
+    skipped: bool = False  # dynamo gave up on the whole function and runs it eagerly
+
+    def one_line(self) -> str:
+        return f"{self.reason} at {self.where}" + (f": {self.explanation}" if self.explanation else "")
+
+
+_BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)")
+
+
+def relative(path: str) -> str:
+    """A source path as the user knows it: relative to the project, or to site-packages, else as given."""
+    return re.sub(r"^.*site-packages/", "", path.removeprefix(_PROJECT))
+
+
+def parse_break(message: str) -> GraphBreak | None:
+    """A GraphBreak from one `graph_breaks` log record of dynamo."""
+    m = _BREAK_AT.search(message)
+    if not m:
+        return None
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    reason = next((ln for ln in lines if ln.startswith(("Unsupported", "Data-dependent", "Attempted"))), None)
+    if reason is None:
+        reason = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Graph Break Reason")), lines[0])
+    explanation = next((ln.removeprefix("Explanation:").strip() for ln in lines if ln.startswith("Explanation:")), "")
+    code = linecache.getline(m.group("file"), int(m.group("line"))).strip()
+    skipped = "falling back to eager" in message.lower() or "skipping the function" in message.lower()
+    return GraphBreak(reason, f"{relative(m.group('file'))}:{m.group('line')}", code, explanation, skipped)
+
+
+class BreakLog(logging.Handler):
+    """Collects dynamo's graph-break log records while installed (`with BreakLog() as log: ...`)."""
+
+    LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.breaks: list[GraphBreak] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        b = parse_break(record.getMessage())
+        if b is not None and b not in self.breaks:
+            self.breaks.append(b)
+
+    def __enter__(self) -> BreakLog:
+        torch._logging.set_logs(graph_breaks=True)
+        logger = logging.getLogger(self.LOGGER)
+        logger.addHandler(self)
+        self._propagate, logger.propagate = logger.propagate, False  # keep them out of the console
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logger = logging.getLogger(self.LOGGER)
+        logger.removeHandler(self)
+        logger.propagate = self._propagate
+        torch._logging.set_logs()
+
+
+class CountingBackend:
+    """A dynamo backend that counts the graphs it compiles and the calls that really ran compiled code
+    (the honest signal that a figure is a compiled one), optionally telling `on_graph` about each graph."""
+
+    def __init__(self, backend: str, on_graph: Callable[[torch.fx.GraphModule, list[Any]], None] | None = None):
+        self._inner = dynamo.lookup_backend(backend)
+        self._on_graph = on_graph
+        self.graphs = 0
+        self.calls = 0
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        compiled = self._inner(gm, example_inputs)
+        self.graphs += 1
+        if self._on_graph is not None:
+            self._on_graph(gm, example_inputs)
+
+        def run(*args: Any) -> Any:
+            self.calls += 1
+            return compiled(*args)
+
+        return run
+
+
+@dataclass(frozen=True)
+class GuardedRun:
+    """What one call of compiled code really did."""
+
+    wall_s: float
+    fallback: str | None  # why no compiled code ran (the recompile limit, nothing captured), or None
+    error: str | None  # the compile failed outright (e.g. fullgraph on a data-dependent branch)
+
+    @property
+    def compiled(self) -> bool:
+        return self.fallback is None and self.error is None
+
+
+def run_guarded(fn: Callable[[], object], counter: CountingBackend, where: str = "") -> GuardedRun:
+    """Call `fn` (which calls compiled code) with the recompile limit made loud, and say honestly whether any
+    compiled graph ran: past the limit dynamo would silently run eagerly. `where` says which call this was."""
+    calls = counter.calls
+    start = time.perf_counter()
+    fallback = error = None
+    try:
+        with dynamo.config.patch(fail_on_recompile_limit_hit=True):
+            fn()
+    except dynamo.exc.FailOnRecompileLimitHit:
+        fallback = (f"recompile limit ({dynamo.config.recompile_limit}) hit{where}: past it dynamo silently runs "
+                    "this frame eagerly")
+    except Exception as e:  # a failed compile is a result to show, not a crash
+        error = one_line(e)
+    wall = time.perf_counter() - start
+    if fallback is None and error is None and counter.calls == calls:
+        fallback = f"no compiled graph ran{where}: dynamo ran it eagerly"
+    return GuardedRun(wall, fallback, error)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """torch._dynamo.explain of a model at one input."""
+
+    length: int  # the input it explained
+    graph_count: int
+    graph_break_count: int  # -1 when dynamo skipped the frame entirely (e.g. nn.GRU/nn.LSTM)
+    graph_breaks: tuple[GraphBreak, ...]
+    ops_per_graph: tuple[int, ...]
+
+    @property
+    def skipped(self) -> bool:
+        return self.graph_count == 0
+
+
+def explain_module(model: torch.nn.Module, ids: torch.Tensor) -> Explanation:
+    """torch._dynamo.explain of `model` at this input: graphs, breaks, and where they happen.
+
+    explain() resets dynamo before and after: call it before compiling, never between calls."""
+    with BreakLog() as log, torch.no_grad():
+        out = dynamo.explain(model)(ids)
+    return Explanation(ids.shape[1], out.graph_count, out.graph_break_count, tuple(log.breaks),
+                       tuple(len(ops) for ops in out.ops_per_graph))

@@ -1,0 +1,42 @@
+"""What a person can ask of torch.compile, validated; safe to import in the app (nothing here compiles)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+
+from explorer.core.errors import InputError
+
+BACKENDS = ("inductor", "aot_eager", "eager")
+DYNAMIC_MODES = {"auto": None, "true": True, "false": False}
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    backend: str = "inductor"
+    dynamic: str = "auto"  # "auto" (None: automatic dynamic shapes), "true" or "false"
+    mark_dynamic: bool = False  # torch._dynamo.mark_dynamic on the sequence dimension
+    fullgraph: bool = False
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise InputError(f"backend must be one of {', '.join(BACKENDS)}; got {self.backend!r}")
+        if self.dynamic not in DYNAMIC_MODES:
+            raise InputError(f"dynamic must be one of {', '.join(DYNAMIC_MODES)}; got {self.dynamic!r}")
+
+    def label(self) -> str:
+        extra = [f"dynamic={self.dynamic}"] + ["mark_dynamic"] * self.mark_dynamic + ["fullgraph"] * self.fullgraph
+        return f"{self.backend} ({', '.join(extra)})"
+
+
+def cxx_compiler() -> str | None:
+    """The C++ compiler inductor would use on CPU, or None (then only eager/aot_eager work)."""
+    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+
+def require_backend(backend: str) -> None:
+    """Refuse an unknown backend, and inductor (with the way out) where no C++ compiler exists."""
+    CompileOptions(backend)
+    if backend == "inductor" and cxx_compiler() is None:
+        raise InputError("inductor needs a C++ compiler and none was found on this machine (g++/c++); "
+                         "choose backend aot_eager or eager.")

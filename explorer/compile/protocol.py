@@ -1,0 +1,39 @@
+"""What crosses the pipe between the app and the compile worker: typed jobs, progress, and failures.
+
+A job is a picklable dataclass that knows how to run itself in the worker (`Job.run`), and its reply is a
+dataclass too: the worker dispatches by the job's type and never parses a dict. Each lab defines its own job
+next to the code it runs, so the worker imports no lab."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+R = TypeVar("R")
+
+
+class CompileFailure(RuntimeError):
+    """The worker timed out or died; the message says which. The worker has been replaced."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    elapsed_s: float
+    phase: str
+
+
+class WorkerContext:
+    """What a job sees in the worker: a way to say what it is doing, and one slot that outlives the job
+    (the Playground keeps its compiled model there between jobs of the same session)."""
+
+    def __init__(self, phase: Callable[[str], None]) -> None:
+        self.phase = phase
+        self.held: Any = None
+
+
+class Job(ABC, Generic[R]):
+    @abstractmethod
+    def run(self, ctx: WorkerContext) -> R:
+        """Runs in the worker process; the return value is sent back to the app."""

@@ -1,0 +1,225 @@
+"""The compile worker: torch.compile runs in a child process that can be timed out and killed.
+
+Why a process: dynamo's caches, counters and recompile limits are process-global, a compile can
+hang or crash, and only a process can be stopped from outside. One worker serves every session,
+one job at a time (on 2 cores concurrent compiles only duplicate work). A job is a typed
+`protocol.Job` that runs itself in the worker; its reply comes back as the job's own reply type.
+
+Timing stays fair: the worker asks the parent for the process-wide measurement lock before each
+timing, so compiled and eager figures of different sessions are never taken at the same time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import multiprocessing as mp
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+import torch._dynamo
+
+from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
+from explorer.core.limits import COMPILE_TIMEOUT_S, RECOMPILE_LIMIT
+from explorer.core.machine import pin_threads, release_free_memory
+from explorer.eager import timing
+
+START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy 2-core machine
+
+
+R = TypeVar("R")
+
+
+class _ParentLock:
+    """In the worker: the app's measurement lock, acquired and released over the pipe."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        self._conn.send(("acquire", None))
+        assert self._conn.recv() == ("granted", None)
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.send(("release", None))
+
+
+def _private_tmp(tmpdir: str) -> None:
+    """Send the worker's temporary files (the C++ compiler's included) to a directory the parent removes,
+    so a killed compile leaves nothing behind; inductor's cache stays where it always is."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                          os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+    os.environ["TMPDIR"] = tempfile.tempdir = tmpdir
+
+
+def _worker_main(conn: Any, tmpdir: str) -> None:
+    _private_tmp(tmpdir)
+    timing.use_measure_lock(_ParentLock(conn))
+    pin_threads()
+    torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
+    ctx = WorkerContext(lambda phase: conn.send(("phase", phase)))
+    conn.send(("ready", None))  # imports done: from here on, job time is compile time
+    while True:
+        try:
+            kind, job = conn.recv()
+        except EOFError:
+            return
+        if kind == "stop":
+            return
+        try:
+            reply = ("result", job.run(ctx))
+        except Exception as e:  # reported to the parent; the worker stays usable
+            reply = ("error", f"{type(e).__name__}: {e}")
+        release_free_memory()
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, EOFError):  # the parent let go of this worker (timeout, shutdown): exit quietly
+            return
+
+
+class CompileService:
+    """The parent side: one worker process, started lazily, replaced after a timeout or crash."""
+
+    def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
+        self._ctx = mp.get_context("spawn")
+        self._proc: Any = None
+        self._tmp = ""
+        self._conn: Any = None
+        self._jobs = threading.Lock()  # one job at a time
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
+        self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp), daemon=True,
+                                       name="compile-worker")
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    def stop(self) -> None:
+        """Stop the worker (if any) and reap it: asked to exit when idle, killed when mid-job."""
+        if self._proc is not None:
+            idle = self._jobs.acquire(blocking=False)
+            try:
+                if idle and self._proc.is_alive():
+                    with contextlib.suppress(OSError):
+                        self._conn.send(("stop", None))
+                    self._proc.join(timeout=5)
+            finally:
+                if idle:
+                    self._jobs.release()
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join(timeout=10)
+            self._conn.close()
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        self._proc = self._conn = None
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id (None before it starts): a new one after a replacement."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def run(self, job: Job[R]) -> Iterator[Progress | R]:
+        """Send a job; yield Progress every ~0.5 s, then the job's reply. Raises CompileFailure."""
+        queued = time.monotonic()
+        while not self._jobs.acquire(timeout=0.5):
+            yield Progress(time.monotonic() - queued, "waiting for the compile worker (another compile, or the "
+                                                      "start-up cache warm-up)")
+        try:
+            yield from self._run(job)
+        finally:
+            self._jobs.release()
+
+    def _started(self) -> Iterator[Progress]:
+        """Start a worker if there is none, and wait until it has imported torch (not job time)."""
+        if self.alive:
+            return
+        self.stop()
+        self._start()
+        start = time.monotonic()
+        while not self._conn.poll(0.5):
+            if not self._proc.is_alive() or time.monotonic() - start > START_TIMEOUT_S:
+                self.stop()
+                raise CompileFailure("the compile worker did not start; try again in a moment.")
+            yield Progress(time.monotonic() - start, "starting the compile worker")
+        if self._conn.recv() != ("ready", None):
+            self.stop()
+            raise CompileFailure("the compile worker did not start properly; try again.")
+
+    def _run(self, job: Job[R]) -> Iterator[Progress | R]:
+        yield from self._started()
+        self._conn.send(("job", job))
+        start = time.monotonic()
+        lock_held = False
+        waited = 0.0  # time spent waiting for the measurement lock does not count against the timeout
+        phase = "starting"
+        kind = None
+        try:
+            while True:
+                elapsed = time.monotonic() - start
+                if elapsed - waited > self.timeout_s:
+                    raise CompileFailure(
+                        f"compile timed out after {self.timeout_s:.0f} s ({phase}); the compile worker was "
+                        "stopped and restarted. Try a shorter input, backend aot_eager or eager, or dynamic=true."
+                    )
+                if not self._conn.poll(0.5):
+                    if not self._proc.is_alive():
+                        raise CompileFailure(f"the compile worker died (exit code {self._proc.exitcode}) "
+                                             f"while {phase}; it has been restarted.")
+                    yield Progress(elapsed, phase)
+                    continue
+                try:
+                    kind, payload = self._conn.recv()
+                except (EOFError, OSError):
+                    raise CompileFailure(f"the compile worker died while {phase}; it has been restarted.") from None
+                if kind == "phase":
+                    phase = payload
+                elif kind == "acquire":
+                    t0 = time.monotonic()
+                    timing.MEASURE_LOCK.acquire()
+                    waited += time.monotonic() - t0
+                    lock_held = True
+                    self._conn.send(("granted", None))
+                elif kind == "release":
+                    timing.MEASURE_LOCK.release()
+                    lock_held = False
+                elif kind == "result":
+                    yield payload
+                    return
+                else:  # "error": the job failed in a way the worker survived
+                    raise CompileFailure(payload)
+        except GeneratorExit:  # the caller went away mid-job: the worker's replies would desync
+            self.stop()
+            raise
+        except CompileFailure:
+            if lock_held:
+                timing.MEASURE_LOCK.release()
+                lock_held = False
+            if self.alive and kind != "error":
+                self.stop()
+            raise
+        finally:
+            if lock_held:
+                timing.MEASURE_LOCK.release()
+
+
+_service: CompileService | None = None
+
+
+def compile_service() -> CompileService:
+    """The process's one compile worker service (created on first use)."""
+    global _service
+    if _service is None:
+        _service = CompileService()
+    return _service

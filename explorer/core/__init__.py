@@ -1,0 +1,1 @@
+"""What every layer shares: user errors, limits, the machine, text as tokens, size checks, formatting."""

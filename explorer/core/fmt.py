@@ -1,0 +1,29 @@
+"""How figures are written, everywhere they are shown: cards, tables, the CLI, reports and bench results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def format_bytes(n: float | None) -> str:
+    if n is None:
+        return "…"
+    for unit in ("B", "KiB", "MiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def ms_iqr(median_ms: float | None, iqr_ms: float | None, digits: int = 2) -> str:
+    """A timing with its spread: '1.23 ms (IQR 0.04)', or '—' when there is no figure."""
+    if median_ms is None:
+        return "—"
+    return f"{median_ms:.{digits}f} ms (IQR {iqr_ms:.{digits}f})"
+
+
+def format_flops(s: dict[str, Any]) -> str:
+    """A lab strategy's FLOPs: 'GFLOP total (useful share)', or why there is no count."""
+    if not s["flops_total"]:
+        return "not counted"
+    return f"{s['flops_total'] / 1e9:.3f} ({s['flops_useful'] / s['flops_total']:.0%})"

@@ -1,0 +1,159 @@
+"""The autograd graph of one run, read from `grad_fn.next_functions` before backward.
+
+Walked iteratively (a 500-token unroll is thousands of nodes deep), with the `_saved_*` attribute
+names looked up once per node type: `dir()` on every node costs ~20x more than the walk itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from explorer.eager.trace import ModuleTrace
+
+LOSS = "(loss)"  # ops created after the model returned
+_ACCUMULATE = "torch::autograd::AccumulateGrad"
+
+
+@dataclass(slots=True)
+class SavedTensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    bytes: int
+    is_param: bool
+
+
+@dataclass(slots=True)
+class GraphNode:
+    id: int
+    op: str  # the grad_fn's name, e.g. "AddmmBackward0", or "param" for a parameter leaf
+    module: str  # dotted module path that created it ("model" = the model's own forward)
+    call: int  # which call of that module (the time step of an unrolled cell)
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    saved: tuple[SavedTensor, ...] = ()
+    param: str | None = None  # the parameter's name, for leaves
+
+    @property
+    def is_param(self) -> bool:
+        return self.param is not None
+
+    @property
+    def saved_bytes(self) -> int:
+        return sum(s.bytes for s in self.saved)
+
+
+@dataclass
+class AutogradGraph:
+    nodes: list[GraphNode]
+    edges: list[tuple[int, int]]  # (producer, consumer): forward direction
+    root: int
+    _by_id: dict[int, GraphNode] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_id = {n.id: n for n in self.nodes}
+
+    def node(self, node_id: int) -> GraphNode:
+        return self._by_id[node_id]
+
+    @property
+    def param_leaves(self) -> list[GraphNode]:
+        return [n for n in self.nodes if n.is_param]
+
+    def op_counts(self) -> Counter[str]:
+        return Counter(n.op for n in self.nodes if not n.is_param)
+
+    def module_counts(self) -> Counter[str]:
+        return Counter(n.module for n in self.nodes if not n.is_param)
+
+    def summary(self) -> dict[str, Any]:
+        ops = [n for n in self.nodes if not n.is_param]
+        return {
+            "nodes": len(self.nodes),
+            "edges": len(self.edges),
+            "op_nodes": len(ops),
+            "param_leaves": len(self.nodes) - len(ops),
+            "saved_tensor_refs": sum(len(n.saved) for n in ops),
+            "top_ops": dict(self.op_counts().most_common(8)),
+        }
+
+
+_saved_names: dict[type, tuple[tuple[str, str], ...]] = {}
+_dtype_names: dict[torch.dtype, str] = {}
+
+
+def _dtype(dtype: torch.dtype) -> str:
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = _dtype_names[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+def _saved_attrs(node: Any) -> tuple[tuple[str, str], ...]:
+    """(attribute, display name) of each `_saved_*` field of this node type."""
+    kind = type(node)
+    names = _saved_names.get(kind)
+    if names is None:
+        names = tuple((a, a[len("_saved_"):]) for a in dir(node) if a.startswith("_saved_"))
+        _saved_names[kind] = names
+    return names
+
+
+def _saved_tensor(name: str, t: torch.Tensor, param_ptrs: set[int]) -> SavedTensor:
+    is_param = t.untyped_storage().data_ptr() in param_ptrs
+    return SavedTensor(name, tuple(t.shape), _dtype(t.dtype), t.numel() * t.element_size(), is_param)
+
+
+def _read_saved(node: Any, param_ptrs: set[int]) -> tuple[SavedTensor, ...]:
+    out = []
+    for attr, name in _saved_attrs(node):
+        value = getattr(node, attr)
+        if isinstance(value, torch.Tensor):
+            out.append(_saved_tensor(name, value, param_ptrs))
+        elif isinstance(value, (list, tuple)):
+            # Lists of sizes are common; lists of tensors (e.g. cat's inputs) are counted one by one.
+            out.extend(_saved_tensor(f"{name}[{i}]", t, param_ptrs)
+                       for i, t in enumerate(value) if isinstance(t, torch.Tensor))
+        # Anything else is a size, a scalar, or None (an optional input that was not given).
+    return tuple(out)
+
+
+def capture_graph(root: Any, trace: ModuleTrace, param_names: dict[int, str]) -> AutogradGraph:
+    """Walk the graph under `root` (a grad_fn). `param_names` maps id(parameter) to its name."""
+    param_ptrs = {t.untyped_storage().data_ptr() for t in trace.parameters}
+    ids: dict[Any, int] = {root: 0}
+    order = [root]
+    edges: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        fn = stack.pop()
+        for nxt, _ in fn.next_functions:
+            if nxt is None:
+                continue
+            nid = ids.get(nxt)
+            if nid is None:
+                nid = ids[nxt] = len(order)
+                order.append(nxt)
+                stack.append(nxt)
+            edges.append((nid, ids[fn]))
+
+    nodes = []
+    for nid, fn in enumerate(order):
+        name = fn.name()
+        if name == _ACCUMULATE:
+            var = fn.variable
+            pname = param_names.get(id(var), "input")
+            module = pname.rpartition(".")[0] or "model"
+            nodes.append(GraphNode(nid, "param", module, 0, tuple(var.shape), _dtype(var.dtype), param=pname))
+            continue
+        meta = fn._input_metadata
+        shape = tuple(meta[0].shape) if meta else None
+        dtype = _dtype(meta[0].dtype) if meta else None
+        module, call = trace.owner(fn._sequence_nr())
+        nodes.append(GraphNode(nid, name, module if module is not None else LOSS, call, shape, dtype,
+                               _read_saved(fn, param_ptrs)))
+    return AutogradGraph(nodes, edges, 0)

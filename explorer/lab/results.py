@@ -1,0 +1,141 @@
+"""What the batching lab measured: per strategy, eager and compiled, and the lab run a session keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from explorer.core import limits, machine
+from explorer.eager.timing import Measurement
+from models import arch_label
+from models.config import config_dict
+
+AGREE_TOL = 1e-4
+
+
+@dataclass
+class CompiledStrategy:
+    """One strategy under torch.compile (measured in the compile worker; see lab/compiled.py)."""
+
+    backend: str
+    forward: Measurement | None = None
+    train_step: Measurement | None = None
+    compile_s: float | None = None  # first forward over the whole batch: every shape it compiles
+    train_compile_s: float | None = None  # the same for the train step (grad mode compiles anew)
+    compiles: int = 0  # graphs the backend compiled, forward and train step
+    graph_breaks: list[str] = field(default_factory=list)  # reasons: the code between runs eagerly
+    max_abs_diff: float | None = None  # compiled vs eager logits of the same strategy
+    fallback: str | None = None  # why the figure is not a compiled one, or None
+    error: str | None = None
+    note: str | None = None  # e.g. why the train step has no figure
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend, "compile_s": self.compile_s, "train_compile_s": self.train_compile_s,
+            "compiles": self.compiles, "graph_breaks": self.graph_breaks, "max_abs_diff": self.max_abs_diff,
+            "fallback": self.fallback,
+            "error": self.error, "note": self.note,
+            "forward": self.forward.as_dict() if self.forward else None,
+            "train_step": self.train_step.as_dict() if self.train_step else None,
+        }
+
+
+def _ms(m: Measurement | None) -> dict[str, float | None]:
+    return {"median_ms": m.median_ms if m else None, "iqr_ms": m.iqr_ms if m else None}
+
+
+@dataclass
+class StrategyResult:
+    name: str
+    title: str
+    supported: bool
+    note: str = ""
+    forward: Measurement | None = None
+    train_step: Measurement | None = None
+    tokens_per_s: float | None = None
+    padding_fraction: float | None = None
+    flops_total: int | None = None
+    flops_useful: int | None = None
+    peak_bytes: int | None = None
+    max_abs_diff: float | None = None
+    distinct_shapes: int | None = None
+    compiled: CompiledStrategy | None = None
+
+    @property
+    def agrees(self) -> bool | None:
+        return None if self.max_abs_diff is None else self.max_abs_diff <= AGREE_TOL
+
+    @property
+    def compiled_forward(self) -> Measurement | None:
+        """The compiled forward figure, only when it is an honest compiled one."""
+        c = self.compiled
+        return c.forward if c and not c.fallback and not c.error else None
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.compiled
+        compiled = None if c is None else {
+            **c.as_dict(), "forward_ms": _ms(c.forward)["median_ms"], "forward_iqr_ms": _ms(c.forward)["iqr_ms"],
+            "train_step_ms": _ms(c.train_step)["median_ms"], "train_step_iqr_ms": _ms(c.train_step)["iqr_ms"],
+            "speedup": self.forward.median_ms / self.compiled_forward.median_ms
+            if self.forward and self.compiled_forward else None,
+        }
+        return {
+            "name": self.name, "title": self.title, "supported": self.supported, "note": self.note,
+            "forward_ms": _ms(self.forward)["median_ms"], "forward_iqr_ms": _ms(self.forward)["iqr_ms"],
+            "train_step_ms": _ms(self.train_step)["median_ms"], "train_step_iqr_ms": _ms(self.train_step)["iqr_ms"],
+            "runs": self.forward.runs if self.forward else None,
+            "threads": self.forward.threads if self.forward else None,
+            "tokens_per_s": self.tokens_per_s, "padding_fraction": self.padding_fraction,
+            "flops_total": self.flops_total, "flops_useful": self.flops_useful, "peak_bytes": self.peak_bytes,
+            "max_abs_diff": self.max_abs_diff, "agrees": self.agrees, "distinct_shapes": self.distinct_shapes,
+            "compiled": compiled,
+        }
+
+
+@dataclass
+class LabResult:
+    lengths: list[int]
+    strategies: list[StrategyResult] = field(default_factory=list)
+
+    def strategy(self, name: str) -> StrategyResult:
+        return next(s for s in self.strategies if s.name == name)
+
+    def verdict(self) -> str:
+        """The fastest forward among strategies that agree with the loop, eager or compiled, and why."""
+        candidates = [(s.forward.median_ms, s.title, s) for s in self.strategies if s.agrees and s.forward]
+        candidates += [(s.compiled_forward.median_ms, s.title + " (compiled)", s)
+                       for s in self.strategies if s.agrees and s.compiled_forward]
+        if not candidates:
+            return "No strategy both ran and agreed with the per-sample loop."
+        best_ms, best_title, best = min(candidates, key=lambda c: c[0])
+        loop_ms = self.strategy("loop").forward.median_ms
+        parts = [f"Fastest correct forward: **{best_title}**, {best_ms:.2f} ms, {loop_ms / best_ms:.1f}x the "
+                 f"speed of the per-sample loop, computing {best.padding_fraction:.0%} padding"]
+        pad_ = self.strategy("pad")
+        if pad_.agrees and pad_ is not best:
+            parts.append(f"padding to the longest computes {pad_.padding_fraction:.0%} pad positions and takes "
+                         f"{pad_.forward.median_ms / best_ms:.1f}x as long")
+        wrong = [s.title for s in self.strategies if s.agrees is False]
+        if wrong:
+            parts.append("**disagrees with the loop: " + ", ".join(wrong) + "**")
+        return "; ".join(parts) + "."
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"sentences": len(self.lengths), "tokens": sum(self.lengths), "lengths": self.lengths,
+                "verdict": self.verdict(), "strategies": [s.as_dict() for s in self.strategies]}
+
+
+@dataclass
+class LabRun:
+    """A session's latest lab run: what went in, and what came out (compiled figures fill in later)."""
+
+    texts: list[str]
+    bucket_width: int
+    result: LabResult
+    model: str
+    config: Any
+
+    def report(self) -> dict[str, Any]:
+        return {"model": self.model, "config": config_dict(self.config), "arch": arch_label(self.model, self.config),
+                "bucket_width": self.bucket_width, "machine": machine.describe(), "limits": limits.describe(),
+                **self.result.as_dict()}

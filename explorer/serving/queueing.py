@@ -1,0 +1,111 @@
+"""The server-wide measurement queue: one eager run (capture + timing) at a time, first come first served.
+
+On 2 cores, two timings at once corrupt each other, so runs wait their turn here. Waiters see their place
+and how long they have waited (the caller streams it to the UI), a full queue refuses at once with a
+"busy" message instead of an unbounded wait, and a long queue shortens the timing budget (and says so)."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any
+
+from explorer.core.errors import InputError
+from explorer.core.limits import LOAD_QUEUE, MAX_QUEUE
+from explorer.core.machine import release_free_memory
+
+
+class Busy(InputError):
+    """The queue is full: try again in a moment."""
+
+
+@dataclass(frozen=True)
+class Wait:
+    ahead: int  # runs before this one (the one running included)
+    waited_s: float
+
+
+@dataclass(frozen=True)
+class Turn:
+    waited_s: float
+    queued_behind: int  # how many were waiting behind when the turn came
+    budget_scale: float  # 1.0, or less under load
+
+    def notice(self) -> str | None:
+        parts = []
+        if self.waited_s >= 0.5:
+            parts.append(f"Waited {self.waited_s:.1f} s for the measurement queue (one run at a time, server-wide).")
+        if self.budget_scale < 1.0:
+            parts.append(f"Under load ({self.queued_behind} waiting): timing budget cut to "
+                         f"{self.budget_scale:.0%}, so fewer runs and a wider spread.")
+        return " ".join(parts) or None
+
+
+class MeasureQueue:
+    def __init__(self, max_waiting: int = MAX_QUEUE, load_at: int = LOAD_QUEUE, poll_s: float = 0.5) -> None:
+        self.max_waiting, self.load_at, self.poll_s = max_waiting, load_at, poll_s
+        self._cond = threading.Condition()
+        self._tickets: deque[int] = deque()  # the head holds the turn
+        self._numbers = itertools.count()
+
+    @property
+    def waiting(self) -> int:
+        with self._cond:
+            return max(0, len(self._tickets) - 1)
+
+    def turn(self) -> Iterator[Wait | Turn]:
+        """Yields Wait every `poll_s` until it is this caller's turn, then a Turn, and holds the turn
+        until the generator resumes past the Turn or is closed: use it as
+        `for x in q.turn(): if isinstance(x, Turn): <work>` and do the work inside the loop body."""
+        start = time.monotonic()
+        with self._cond:
+            if len(self._tickets) > self.max_waiting:
+                raise Busy(f"The server is busy ({len(self._tickets) - 1} runs waiting, limit {self.max_waiting}); "
+                           "try again in a few seconds.")
+            ticket = next(self._numbers)
+            self._tickets.append(ticket)
+        try:
+            while True:
+                with self._cond:
+                    if self._tickets[0] == ticket:
+                        behind = len(self._tickets) - 1
+                        break
+                    ahead = self._tickets.index(ticket)
+                    self._cond.wait(self.poll_s)
+                    if self._tickets[0] == ticket:
+                        continue
+                yield Wait(ahead, time.monotonic() - start)
+            scale = 0.5 if behind >= self.load_at else 1.0
+            yield Turn(time.monotonic() - start, behind, scale)
+        finally:  # done, failed, or abandoned while waiting: give the place up either way
+            with self._cond:
+                self._tickets.remove(ticket)
+                self._cond.notify_all()
+
+
+QUEUE = MeasureQueue()
+STATUS_EVERY_S = 3.0
+
+
+def queued(work: Callable[[Turn], Iterator[Any]]) -> Iterator[Any]:
+    """Run `work(turn)` in its turn of the server-wide measurement queue: yields waiting messages (str)
+    until then, then what `work` yields; the turn is given up when `work` ends, fails or is abandoned."""
+    shown: tuple[int, float] = (-1, -STATUS_EVERY_S)
+    with closing(QUEUE.turn()) as steps:
+        for step in steps:
+            if isinstance(step, Wait):
+                # Said when the place changes, else every few seconds: each message is server work
+                # while someone else's run is being timed.
+                if step.ahead != shown[0] or step.waited_s - shown[1] >= STATUS_EVERY_S:
+                    shown = (step.ahead, step.waited_s)
+                    yield f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.0f} s…"
+            else:
+                try:
+                    yield from work(step)
+                finally:
+                    release_free_memory()

@@ -1,0 +1,90 @@
+"""The Playground's compiled side as plain data: cards, the compile timeline, graph breaks, figures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from explorer.compile.observe import SKIPPED_RNN
+from explorer.compile.options import CompileOptions
+from explorer.compile.protocol import Progress
+from explorer.compile.track import CompiledRun
+from explorer.compile.worker import CompileService
+from explorer.core.fmt import format_bytes
+from explorer.session import Session
+from explorer.views.figures import compiled_figure, fx_figure
+from explorer.views.report import build_report
+
+
+@dataclass
+class CompiledView:
+    cards: list[tuple[str, str, str]]
+    status: str
+    timeline: list[list[Any]]  # rows of TIMELINE_COLUMNS
+    breaks: str  # markdown
+    figure: go.Figure  # eager vs compiled against length
+    graph: go.Figure | None  # the latest captured FX graph
+    code: str  # ... as code
+    report: dict[str, Any]
+
+
+TIMELINE_COLUMNS = ["#", "tokens", "graph", "function", "shapes", "compile s", "why it compiled", "architecture",
+                    "options"]
+
+
+def _compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
+    m, e = c.compiled, c.eager
+    tag = " (eager fallback!)" if c.fallback and m else ""
+    be = c.break_even_calls
+    return [
+        ("compiled forward", f"{m.median_ms:.3f} ms" if m else "failed",
+         m.spread() + tag if m else "see the message above"),
+        ("speed-up vs eager", f"{c.speedup:.2f}x" if c.speedup else "—",
+         f"eager re-timed {e.median_ms:.3f} ms, same process and threads" if e else ""),
+        ("compile time", f"{c.total_compile_s:.2f} s", f"this input: {c.compile_s:.2f} s"),
+        ("break-even", "never" if be is None else f"{be:,} calls", "compile time / per-call saving"),
+        ("peak memory", format_bytes(c.peak_compiled_bytes), f"eager {format_bytes(c.peak_eager_bytes)} (no_grad)"),
+        ("graphs", f"{c.graph_count}", f"{max(c.explanation.graph_break_count, 0)} graph breaks (explain)"),
+    ]
+
+
+def breaks_markdown(c: CompiledRun) -> str:
+    ex = c.explanation
+    if ex.skipped:
+        return f"**Dynamo captured no graph at all**: it skipped this model's forward ({SKIPPED_RNN})."
+    if not ex.graph_breaks:
+        return f"**No graph breaks**: `torch._dynamo.explain` finds {ex.graph_count} graph(s) for this input."
+    lines = [f"**{ex.graph_break_count} graph break(s)** (`torch._dynamo.explain`: {ex.graph_count} graphs):"]
+    for b in ex.graph_breaks:
+        lines.append(f"- `{b.where}`: `{b.code}`  \n  {b.reason}. {b.explanation}"
+                     + ("  \n  Dynamo gave up on this whole function: it runs eagerly, and only the modules it "
+                        "calls are compiled, each as its own graph." if b.skipped else ""))
+    return "\n".join(lines)
+
+
+def compiled_view(session: Session, c: CompiledRun) -> CompiledView:
+    track = session.compile_track
+    latest = next((e for r in reversed(track.runs) for e in reversed(r.events)), None)
+    status = (f"**Not a compiled figure**: {c.fallback}" if c.fallback else
+              f"Compiled with {c.options.label()}; eager and compiled timed back to back in the compile worker "
+              f"(cpu, {c.compiled.threads} thread(s), torch.utils.benchmark).")
+    rows = [[i + 1, t.event.length, t.event.compile_id, t.event.frame, "symbolic" if t.event.dynamic else "static",
+             round(t.event.compile_s, 3), t.event.reason, t.arch, t.options] for i, t in enumerate(track.timeline)]
+    return CompiledView(
+        cards=_compiled_cards(c), status=status, timeline=rows, breaks=breaks_markdown(c),
+        figure=compiled_figure(track.runs), graph=fx_figure(latest) if latest else None,
+        code=latest.code if latest else "# no graph was captured",
+        report=build_report(session.last, track) if session.last else {},
+    )
+
+
+def compiled_update(session: Session, service: CompileService, options: CompileOptions) -> Iterator[str | CompiledView]:
+    """Compile the latest input: yields progress messages, then the view."""
+    for item in session.run_compiled(service, options):
+        if isinstance(item, Progress):
+            yield f"Compiling ({options.label()}): {item.elapsed_s:.1f} s, {item.phase}…"
+        else:
+            yield compiled_view(session, item)

@@ -1,0 +1,128 @@
+"""Take-away files: a session's measurements as CSV, and a self-contained HTML report.
+
+The HTML report carries plotly.js inline (it opens offline, e.g. on a classroom laptop), the configs that
+ran, and the machine the figures were measured on."""
+
+from __future__ import annotations
+
+import atexit
+import csv
+import html
+import io
+import itertools
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from explorer.core import limits, machine
+from explorer.core.fmt import format_bytes
+from explorer.session import Session
+from explorer.views.figures import (
+    compiled_figure,
+    graph_figure,
+    history_figure,
+    lab_lengths_figure,
+    lab_time_figure,
+    lab_waste_figure,
+)
+from explorer.views.report import build_report
+
+CSV_COLUMNS = ["run", "model", "arch", "tokens", "graph_nodes", "forward_median_ms", "forward_iqr_ms",
+               "forward_runs", "train_step_median_ms", "train_step_iqr_ms", "train_step_runs",
+               "peak_forward_bytes", "peak_train_bytes", "threads", "device"]
+
+
+def session_csv(session: Session) -> str:
+    """One row per run of the session's history (the history plot's data), with its spread."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for r in session.history:
+        writer.writerow([r.number, r.model, r.arch, r.tokens, r.nodes, f"{r.forward.median_ms:.6f}",
+                         f"{r.forward.iqr_ms:.6f}", r.forward.runs, f"{r.train_step.median_ms:.6f}",
+                         f"{r.train_step.iqr_ms:.6f}", r.train_step.runs,
+                         r.memory.forward if r.memory else "", r.memory.train if r.memory else "",
+                         r.forward.threads, "cpu"])
+    return out.getvalue()
+
+
+def _figure_html(fig: go.Figure, first: bool) -> str:
+    return fig.to_html(full_html=False, include_plotlyjs="inline" if first else False,
+                       config={"displaylogo": False})
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows) \
+        + "</table>"
+
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;
+vertical-align:top}th{background:#f5f5f5}pre{background:#f7f7f7;padding:1em;overflow:auto}h2{margin-top:2em}"""
+
+
+def html_report(session: Session) -> str:
+    """The session as one self-contained page: latest run, its graph, history, compiled side, batching lab."""
+    m = machine.describe()
+    parts = [f"<h1>Graph Explorer report</h1><p>Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. Every figure "
+             f"was measured on {html.escape(m['cpu'])} ({m['cores']} cores), {m['device']}, {m['threads']} "
+             f"thread(s), torch {html.escape(m['torch'])}, Python {m['python']}: medians with their IQR.</p>"]
+    figures: list[go.Figure] = []
+    r = session.last
+    if r is not None:
+        report = build_report(r, session.compile_track)
+        fw, tr = r.forward, r.train_step
+        parts.append("<h2>Latest run</h2>" + _table([
+            ("model", f"{r.model} ({r.arch})"), ("config", json.dumps(report["config"])),
+            ("input", f"{r.input.text!r} ({r.tokens} tokens)"),
+            ("graph", f"{len(r.capture.graph.nodes)} nodes, {len(r.capture.graph.edges)} edges"),
+            ("forward", str(fw)),
+            ("train step", str(tr)),
+            ("saved for backward", format_bytes(r.capture.saved_bytes)),
+            ("peak memory (train step)", format_bytes(r.memory.train if r.memory else None)),
+        ]))
+        figures += [graph_figure(r)]
+        if session.compile_track.runs:
+            figures.append(compiled_figure(session.compile_track.runs))
+        parts.append("<details><summary>raw report (JSON)</summary><pre>"
+                     + html.escape(json.dumps(report, indent=1, ensure_ascii=False)) + "</pre></details>")
+    if session.history:
+        figures.append(history_figure(session.history))
+    if session.lab is not None:
+        lab = session.lab.report()
+        parts.append(f"<h2>Batching lab</h2><p>{html.escape(lab['arch'])}: {lab['sentences']} sentences, "
+                     f"{lab['tokens']} tokens. {html.escape(lab['verdict'].replace('**', ''))}</p>")
+        figures += [lab_lengths_figure(lab), lab_time_figure(lab), lab_waste_figure(lab)]
+    parts += [_figure_html(f, i == 0) for i, f in enumerate(figures)]
+    if not figures:
+        parts.append("<p>No runs yet.</p>")
+    parts.append("<h2>Machine and limits</h2>" + _table([(k, str(v)) for k, v in {**m, **limits.describe()}.items()]))
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Graph Explorer report</title>"
+            f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>")
+
+
+class ExportDir:
+    """Where the app writes download files: one private directory, pruned to the newest `keep` files and
+    removed at exit (Gradio copies what it serves into its own cache)."""
+
+    def __init__(self, keep: int = 64) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="graph-explorer-export-"))
+        self.keep = keep
+        self._counter = itertools.count()
+        atexit.register(shutil.rmtree, self.path, True)
+
+    def write(self, session: Session) -> list[str]:
+        """The session's CSV and HTML report as files; returns their paths."""
+        stem = f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}"
+        paths = []
+        for suffix, text in (("csv", session_csv(session)), ("html", html_report(session))):
+            path = self.path / f"{stem}.{suffix}"
+            path.write_text(text, encoding="utf-8")
+            paths.append(str(path))
+        for old in sorted(self.path.iterdir(), key=lambda p: p.stat().st_mtime)[:-self.keep]:
+            old.unlink(missing_ok=True)
+        return paths

@@ -1,0 +1,237 @@
+"""Plotly figures: the autograd graph of a run, and a session's history of runs.
+
+Plotting only: every number drawn here was measured elsewhere and arrives in a RunResult.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+from plotly.subplots import make_subplots
+
+from explorer.compile.observe import CompileEvent, FxNode
+from explorer.compile.track import CompiledRun
+from explorer.core.fmt import format_bytes
+from explorer.core.limits import MAX_DRAWN_NODES
+from explorer.eager.graph import AutogradGraph, GraphNode
+from explorer.session import RunRecord, RunResult
+from explorer.views.layout import DrawNode, GraphLayout, layout_graph, module_color_keys
+
+_PALETTE = qualitative.Dark24 + qualitative.Light24
+_ADDED = "#d62728"
+
+
+def _hover(d: DrawNode) -> str:
+    first = d.members[0]
+    if len(d.members) == 1:
+        lines = [f"<b>{first.param or first.op}</b>", f"module: {first.module} (call {first.call})"]
+        if first.shape is not None:
+            lines.append(f"output: {list(first.shape)} {first.dtype}")
+        for s in first.saved[:6]:
+            tag = " (parameter)" if s.is_param else ""
+            lines.append(f"saved {s.name}: {list(s.shape)} {s.dtype}, {format_bytes(s.bytes)}{tag}")
+        if len(first.saved) > 6:
+            lines.append(f"... {len(first.saved) - 6} more saved tensors")
+    else:
+        lines = [f"<b>{d.label}</b>", f"{len(d.members)} nodes grouped"]
+        ops: dict[str, int] = {}
+        for m in d.members:
+            ops[m.op] = ops.get(m.op, 0) + 1
+        lines += [f"{n} x {op}" for op, n in sorted(ops.items(), key=lambda kv: -kv[1])[:6]]
+    lines.append(f"saved by these nodes: {format_bytes(d.saved_bytes)}")
+    if d.added:
+        lines.append(f"<b>added vs comparison: {d.added}</b>")
+    return "<br>".join(lines)
+
+
+def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
+               max_nodes: int = MAX_DRAWN_NODES, height: int = 560) -> go.Figure:
+    """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, left to right."""
+    lay: GraphLayout = layout_graph(graph, added, max_nodes)
+    fig = go.Figure()
+    ex, ey = [], []
+    for a, b in lay.edges:
+        na, nb = lay.nodes[a], lay.nodes[b]
+        ex += [na.x, nb.x, None]
+        ey += [na.y, nb.y, None]
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"width": 0.6, "color": "#aab"},
+                             hoverinfo="skip", showlegend=False))
+    for i, (module, idx) in enumerate(sorted(module_color_keys(lay.nodes).items())):
+        nodes = [lay.nodes[j] for j in idx]
+        fig.add_trace(go.Scatter(
+            x=[d.x for d in nodes], y=[d.y for d in nodes], mode="markers", name=module or "(model)",
+            marker={
+                "size": [min(22, 8 + 2 * len(d.members) ** 0.5) for d in nodes],
+                "color": _PALETTE[i % len(_PALETTE)],
+                "symbol": ["square" if d.is_param else "circle" for d in nodes],
+                "line": {"width": [3 if d.added else 0.5 for d in nodes],
+                         "color": [_ADDED if d.added else "#333" for d in nodes]},
+            },
+            text=[_hover(d) for d in nodes], hoverinfo="text",
+        ))
+    drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
+        f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
+    fig.update_layout(
+        title={"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
+        height=height, margin={"l": 10, "r": 10, "t": 70, "b": 30}, plot_bgcolor="white",
+        legend={"title": {"text": "module"}, "itemsizing": "constant"}, hoverlabel={"align": "left"},
+        xaxis={"title": "forward →  (inputs and parameters on the left, output on the right)",
+               "showgrid": False, "zeroline": False, "showticklabels": False},
+        yaxis={"visible": False},
+    )
+    return fig
+
+
+def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: int = 560) -> go.Figure:
+    graph = result.capture.graph
+    title = (f"Autograd graph: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
+             f"{result.arch}, {result.tokens} tokens")
+    if result.diff:
+        title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
+    return draw_graph(graph, title, result.diff.added_ids if result.diff else frozenset(), max_nodes, height)
+
+
+def fx_graph(nodes: tuple[FxNode, ...]) -> AutogradGraph:
+    """An FX graph in the shape the graph renderer draws (its op kind stands where a module would)."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    graph_nodes = [GraphNode(i, n.target, n.op, 0, None, None) for i, n in enumerate(nodes)]
+    edges = [(index[a], index[n.name]) for n in nodes for a in n.inputs if a in index]
+    return AutogradGraph(graph_nodes, edges, len(nodes) - 1)
+
+
+def fx_figure(event: CompileEvent, height: int = 460) -> go.Figure:
+    """A graph dynamo captured (one compile event), drawn like the autograd graph."""
+    kind = "symbolic" if event.dynamic else "static"
+    title = (f"Captured FX graph {event.compile_id} of {event.frame} ({kind}, {event.ops} ops, "
+             f"{{drawn}}), compiled for {event.length} tokens")
+    return draw_graph(fx_graph(event.fx), title, height=height)
+
+
+def history_figure(history: Iterable[RunRecord], height: int = 420) -> go.Figure:
+    """Latency and memory against input length, one series per architecture."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=("eager latency (median, bars = IQR)", "peak memory of a train step"))
+    runs = list(history)
+    for i, arch in enumerate(dict.fromkeys(r.arch for r in runs)):
+        rs = sorted((r for r in runs if r.arch == arch), key=lambda r: r.tokens)
+        color = _PALETTE[i % len(_PALETTE)]
+        for m, dash in (("forward", "solid"), ("train_step", "dot")):
+            ms = [getattr(r, m) for r in rs]
+            fig.add_trace(go.Scatter(
+                x=[r.tokens for r in rs], y=[x.median_ms for x in ms],
+                error_y={"type": "data", "array": [x.iqr_ms for x in ms], "visible": True},
+                mode="lines+markers", line={"color": color, "dash": dash},
+                name=f"{arch}: {m.replace('_', ' ')}", legendgroup=arch,
+                hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + f"{arch} {m}</extra>",
+            ), row=1, col=1)
+        with_mem = [r for r in rs if r.memory is not None]
+        fig.add_trace(go.Scatter(
+            x=[r.tokens for r in with_mem], y=[r.memory.train / 2**20 for r in with_mem],
+            mode="lines+markers", line={"color": color}, name=f"{arch}: peak train", legendgroup=arch,
+            showlegend=False, hovertemplate="%{x} tokens: %{y:.2f} MiB<extra>" + arch + "</extra>",
+        ), row=2, col=1)
+    threads = runs[-1].forward.threads if runs else 1
+    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 40, "b": 30},
+                      legend={"font": {"size": 10}}, plot_bgcolor="white",
+                      title={"text": f"This session's runs (cpu, {threads} thread(s))", "font": {"size": 13}})
+    fig.update_yaxes(title_text="ms", row=1, col=1, gridcolor="#eee", rangemode="tozero")
+    fig.update_yaxes(title_text="MiB", row=2, col=1, gridcolor="#eee", rangemode="tozero")
+    fig.update_xaxes(title_text="input length (tokens)", row=2, col=1, gridcolor="#eee")
+    return fig
+
+
+def compiled_figure(runs: Iterable[CompiledRun], height: int = 380) -> go.Figure:
+    """Eager vs compiled latency against input length, for the latest model+options; compiles marked."""
+    runs = list(runs)
+    fig = go.Figure()
+    if runs:
+        last = runs[-1]
+        same = sorted((r for r in runs if (r.arch, r.options) == (last.arch, last.options)), key=lambda r: r.length)
+        for name, color in (("eager", "#1f77b4"), ("compiled", "#ff7f0e")):
+            pts = [(r.length, getattr(r, name)) for r in same
+                   if getattr(r, name) is not None and not (name == "compiled" and r.fallback)]
+            fig.add_trace(go.Scatter(
+                x=[x for x, _ in pts], y=[m.median_ms for _, m in pts], mode="lines+markers", name=name,
+                line={"color": color}, error_y={"type": "data", "array": [m.iqr_ms for _, m in pts]},
+                hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + name + "</extra>",
+            ))
+        fell = [r for r in same if r.fallback and r.compiled is not None]
+        if fell:
+            fig.add_trace(go.Scatter(
+                x=[r.length for r in fell], y=[r.compiled.median_ms for r in fell], mode="markers",
+                name="'compiled' that ran eagerly", marker={"symbol": "x", "size": 11, "color": "#7f7f7f"},
+                text=[r.fallback for r in fell], hoverinfo="text",
+            ))
+        compiles = [r for r in same if r.compile_s > 0 and r.compiled is not None]
+        fig.add_trace(go.Scatter(
+            x=[r.length for r in compiles], y=[r.compiled.median_ms for r in compiles], mode="markers",
+            name="compiled here", marker={"symbol": "star", "size": 15, "color": "#d62728"},
+            text=[f"compiled {r.compile_s:.2f} s:<br>" + "<br>".join(e.reason for e in r.events) for r in compiles],
+            hoverinfo="text",
+        ))
+        threads = last.compiled.threads if last.compiled else 1
+        title = (f"Eager vs compiled forward: {last.arch}, {last.options.label()} "
+                 f"(cpu, {threads} thread(s); bars = IQR)")
+    else:
+        title = "Eager vs compiled forward: switch on compiled execution to fill this in"
+    fig.update_layout(height=height, title={"text": title, "font": {"size": 13}}, plot_bgcolor="white",
+                      margin={"l": 10, "r": 10, "t": 40, "b": 30}, xaxis_title="input length (tokens)",
+                      yaxis_title="ms", yaxis_rangemode="tozero")
+    return fig
+
+
+def _bar_layout(fig: go.Figure, title: str, y_title: str, height: int) -> go.Figure:
+    fig.update_layout(height=height, barmode="group", plot_bgcolor="white", legend={"font": {"size": 10}},
+                      margin={"l": 10, "r": 10, "t": 40, "b": 30}, title={"text": title, "font": {"size": 13}})
+    fig.update_yaxes(title_text=y_title, gridcolor="#eee", rangemode="tozero")
+    return fig
+
+
+def lab_lengths_figure(report: dict[str, Any], height: int = 300) -> go.Figure:
+    """Histogram of the batch's sentence lengths."""
+    fig = go.Figure(go.Histogram(x=report["lengths"], nbinsx=30, marker_color="#1f77b4",
+                                 hovertemplate="%{x} tokens: %{y} sentences<extra></extra>"))
+    _bar_layout(fig, f"{report['sentences']} sentences, {report['tokens']} tokens", "sentences", height)
+    fig.update_xaxes(title_text="length (tokens)")
+    return fig
+
+
+def lab_time_figure(report: dict[str, Any], height: int = 360) -> go.Figure:
+    """Median latency per strategy, eager and compiled, forward and train step; error bars are the IQR."""
+    ran = [s for s in report["strategies"] if s["supported"]]
+    fig = go.Figure()
+    series = [("eager forward", None, "forward", "#1f77b4"), ("eager train step", None, "train_step", "#aec7e8"),
+              ("compiled forward", "compiled", "forward", "#ff7f0e"),
+              ("compiled train step", "compiled", "train_step", "#ffbb78")]
+    for label, side, what, color in series:
+        rows = [(s["title"], (s[side] if side else s)) for s in ran]
+        rows = [(t, d) for t, d in rows if d and d.get(f"{what}_ms") is not None
+                and not (side and (d["fallback"] or d["error"]))]
+        if rows:
+            fig.add_trace(go.Bar(
+                name=label, x=[t for t, _ in rows], y=[d[f"{what}_ms"] for _, d in rows], marker_color=color,
+                error_y={"type": "data", "array": [d[f"{what}_iqr_ms"] for _, d in rows], "visible": True},
+                hovertemplate="%{x}: %{y:.2f} ms<extra>" + label + "</extra>"))
+    m = report["machine"]
+    return _bar_layout(fig, f"Latency of the whole batch (median, bars = IQR; {m['device']}, {m['threads']} "
+                            "thread(s))", "ms", height)
+
+
+def lab_waste_figure(report: dict[str, Any], height: int = 360) -> go.Figure:
+    """Share of positions that are padding, and share of FLOPs spent on them, per strategy."""
+    ran = [s for s in report["strategies"] if s["supported"]]
+    fig = go.Figure([
+        go.Bar(name="padding share of computed positions", x=[s["title"] for s in ran],
+               y=[100 * s["padding_fraction"] for s in ran], marker_color="#d62728",
+               hovertemplate="%{x}: %{y:.1f}% pads<extra></extra>"),
+        go.Bar(name="wasted share of FLOPs (vs the loop)", x=[s["title"] for s in ran],
+               y=[100 * (1 - min(1.0, s["flops_useful"] / s["flops_total"])) if s["flops_total"] else None
+                  for s in ran], marker_color="#9467bd",
+               text=[f"{s['flops_total'] / 1e9:.2f} GFLOP" if s["flops_total"] else "not counted" for s in ran],
+               textposition="outside",
+               hovertemplate="%{x}: %{y:.1f}% wasted<extra></extra>"),
+    ])
+    return _bar_layout(fig, "Wasted work (FLOPs from torch.utils.flop_counter)", "%", height)

@@ -1,0 +1,116 @@
+"""The Playground's eager view as plain data: what the UI shows for a run, with no UI library involved.
+
+`app.py` wires these functions to components; tests call them directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from explorer.core.fmt import format_bytes
+from explorer.serving.queueing import Turn, queued
+from explorer.session import RunResult, Session
+from explorer.views.figures import graph_figure, history_figure
+from explorer.views.report import build_report
+from models import ZOO, Knob, entry
+from models.tokenizer import encode
+
+_EXAMPLE_TEXTS = (
+    "a",
+    "Hello",
+    "The cat sat on the mat, and then it slept.",
+    "Graphs 📈 grow: граф, 图, グラフ!",
+    "Define-by-run means the graph is built while the program runs. Every time you call the "
+    "model, PyTorch records the operations it actually executed, so a loop over the tokens "
+    "leaves one copy of its body per token, and an if leaves only the branch it took.",
+    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the "
+    "age of foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the "
+    "season of Light, it was the season of Darkness, it was the spring of hope, it was the winter "
+    "of despair, we had everything before us, we had nothing before us, we were all going direct "
+    "to Heaven, we were all going direct the other way; in short, the period was so far like the "
+    "present period.",
+)
+
+
+def _example_label(text: str) -> str:
+    n = len(encode(text))
+    return f"{n} token{'s' * (n != 1)}: {text if len(text) <= 16 else text[:14] + '…'}"
+
+
+EXAMPLES: dict[str, str] = {_example_label(t): t for t in _EXAMPLE_TEXTS}
+DEFAULT_TEXT = _EXAMPLE_TEXTS[2]
+
+
+def control_specs() -> list[tuple[str, Knob]]:
+    """Every (model, knob) in a fixed order: the UI makes one control per entry."""
+    return [(name, k) for name, e in ZOO.items() for k in e.knobs()]
+
+
+def values_for(model: str, flat: list[Any]) -> dict[str, Any]:
+    """The config values of `model` out of the flat list of every control's value."""
+    return {k.name: v for (m, k), v in zip(control_specs(), flat, strict=True) if m == model}
+
+
+@dataclass
+class View:
+    graph: go.Figure
+    cards: list[tuple[str, str, str]]  # (label, value, detail)
+    history: go.Figure
+    diff: str
+    report: dict[str, Any]
+    status: str
+
+
+def cards(r: RunResult) -> list[tuple[str, str, str]]:
+    fw, tr, g = r.forward, r.train_step, r.capture.graph
+    mem = r.memory
+    (what, n), *rest = entry(r.model).structure(r.capture.trace).items()
+    return [
+        ("tokens", f"{r.tokens}", "UTF-8 bytes" + (" (truncated)" if r.input.truncated_from else "")),
+        (what, f"{n}", ", ".join(f"{k}: {v}" for k, v in rest) or "decided by this input"),
+        ("graph nodes", f"{len(g.nodes):,}", f"{len(g.edges):,} edges, {len(g.param_leaves)} param leaves"),
+        ("parameters", f"{r.params:,}", format_bytes(r.param_bytes)),
+        ("forward", f"{fw.median_ms:.3f} ms", fw.spread()),
+        ("train step", f"{tr.median_ms:.3f} ms", tr.spread()),
+        ("saved for backward", format_bytes(r.capture.saved_bytes), "activations, deduplicated"),
+        ("peak memory", format_bytes(mem.train if mem else None),
+         f"train step; forward {format_bytes(mem.forward)}" if mem else "profiling…"),
+    ]
+
+
+def _view(session: Session, r: RunResult, status: str) -> View:
+    return View(
+        graph=graph_figure(r),
+        cards=cards(r),
+        history=history_figure(session.history),
+        diff=r.diff.text() if r.diff else "First run of this session: change the input or the architecture to diff.",
+        report=build_report(r, session.compile_track),
+        status=status,
+    )
+
+
+def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any]) -> Iterator[str | View]:
+    """Reconfigure if needed, wait for the measurement queue (yielding messages), run, and yield the view
+    twice: at once, then with the profiler's memory."""
+    session.configure(model, values)  # validation first: a bad config never waits in the queue
+
+    def work(turn: Turn) -> Iterator[View]:
+        r = session.run(text, compare, budget_scale=turn.budget_scale)
+        notes = " ".join([*r.notices, *filter(None, [turn.notice()])])
+        m = r.forward
+        measured = (f"Measured on cpu, {m.threads} thread(s), torch.utils.benchmark ({m.runs} runs); memory from "
+                    "torch.profiler.")
+        view = _view(session, r, f"{notes} Profiling memory… {measured}".strip())
+        yield view
+        session.measure_memory(r)
+        view.cards = cards(r)
+        view.report = build_report(r, session.compile_track)
+        view.history = history_figure(session.history)
+        view.status = f"{notes} {measured}".strip()
+        yield view
+
+    yield from queued(work)

@@ -1,0 +1,86 @@
+"""The report as text tables: what `python -m explorer inspect` and `batch` print without --json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from explorer.core.fmt import format_bytes, format_flops, ms_iqr
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The report as a readable text table (the CLI without --json)."""
+    fw, tr, mem, g = report["eager"]["forward"], report["eager"]["train_step"], report["memory"], report["graph"]
+    m = report["machine"]
+    rows = [
+        ("model", report["arch"]),
+        ("tokens", f"{report['tokens']}" + (" (truncated)" if report["truncated"] else "")),
+        ("structure", ", ".join(f"{k}: {v}" for k, v in report["structure"].items())),
+        ("params", f"{report['params']:,}  ({format_bytes(mem['param_bytes'])})"),
+        ("graph", f"{g['nodes']} nodes ({g['op_nodes']} ops, {g['param_leaves']} parameter leaves), "
+                  f"{g['edges']} edges"),
+        ("forward", f"{ms_iqr(fw['median_ms'], fw['iqr_ms'], 3)}, median of {fw['runs']} runs"),
+        ("train step", f"{ms_iqr(tr['median_ms'], tr['iqr_ms'], 3)}, median of {tr['runs']} runs"),
+        ("saved for backward", format_bytes(mem["saved_bytes"])),
+        ("peak forward", format_bytes(mem["peak_forward_bytes"])),
+        ("peak train step", format_bytes(mem["peak_train_bytes"])),
+        ("measured on", f"{m['device']} ({m['cpu']}), {m['threads']} thread(s), torch {m['torch']}"),
+    ]
+    lines = [f"{k:<20} {v}" for k, v in rows]
+    lines.append("module calls:")
+    lines += [f"  {name:<30} {n}" for name, n in report["trace"].items()]
+    if "diff" in report:
+        d = report["diff"]
+        lines.append(f"diff: {d['label']}: +{d['nodes_added']} / -{d['nodes_removed']} nodes")
+        lines += [f"  {x['module']:<30} {x['before']} -> {x['after']}" for x in d["modules"]]
+    if "compiled" in report:
+        c = report["compiled"]
+        fw = c["forward"]
+        lines.append(f"compiled             {c['options']['backend']} dynamic={c['options']['dynamic']}"
+                     + (f": {ms_iqr(fw['median_ms'], fw['iqr_ms'], 3)}" if fw else ""))
+        if c["speedup"] is not None:
+            be = c["break_even_calls"]
+            eager_ms = c["eager_forward"]["median_ms"]
+            lines.append(f"  vs eager           {c['speedup']:.2f}x (eager re-timed {eager_ms:.3f} ms), "
+                         f"compile {c['total_compile_s']:.2f} s, break-even "
+                         + ("never" if be is None else f"{be:,} calls"))
+        if c["fallback"]:
+            lines.append(f"  NOT COMPILED: {c['fallback']}")
+        lines.append(f"  graphs {c['graph_count']}, graph breaks {c['graph_break_count']}")
+        lines += [f"  break at {b['where']}: {b['reason']}" for b in c["graph_breaks"]]
+        lines.append("timeline:")
+        lines += [f"  {e['length']:>5} tokens  {e['compile_id']:<5} {'symbolic' if e['dynamic'] else 'static':<8} "
+                  f"{e['compile_s']:6.2f} s  {e['reason']}" for e in report["timeline"]]
+    lines += [f"note: {n}" for n in report["notices"]]
+    return "\n".join(lines)
+
+
+def format_lab(report: dict[str, Any]) -> str:
+    """The batching lab's report as a table, one row per strategy (`batch` without --json)."""
+    m = report["machine"]
+    lengths = report["lengths"]
+    lines = [f"{report['sentences']} sentences, {report['tokens']} tokens, lengths {min(lengths)}..{max(lengths)}; "
+             f"{report['model']}; measured on {m['device']} ({m['cpu']}), {m['threads']} thread(s), torch {m['torch']}",
+             f"{'strategy':<30} {'forward':>22} {'train step':>22} {'tok/s':>9} {'pad':>5} {'GFLOP':>7} "
+             f"{'useful':>7} {'peak':>10} {'shapes':>6} {'max|diff|':>9}"]
+    for s in report["strategies"]:
+        if not s["supported"]:
+            lines.append(f"{s['title']:<30} not supported: {s['note']}")
+            continue
+        lines.append(
+            f"{s['title']:<30} {ms_iqr(s['forward_ms'], s['forward_iqr_ms']):>22} "
+            f"{ms_iqr(s['train_step_ms'], s['train_step_iqr_ms']):>22} {s['tokens_per_s']:>9,.0f} "
+            f"{s['padding_fraction']:>5.0%} {format_flops(s):>15} "
+            f"{format_bytes(s['peak_bytes']):>10} {s['distinct_shapes']:>6} {s['max_abs_diff']:>9.1e}"
+            + ("" if s["agrees"] else "  DISAGREES with the loop") + (f"  ({s['note']})" if s["note"] else ""))
+        c = s["compiled"]
+        if c is not None:
+            status = c["error"] or c["fallback"]
+            lines.append(f"{'  compiled (' + c['backend'] + ')':<30} "
+                         + (f"NOT COMPILED: {status}" if status else
+                            f"{ms_iqr(c['forward_ms'], c['forward_iqr_ms']):>22} "
+                            f"{ms_iqr(c['train_step_ms'], c['train_step_iqr_ms']):>22} "
+                            f"speed-up {c['speedup']:.2f}x, {c['compiles']} compiles in "
+                            f"{c['compile_s'] + c['train_compile_s']:.1f} s")
+                         + "".join(f"\n{'':<32}graph break: {b}" for b in c["graph_breaks"]))
+    lines.append(f"verdict: {report['verdict']}".replace("**", ""))
+    return "\n".join(lines)

@@ -1,0 +1,212 @@
+"""End to end: the real app in its own process, called over HTTP with gradio_client."""
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from gradio_client import Client
+
+from explorer.views.playground import control_specs
+from tests.helpers import early_exit_branch, start_app, stop_app
+
+pytestmark = pytest.mark.slow
+
+
+STARTUP = {}
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    proc, url, STARTUP["s"] = start_app({"GE_COMPILE_TIMEOUT_S": "30"})
+    yield url
+    stop_app(proc)
+
+
+def test_the_first_page_is_served_within_seconds(app_url):
+    # The goal is 10 s on 2 cores; the suite runs other work alongside, so allow some slack.
+    assert STARTUP["s"] < 20, STARTUP
+
+
+def _controls(model: str, **overrides):
+    return [overrides.get(k.name, k.default) if m == model else k.default for m, k in control_specs()]
+
+
+def test_api_lists_the_documented_endpoints(app_url):
+    api = Client(app_url, verbose=False).view_api(print_info=False, return_format="dict")
+    assert {"/edit", "/submit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch"} <= set(
+        api["named_endpoints"])
+
+
+def test_inspect_endpoint_returns_the_report(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("rnn", '{"layers": 2, "cell": "lstm"}', "Hello there", "Hi", api_name="/inspect")
+    assert report["config"]["layers"] == 2 and report["config"]["cell"] == "lstm"
+    assert report["trace"]["layers.1.fwd"] == 11
+    assert report["graph"]["nodes"] > 0 and report["eager"]["forward"]["median_ms"] > 0
+    assert report["memory"]["peak_train_bytes"] > 0
+    assert report["diff"]["nodes_added"] > 0
+
+
+@pytest.mark.parametrize(
+    ("config", "text", "message"),
+    [
+        ('{"hidden": 100000}', "ab", "hidden must be between 4 and 512"),
+        ('{"layers": 2', "ab", "config must be a JSON object"),
+        ("[1, 2]", "ab", "config must be a JSON object"),
+        ("{}", "", "empty"),
+    ],
+)
+def test_inspect_endpoint_rejects_bad_input_with_a_message(app_url, config, text, message):
+    with pytest.raises(Exception, match=message):
+        Client(app_url, verbose=False).predict("rnn", config, text, "", api_name="/inspect")
+
+
+def test_session_history_grows_and_bad_input_keeps_it(app_url):
+    client = Client(app_url, verbose=False)
+    out = client.predict("tree", "ab", "", *_controls("tree"), api_name="/edit")
+    graph, cards, history, diff, report, status = out
+    assert report["run"] == 1 and report["tokens"] == 2
+    assert "graph nodes" in cards and "Measured on cpu" in status
+    drawn = json.loads(graph["plot"])
+    assert "Autograd graph: " in drawn["layout"]["title"]["text"]
+    assert sum(len(t["x"]) for t in drawn["data"][1:]) == report["graph"]["nodes"]  # small: every node drawn
+    assert json.loads(history["plot"])["data"][0]["x"] == [2]
+    assert diff.startswith("First run")
+    out = client.predict("tree", "ab cd ef.", "", *_controls("tree", hidden=8), api_name="/edit")
+    report = out[4]
+    assert report["run"] == 2 and report["config"]["hidden"] == 8
+    assert json.loads(out[2]["plot"])["data"][0]["x"] == [2]  # the first architecture's series
+    assert "hidden 64->8" in out[3]
+    assert report["diff"]["label"].startswith("architecture change (hidden 64->8)")
+    assert report["trace"]["compose"] == 8
+    with pytest.raises(Exception, match="empty"):
+        client.predict("tree", "   ", "", *_controls("tree"), api_name="/edit")
+    with pytest.raises(Exception, match="512"):  # the slider's own range check, or the engine's
+        client.predict("tree", "ab", "", *_controls("tree", hidden=100000), api_name="/edit")
+    out = client.predict("tree", "abc", "", *_controls("tree", hidden=8), api_name="/edit")
+    assert out[4]["run"] == 3 and out[4]["config"]["hidden"] == 8  # the session survived both errors
+
+
+def test_sessions_are_separate(app_url):
+    a, b = Client(app_url, verbose=False), Client(app_url, verbose=False)
+    ra = a.predict("rnn", "one", "", *_controls("rnn"), api_name="/edit")[4]
+    rb = b.predict("transformer", "two", "", *_controls("transformer", layers=3), api_name="/edit")[4]
+    ra2 = a.predict("rnn", "one more", "", *_controls("rnn"), api_name="/edit")[4]
+    assert (ra["run"], rb["run"], ra2["run"]) == (1, 1, 2)
+    assert rb["model"] == "transformer" and ra2["model"] == "rnn"
+
+
+def test_compiled_view_through_the_ui_endpoints(app_url):
+    client = Client(app_url, verbose=False)
+    client.predict("transformer", "hello world", "", *_controls("transformer", layers=1), api_name="/edit")
+    status, cards, timeline, breaks, plot, fx, code, report = client.predict(
+        True, "eager", "auto", False, False, api_name="/compile")
+    assert "Compiled with eager" in status and "speed-up vs eager" in cards
+    assert report["compiled"]["forward"]["median_ms"] > 0
+    assert [row[1] for row in timeline["data"]] == [11]
+    assert "def forward" in code and "No graph breaks" in breaks
+    curves = {t["name"]: t for t in json.loads(plot["plot"])["data"]}
+    assert curves["eager"]["x"] == curves["compiled"]["x"] == [11]
+    assert curves["compiled here"]["x"] == [11]  # the compile event is marked on the plot
+    assert "Captured FX graph 0/0" in json.loads(fx["plot"])["layout"]["title"]["text"]
+
+
+def test_inspect_with_compile_and_a_timeout_that_leaves_the_app_serving(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("early_exit", "{}", "The cat sat on the mat.", "", "eager", "auto", False, False,
+                            api_name="/inspect")
+    assert report["compiled"]["graph_breaks"][0]["where"] == early_exit_branch()
+    assert report["timeline"] and report["compiled"]["fallback"] is None
+    start = time.monotonic()
+    with pytest.raises(Exception, match="timed out after 30 s"):
+        client.predict("rnn", "{}", "x" * 500, "", "inductor", "auto", False, False, api_name="/inspect")
+    assert time.monotonic() - start < 90
+    report = client.predict("rnn", "{}", "still here", "", "eager", "auto", False, False, api_name="/inspect")
+    assert report["compiled"]["forward"]["median_ms"] > 0
+
+
+def test_batch_endpoint_runs_the_lab(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("transformer", '{"layers": 1, "width": 32}', "Hi.\nA longer sentence.\nMedium one.",
+                            64, "zipf", 5, 300, 0, 8, "", api_name="/batch")
+    assert report["sentences"] == 3 and report["config"]["width"] == 32
+    by_name = {s["name"]: s for s in report["strategies"]}
+    assert by_name["pad"]["agrees"] and by_name["pad"]["forward_ms"] > 0
+    assert by_name["bucket"]["distinct_shapes"] == 3  # lengths 3, 19, 11 in buckets of 8 tokens
+    assert not by_name["pack"]["supported"] and "recurrent models only" in by_name["pack"]["note"]
+    generated = client.predict("rnn", "{}", "", 10, "bimodal", 5, 50, 1, 16, "eager", api_name="/batch")
+    assert generated["sentences"] == 10
+    compiled = {s["name"]: s["compiled"] for s in generated["strategies"] if s["supported"]}
+    assert compiled["pad"]["forward_ms"] > 0 and compiled["bucket"]["forward_ms"] > 0
+    # The unrolled RNN specializes on every length: the loop's 10 lengths pass the recompile limit (8),
+    # and the figure is withheld instead of showing eager time as compiled.
+    assert "recompile limit (8) hit" in compiled["loop"]["fallback"] and compiled["loop"]["forward_ms"] is None
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("rnn", "{}", "", 0), "batch size must be between 1 and"),
+    (("rnn", "{}", "", 8, "normal"), "distribution must be one of"),
+    (("rnn", '{"hidden": 0}', "", 8), "hidden must be between"),
+    (("rnn", "{}", "", 8, "zipf", 5, 300, 0, 0), "bucket width must be between"),
+])
+def test_batch_endpoint_rejects_bad_input_with_a_message(app_url, args, message):
+    with pytest.raises(Exception, match=message):
+        Client(app_url, verbose=False).predict(*args, api_name="/batch")
+
+
+def test_two_sessions_changing_architectures_at_once_never_see_each_others_data(app_url):
+    import threading
+
+    results, errors = {}, []
+
+    def user(name, model, key, values):
+        client = Client(app_url, verbose=False)
+        try:
+            reports = []
+            for i, v in enumerate(values):
+                out = client.predict(model, f"{name} {'x' * (3 + i)}", "", *_controls(model, **{key: v}),
+                                     api_name="/edit")
+                reports.append(out[4])
+            results[name] = reports
+        except Exception as e:  # surfaced below: a thread's failure would vanish otherwise
+            errors.append(e)
+
+    threads = [threading.Thread(target=user, args=("alice", "rnn", "hidden", [8, 16, 24])),
+               threading.Thread(target=user, args=("bob", "transformer", "layers", [1, 2, 3]))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for name, model, key, values in (("alice", "rnn", "hidden", [8, 16, 24]), ("bob", "transformer", "layers",
+                                                                                [1, 2, 3])):
+        reports = results[name]
+        assert [r["run"] for r in reports] == [1, 2, 3]  # each session counts only its own runs
+        assert [r["config"][key] for r in reports] == values and {r["model"] for r in reports} == {model}
+        assert all(r["text"].startswith(name) for r in reports)
+
+
+def _raw_call(app_url: str, body: bytes) -> str:
+    """POST a raw body to /inspect over Gradio's HTTP API and return the event stream of its result."""
+    request = urllib.request.Request(app_url + "gradio_api/call/inspect", data=body,
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    event_id = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+    return urllib.request.urlopen(f"{app_url}gradio_api/call/inspect/{event_id}", timeout=60).read().decode()
+
+
+def test_hostile_text_through_the_api(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("rnn", "{}", "\x00\x07tab\there\x1b[31m", "", api_name="/inspect")
+    assert report["tokens"] == len(b"\x00\x07tab\there\x1b[31m")  # control characters are bytes too
+    with pytest.raises(Exception, match="characters; the limit is"):
+        client.predict("rnn", "{}", "x" * 3_000_000, "", api_name="/inspect")
+    # A lone surrogate, which no client library will encode, sent as a JSON escape: a message, not a crash.
+    stream = _raw_call(app_url, b'{"data": ["rnn", "{}", "abc\\ud800", "", "", "auto", false, false]}')
+    assert "event: error" in stream and "lone surrogate" in stream
+    # Bytes that are not UTF-8 at all: refused at the door, and the server keeps serving.
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _raw_call(app_url, b'{"data": ["rnn", "{}", "\xff\xfe", ""]}')
+    assert 400 <= refused.value.code < 500
+    assert client.predict("rnn", "{}", "still serving", "", api_name="/inspect")["tokens"] == 13

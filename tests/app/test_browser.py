@@ -1,0 +1,139 @@
+"""Real-browser scenarios: headless Debian Chromium driven by Playwright against the real app.
+
+Every scenario leaves a screenshot under test-artifacts/ (git-ignored)."""
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.helpers import ARGS, ensure_chromium, start_app, stop_app
+
+pytestmark = pytest.mark.slow
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+TIMEOUT = 90_000  # ms: a compile or a lab run on a busy 2-core machine
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": ensure_chromium(), "args": ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1280, "height": 720}}  # a projector
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    proc, url, _ = start_app()
+    yield url
+    stop_app(proc)
+
+
+def _shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def _card(page: Page, label: str) -> str:
+    """The value shown on the metric card with this label."""
+    return page.locator(".card", has=page.locator(".label", has_text=re.compile(f"^{label}$"))).locator(
+        ".value").inner_text()
+
+
+def _nodes(page: Page) -> int:
+    return int(_card(page, "graph nodes").replace(",", ""))
+
+
+def _loaded(page: Page, url: str) -> None:
+    page.goto(url)
+    expect(page.locator(".card").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("Measured on cpu").first).to_be_visible(timeout=TIMEOUT)
+
+
+def _type(page: Page, text: str) -> None:
+    """Type into the input as a person does (the last key for real): every edit runs it, no button."""
+    box = page.get_by_label("input (each UTF-8 byte is one token)")
+    box.fill(text[:-1])
+    box.press_sequentially(text[-1])
+
+
+def test_page_loads_with_graph_cards_and_limits(page: Page, app_url):
+    _loaded(page, app_url)
+    assert _nodes(page) > 0 and _card(page, "tokens") == "42"
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()
+    page.get_by_text("Limits of this server").click()
+    expect(page.get_by_text("GE_MAX_TOKENS")).to_be_visible()
+    _shot(page, "01-loaded")
+
+
+def test_a_longer_sentence_grows_the_graph_and_updates_the_cards(page: Page, app_url):
+    _loaded(page, app_url)
+    before = _nodes(page)
+    text = "A much longer sentence than the first one, so the unrolled loop runs many more steps. " * 2
+    _type(page, text)
+    expect(page.locator(".card .value").first).to_have_text(str(len(text)), timeout=TIMEOUT)
+    assert _nodes(page) > 3 * before
+    expect(page.get_by_label("diff", exact=True)).to_have_value(re.compile(r"42 tokens\) -> this input \(\d+ tokens"))
+    _shot(page, "02-longer-input")
+
+
+def test_an_architecture_control_rebuilds_the_model_and_the_graph(page: Page, app_url):
+    _loaded(page, app_url)
+    before = _nodes(page)
+    page.get_by_label("bidirectional").check()
+    expect(page.get_by_label("diff", exact=True)).to_have_value(re.compile(r"architecture change \(bidirectional "
+                                                               r"False->True\)"), timeout=TIMEOUT)
+    assert _nodes(page) > before
+    _shot(page, "03-architecture")
+
+
+def test_compiling_shows_progress_then_the_compiled_numbers(page: Page, app_url):
+    _loaded(page, app_url)
+    page.get_by_role("radio", name="aot_eager").check()
+    page.get_by_label("compile", exact=True).check()
+    expect(page.get_by_text(re.compile(r"Compiling \(aot_eager"))).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("Compiled with aot_eager")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator(".card .label", has_text="speed-up vs eager")).to_be_visible()
+    _shot(page, "04-compiled")
+
+
+def test_a_bad_input_shows_its_message_and_the_page_keeps_working(page: Page, app_url):
+    _loaded(page, app_url)
+    _type(page, "   ")
+    expect(page.get_by_text(re.compile("The input is empty"))).to_be_visible(timeout=TIMEOUT)
+    _shot(page, "05-bad-input")
+    _type(page, "Back to work.")
+    expect(page.locator(".card .value").first).to_have_text("13", timeout=TIMEOUT)
+
+
+def test_the_batching_lab_runs(page: Page, app_url):
+    _loaded(page, app_url)
+    page.get_by_role("tab", name="Batching lab").click()
+    page.get_by_role("button", name="Run the lab").click()
+    expect(page.get_by_text("Fastest correct forward").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("per-sample loop").first).to_be_visible()
+    _shot(page, "06-batching-lab")
+
+
+def test_a_state_link_restores_model_config_text_and_presentation(page: Page, app_url):
+    _loaded(page, app_url + "?model=transformer&text=Hand+this+out&layers=3&heads=2")
+    expect(page.locator(".card .value").first).to_have_text("13", timeout=TIMEOUT)
+    expect(page.get_by_label("input (each UTF-8 byte is one token)")).to_have_value("Hand this out")
+    expect(page.get_by_role("spinbutton", name="layers").first).to_have_value("3")
+    href = page.get_by_role("link", name="link to exactly this state").get_attribute("href")
+    assert "model=transformer" in href and "layers=3" in href and "heads=2" in href
+    page.get_by_label("presentation mode").check()
+    expect(page.locator("body.ge-presentation")).to_have_count(1)
+    _shot(page, "07-state-link-presentation")
+
+
+def test_the_session_downloads_as_csv_and_html(page: Page, app_url):
+    _loaded(page, app_url)
+    page.get_by_text("Download this session").click()
+    page.get_by_role("button", name="Prepare CSV and HTML report").click()
+    expect(page.get_by_text(re.compile(r"graph-explorer-.*\.html"))).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(re.compile(r"graph-explorer-.*\.csv"))).to_be_visible()
+    _shot(page, "08-downloads")

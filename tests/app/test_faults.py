@@ -1,0 +1,116 @@
+"""Faults: a compile that crashes, hangs or is killed, no C++ compiler, a model that raises. Each gives a
+clear message, the server side keeps working, and nothing is left behind (processes, threads, temp files)."""
+
+import multiprocessing as mp
+import os
+import signal
+import tempfile
+import threading
+import time
+
+import gradio as gr
+import pytest
+
+import app
+from explorer.compile import options as compile_options
+from explorer.compile.jobs import PlaygroundJob
+from explorer.compile.options import CompileOptions
+from explorer.compile.protocol import CompileFailure, Progress
+from explorer.compile.track import CompiledRun, CompileTrack
+from explorer.compile.worker import CompileService
+from explorer.core.errors import InputError
+from explorer.lab.runner import compile_lab
+from explorer.session import Session
+from explorer.views.playground import control_specs
+from models.rnn import UnrolledRNN
+from models.tokenizer import encode
+
+pytestmark = pytest.mark.slow
+
+
+class _Request:
+    session_hash = "test-tab"
+
+
+def _defaults():
+    return [k.default for _, k in control_specs()]
+
+
+def _job(service, length=8, model="transformer", config=None):
+    track = CompileTrack("faults")
+    tokens = [encode("x" * length)]
+    return [r for r in track.run(service, model, config or {"layers": 1, "width": 16, "heads": 2}, model,
+                                 CompileOptions("eager"), tokens) if isinstance(r, CompiledRun)]
+
+
+def _leftovers(before_tmp):
+    new_tmp = set(os.listdir(tempfile.gettempdir())) - before_tmp
+    return mp.active_children(), {f for f in new_tmp if not f.startswith("torchinductor_")}
+
+
+def test_a_killed_worker_is_reported_and_replaced_and_nothing_leaks():
+    before_tmp, before_threads = set(os.listdir(tempfile.gettempdir())), threading.active_count()
+    svc = CompileService(timeout_s=120)
+    try:
+        _job(svc)
+        first = svc.pid
+        with pytest.raises(CompileFailure, match="compile worker died"):
+            for item in svc.run(PlaygroundJob("k", "rnn", {}, CompileOptions("eager"), [], [encode("y" * 400)])):
+                if isinstance(item, Progress) and item.elapsed_s > 0.5:
+                    os.kill(svc.pid, signal.SIGKILL)  # the worker crashes mid-compile
+        runs = _job(svc)  # a fresh worker takes the next job
+        assert runs[0].compiled is not None and svc.pid != first
+        assert len(mp.active_children()) == 1
+    finally:
+        svc.stop()
+    time.sleep(0.5)
+    children, tmp = _leftovers(before_tmp)
+    assert children == [] and tmp == set(), (children, tmp)
+    assert threading.active_count() <= before_threads
+
+
+def test_a_hung_compile_times_out_in_the_lab_and_the_other_strategies_still_run():
+    svc = CompileService(timeout_s=3)
+    try:
+        texts = ["x" * 400, "short"]  # dynamo takes far longer than 3 s to trace the padded 400-step unroll
+        *_, run = Session().run_lab(texts, 32, budget_scale=0.05)
+        lab = run.result
+        list(compile_lab(svc, run, "eager"))
+        pad = lab.strategy("pad").compiled
+        assert "timed out after 3 s" in pad.error
+        assert lab.strategy("pack").compiled.error is None  # the next job got a fresh worker
+        assert "timed out" in lab.as_dict()["strategies"][0]["compiled"]["error"]
+    finally:
+        svc.stop()
+    assert mp.active_children() == []
+
+
+def test_no_cxx_compiler_offers_aot_eager(monkeypatch):
+    monkeypatch.setattr(compile_options, "cxx_compiler", lambda: None)
+    svc = CompileService()
+    with pytest.raises(InputError, match=r"needs a C\+\+ compiler.*aot_eager"):
+        list(CompileTrack("c").run(svc, "rnn", {}, "rnn", CompileOptions("inductor"), [encode("ab")]))
+    *_, lab = Session().run_lab(["ab", "abc"], 32, budget_scale=0.05)
+    with pytest.raises(InputError, match="aot_eager"):
+        list(compile_lab(svc, lab, "inductor"))
+    assert not svc.alive  # refused before any worker started
+
+
+def test_an_exception_inside_a_model_is_a_message_and_the_session_survives(monkeypatch):
+    session = Session()
+    session.configure("rnn", {})
+    list(app.run_playground(_Request(), session, "rnn", "fine", "", *_defaults()))
+    assert len(session.history) == 1
+
+    def broken(self, ids, lengths=None):
+        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (1x3 and 5x7)")
+
+    monkeypatch.setattr(UnrolledRNN, "forward", broken)
+    session.release_model()
+    with pytest.raises(gr.Error, match="failed inside the model"):
+        list(app.run_playground(_Request(), session, "rnn", "boom", "", *_defaults()))
+    monkeypatch.undo()
+    session.release_model()
+    list(app.run_playground(_Request(), session, "rnn", "fine again", "", *_defaults()))
+    assert [r.tokens for r in session.history] == [4, 10]
+    assert app.RESIDENCY.close("test-tab") and session.last is None  # the tab closed: its model is freed

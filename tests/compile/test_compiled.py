@@ -1,0 +1,157 @@
+"""Real torch.compile in the real compile worker, on small models so the suite stays fast."""
+
+import time
+
+import pytest
+import torch
+import torch._dynamo as dynamo
+
+from explorer.compile.options import CompileOptions
+from explorer.compile.protocol import CompileFailure
+from explorer.compile.track import CompiledRun, CompileTrack
+from explorer.compile.worker import CompileService
+from explorer.core.inputs import text_of_length
+from explorer.session import Session
+from models import build_model, make_config
+from models.tokenizer import encode
+from tests.helpers import early_exit_branch
+
+pytestmark = pytest.mark.slow
+LENGTHS = (8, 16, 32, 64, 8)
+
+
+@pytest.fixture(scope="module")
+def service():
+    svc = CompileService(timeout_s=120)
+    yield svc
+    svc.stop()
+
+
+def _timeline(service, options, model="transformer", config=None, lengths=LENGTHS, session="t"):
+    track = CompileTrack(session)
+    tokens = [encode(text_of_length("hello world ", n)) for n in lengths]
+    config = {"layers": 1, "width": 16, "heads": 2} if config is None else config
+    runs = [r for r in track.run(service, model, config, model, options, tokens) if isinstance(r, CompiledRun)]
+    return track, runs
+
+
+@pytest.mark.parametrize(
+    ("dynamic", "mark", "compiles", "symbolic"),
+    [("auto", False, 2, [False, True]), ("true", False, 1, [True]), ("false", False, 4, [False] * 4),
+     ("auto", True, 1, [True])],
+)
+def test_recompiles_per_dynamic_mode(service, dynamic, mark, compiles, symbolic):
+    track, runs = _timeline(service, CompileOptions("eager", dynamic, mark))
+    assert len(track.timeline) == compiles
+    assert [e.event.dynamic for e in track.timeline] == symbolic
+    assert [e.event.length for e in track.timeline] == [8, 16, 32, 64][:compiles]
+    if compiles > 1:
+        assert track.timeline[1].event.reason == "tensor 'ids' size mismatch at index 1. expected 8, actual 16"
+    assert track.timeline[0].event.reason == "first compile of this frame"
+    assert all(r.fallback is None and r.compiled is not None for r in runs)
+    assert runs[-1].compile_s == 0  # length 8 again: a cache hit
+
+
+def test_graph_breaks_match_explain(service):
+    text = "The cat sat on the mat."
+    _, runs = _timeline(service, CompileOptions("eager"), model="early_exit", config={}, lengths=(len(text),))
+    ids = torch.tensor([encode(text_of_length("hello world ", len(text)))])
+    expected = dynamo.explain(build_model("early_exit", make_config("early_exit")))(ids)
+    assert runs[0].explanation.graph_break_count == expected.graph_break_count > 0
+    assert runs[0].explanation.graph_count == expected.graph_count
+    brk = runs[0].explanation.graph_breaks[0]
+    assert brk.where == early_exit_branch() and "confidence" in brk.code
+    assert "item()" in brk.reason
+
+
+def test_fullgraph_shows_the_real_error(service):
+    _, runs = _timeline(service, CompileOptions("eager", fullgraph=True), model="early_exit", config={},
+                        lengths=(12,))
+    assert runs[0].compiled is None
+    assert runs[0].fallback.startswith("compile failed: ")
+    assert "data-dependent" in runs[0].fallback.lower() or "guard" in runs[0].fallback.lower()
+    assert runs[0].break_even_calls is None and runs[0].speedup is None
+
+
+def test_recompile_limit_fallback_is_labelled(monkeypatch):
+    monkeypatch.setenv("GE_RECOMPILE_LIMIT", "2")
+    svc = CompileService()
+    try:
+        track, runs = _timeline(svc, CompileOptions("eager", "false"), lengths=(4, 5, 6, 7))
+    finally:
+        svc.stop()
+    assert len(track.timeline) == 2
+    assert [r.fallback is None for r in runs] == [True, True, False, False]
+    assert "recompile limit (2) hit at length 6" in runs[2].fallback
+    assert "ran it eagerly (the recompile limit was hit at length 6)" in runs[3].fallback
+    assert runs[2].break_even_calls is None
+
+
+def test_sessions_keep_separate_timelines(service):
+    a, b = CompileTrack("session-a"), CompileTrack("session-b")
+    opts = CompileOptions("eager")
+
+    def run(track, config, n):
+        list(track.run(service, "transformer", config, "x", opts, [encode("y" * n)]))
+
+    run(a, {"layers": 1, "width": 16, "heads": 2}, 8)
+    run(a, {"layers": 1, "width": 16, "heads": 2}, 16)
+    run(b, {"layers": 2, "width": 16, "heads": 2}, 8)
+    run(a, {"layers": 1, "width": 16, "heads": 2}, 32)  # the worker replays a's inputs first
+    assert [(e.event.length, e.event.compile_id, e.event.dynamic) for e in a.timeline] == [(8, "0/0", False),
+                                                                                   (16, "0/1", True)]
+    assert [(e.event.length, e.event.compile_id, e.event.reason) for e in b.timeline] == [
+        (8, "0/0", "first compile of this frame")]
+
+
+def test_timeout_stops_the_worker_and_the_next_job_runs():
+    svc = CompileService(timeout_s=2)
+    try:
+        start = time.monotonic()
+        with pytest.raises(CompileFailure, match="timed out after 2 s"):
+            _timeline(svc, CompileOptions("eager"), model="rnn", config={}, lengths=(400,))
+        assert time.monotonic() - start < 30
+        assert not svc.alive
+        svc.timeout_s = 120
+        _, runs = _timeline(svc, CompileOptions("eager"), lengths=(8,))
+        assert runs[0].compiled is not None
+    finally:
+        svc.stop()
+
+
+def test_session_report_has_the_compiled_keys(service):
+    from explorer.views.report import build_report
+
+    s = Session()
+    s.configure("transformer", {"layers": 1, "width": 16, "heads": 2})
+    r = s.run("hello there")
+    items = list(s.run_compiled(service, CompileOptions("aot_eager")))
+    assert items[-1] is r.compiled
+    report = build_report(r, s.compile_track)
+    c = report["compiled"]
+    for key in ("forward", "compile_s", "speedup", "break_even_calls", "fallback", "graph_count", "graph_breaks"):
+        assert key in c
+    assert c["forward"]["median_ms"] > 0 and c["forward"]["iqr_ms"] >= 0 and c["compile_s"] > 0
+    assert report["timeline"][0]["length"] == 11 and set(report["timeline"][0]) >= {
+        "length", "reason", "dynamic", "compile_s"}
+
+
+def test_a_skipped_module_is_explained_not_shown_as_zeros():
+    from explorer.compile.observe import explain_module
+    from explorer.compile.track import honest_fallback
+    from explorer.views.compiled import breaks_markdown
+
+    class WithGRU(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.gru = torch.nn.Embedding(256, 8), torch.nn.GRU(8, 8, batch_first=True)
+
+        def forward(self, ids):
+            return self.gru(self.embed(ids))[0]
+
+    ex = explain_module(WithGRU(), torch.tensor([encode("hello")]))
+    assert ex.graph_count == 0 and ex.skipped
+    message = honest_fallback(None, None, ex)
+    assert "captured no graph" in message and "allow_rnn" in message
+    run = CompiledRun(5, "gru", CompileOptions("eager"), None, None, None, None, 0.0, 0.0, message, 0, ex)
+    assert "captured no graph at all" in breaks_markdown(run)

@@ -1,0 +1,174 @@
+"""Graph capture, module trace and diff on the real models."""
+
+import time
+
+import pytest
+import torch
+
+from explorer.eager.capture import capture_run, train_loss
+from explorer.eager.diff import diff_graphs
+from explorer.eager.graph import capture_graph
+from explorer.eager.trace import ModuleTrace
+from explorer.views.layout import layout_graph
+from models import build_model, make_config
+from models.tokenizer import to_ids
+
+
+def _model(name, **values):
+    return build_model(name, make_config(name, values))
+
+
+def _reachable(root) -> int:
+    """The plain walk over grad_fn.next_functions that the capture must agree with."""
+    seen, stack = {root}, [root]
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return len(seen)
+
+
+@pytest.mark.parametrize("name", ["rnn", "transformer", "early_exit", "tree"])
+@pytest.mark.parametrize("text", ["a", "Hello, world!", "x" * 120])
+def test_node_count_equals_grad_fn_walk(name, text):
+    model = _model(name)
+    params = {id(p): n for n, p in model.named_parameters()}
+    with ModuleTrace(model) as trace:
+        loss = train_loss(model(to_ids(text)))
+    graph = capture_graph(loss.grad_fn, trace, params)
+    assert len(graph.nodes) == _reachable(loss.grad_fn)
+    assert {n.param for n in graph.param_leaves} <= set(params.values())
+    # Every edge joins two known nodes, and every op node was attributed to a module or the loss.
+    ids = {n.id for n in graph.nodes}
+    assert all(a in ids and b in ids for a, b in graph.edges)
+    assert all(n.module for n in graph.nodes)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_unroll_count_equals_tokens(cell):
+    for text in ("hi", "a somewhat longer input"):
+        cap = capture_run(_model("rnn", cell=cell, layers=2, bidirectional=True), to_ids(text))
+        n = len(text)
+        assert cap.trace["layers.0.fwd"] == cap.trace["layers.0.bwd"] == n
+        assert cap.trace["layers.1.fwd"] == n
+
+
+def test_rnn_graph_grows_linearly_with_tokens():
+    sizes = [len(capture_run(_model("rnn"), to_ids("x" * n)).graph.nodes) for n in (5, 10, 50)]
+    per_token = (sizes[1] - sizes[0]) / 5
+    assert per_token > 5
+    assert sizes[2] - sizes[1] == per_token * 40
+
+
+def _depth(trace: dict[str, int]) -> int:
+    """How many blocks ran: the early-exit model's `blocks.N` modules that were called."""
+    return sum(1 for k in trace if k.startswith("blocks.") and k.count(".") == 1)
+
+
+def test_exit_depth_moves_with_threshold():
+    ids = to_ids("The cat sat on the mat.")
+    thresholds = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1.0)
+    depths = [_depth(capture_run(_model("early_exit", threshold=t, blocks=6), ids).trace) for t in thresholds]
+    assert depths[0] == 1  # threshold 0: the first head is always confident enough
+    assert depths[-1] == 6  # threshold 1: never exit early
+    assert depths == sorted(depths)
+    assert len(set(depths)) >= 3, depths
+
+
+def test_exit_depth_depends_on_the_input():
+    model = _model("early_exit", threshold=0.6)
+    texts = ["a", "Hello", "The cat sat on the mat.", "граф 图 👋", "zzzzzzzzzzzzzzzz", "1234567890"]
+    depths = {_depth(capture_run(model, to_ids(t)).trace) for t in texts}
+    assert len(depths) >= 2, depths
+
+
+@pytest.mark.parametrize("bracketing", ["text", "balanced", "left", "right"])
+def test_tree_size_equals_tokens(bracketing):
+    for text in ("a", "ab cd.", "Hello, world! 👋"):
+        cap = capture_run(_model("tree", bracketing=bracketing), to_ids(text))
+        n = len(text.encode())
+        assert cap.trace["leaf"] == n
+        assert cap.trace.get("compose", 0) == n - 1
+
+
+def test_transformer_graph_shows_real_ops():
+    ops = capture_run(_model("transformer"), to_ids("Hello")).graph.op_counts()
+    assert ops["SoftmaxBackward0"] == 2  # one per layer, written out
+    assert ops["NativeLayerNormBackward0"] == 5
+    sdpa = capture_run(_model("transformer", attention="sdpa"), to_ids("Hello")).graph.op_counts()
+    assert "SoftmaxBackward0" not in sdpa
+
+
+def test_nodes_carry_module_shape_and_saved_tensors():
+    cap = capture_run(_model("rnn", hidden=16), to_ids("abc"))
+    cell_nodes = [n for n in cap.graph.nodes if n.module == "layers.0.fwd" and not n.is_param]
+    assert {n.call for n in cell_nodes} == {0, 1, 2}
+    assert all(n.shape is not None and n.dtype == "float32" for n in cell_nodes)
+    assert any(n.saved_bytes > 0 for n in cell_nodes)
+    head = [n for n in cap.graph.nodes if n.module == "head" and n.op == "AddmmBackward0"]
+    assert head and head[0].shape == (1, 4)
+    assert any(s.is_param for s in head[0].saved)
+
+
+def test_big_graph_capture_is_fast_and_iterative():
+    model = _model("rnn")
+    ids = to_ids("x" * 500)  # ~8,000 nodes, thousands deep
+    params = {id(p): n for n, p in model.named_parameters()}
+    with ModuleTrace(model) as trace:
+        loss = train_loss(model(ids))
+    capture_graph(loss.grad_fn, trace, params)  # first call pays the per-type attribute lookup
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        graph = capture_graph(loss.grad_fn, trace, params)
+        times.append(time.perf_counter() - start)
+    assert len(graph.nodes) > 2000
+    per_2000 = sorted(times)[2] / len(graph.nodes) * 2000
+    assert per_2000 < 0.03, f"{per_2000 * 1e3:.1f} ms per 2,000 nodes"  # target 10 ms; CI is noisy
+
+
+def test_diff_of_two_inputs_counts_the_extra_time_steps():
+    model = _model("rnn")
+    a = capture_run(model, to_ids("abcde")).graph
+    b = capture_run(model, to_ids("abcdefgh")).graph
+    d = diff_graphs(a, b, "A -> B")
+    per_step = sum(1 for n in b.nodes if n.module == "layers.0.fwd" and n.call == 0 and not n.is_param)
+    assert d.nodes_added == 3 * per_step
+    assert d.nodes_removed == 0
+    assert [m.module for m in d.modules] == ["layers.0.fwd"]
+    assert len(d.added_ids) == d.nodes_added
+    assert {b.node(i).call for i in d.added_ids} == {5, 6, 7}
+    back = diff_graphs(b, a, "B -> A")
+    assert (back.nodes_added, back.nodes_removed) == (0, d.nodes_added)
+    assert "layers.0.fwd" in d.text()
+
+
+def test_diff_of_an_architecture_change():
+    ids = to_ids("hello")
+    a = capture_run(_model("rnn", layers=1), ids).graph
+    b = capture_run(_model("rnn", layers=2), ids).graph
+    d = diff_graphs(a, b, "layers 1 -> 2")
+    assert "layers.1.fwd" in {m.module for m in d.modules}
+    assert d.nodes_added > 0
+
+
+def test_layout_collapses_big_graphs_but_keeps_counts():
+    cap = capture_run(_model("rnn"), to_ids("x" * 200))
+    lay = layout_graph(cap.graph, max_nodes=300)
+    assert lay.collapsed and len(lay.nodes) <= 300
+    assert lay.total_nodes == len(cap.graph.nodes)
+    assert sum(len(d.members) for d in lay.nodes) == len(cap.graph.nodes)
+    small = layout_graph(capture_run(_model("rnn"), to_ids("hi")).graph, max_nodes=300)
+    assert not small.collapsed
+    # Forward runs left to right: every parameter leaf sits left of the loss node.
+    loss_x = next(d.x for d in small.nodes if d.members[0].id == 0)
+    assert all(d.x < loss_x for d in small.nodes if d.is_param)
+
+
+def test_saved_bytes_excludes_parameters():
+    model = _model("rnn")
+    cap = capture_run(model, to_ids("hello"))
+    per_node = sum(s.bytes for n in cap.graph.nodes for s in n.saved if not s.is_param)
+    assert 0 < cap.saved_bytes <= per_node
+    assert torch.is_grad_enabled()

@@ -1,0 +1,141 @@
+"""Many users on one server: the measurement queue, bounded model memory, separate sessions."""
+
+import threading
+import time
+from copy import deepcopy
+
+import pytest
+import torch
+
+from explorer.serving.queueing import Busy, MeasureQueue, Turn, Wait
+from explorer.serving.residency import Residency
+from explorer.session import Session
+
+
+def _take_turn(q, log, name, hold_s=0.2):
+    for step in q.turn():
+        if isinstance(step, Turn):
+            log.append((name, "start", time.monotonic()))
+            time.sleep(hold_s)
+            log.append((name, "end", time.monotonic()))
+
+
+def test_queue_runs_one_at_a_time_first_come_first_served():
+    q, log = MeasureQueue(max_waiting=10, poll_s=0.05), []
+    threads = []
+    for i in range(4):
+        threads.append(threading.Thread(target=_take_turn, args=(q, log, i)))
+        threads[-1].start()
+        time.sleep(0.03)  # arrive in order
+    for t in threads:
+        t.join()
+    assert [name for name, what, _ in log if what == "start"] == [0, 1, 2, 3]
+    ends = [t for _, what, t in sorted(log, key=lambda x: x[2]) if what == "end"]
+    starts = [t for _, what, t in sorted(log, key=lambda x: x[2]) if what == "start"]
+    assert all(s >= e for s, e in zip(starts[1:], ends[:-1], strict=True))  # never two at once
+    assert q.waiting == 0
+
+
+def test_waiters_see_their_place_and_a_full_queue_says_busy():
+    q = MeasureQueue(max_waiting=1, load_at=1, poll_s=0.05)
+    first = q.turn()
+    assert isinstance(next(first), Turn)  # holds the turn
+    second = q.turn()
+    wait = next(second)
+    assert isinstance(wait, Wait) and wait.ahead == 1
+    with pytest.raises(Busy, match=r"busy.*try again"):
+        next(q.turn())
+    first.close()  # done: the next in line gets it, told it ran under load if many wait
+    turn = next(second)
+    assert isinstance(turn, Turn) and turn.waited_s > 0
+    second.close()
+    assert q.waiting == 0
+
+
+def test_an_abandoned_waiter_gives_up_its_place():
+    q = MeasureQueue(max_waiting=5, poll_s=0.05)
+    holder = q.turn()
+    next(holder)
+    waiter = q.turn()
+    assert isinstance(next(waiter), Wait)
+    waiter.close()  # the tab closed while waiting
+    assert q.waiting == 0
+    holder.close()
+    assert isinstance(next(q.turn()), Turn)
+
+
+def test_under_load_the_budget_shrinks_and_the_notice_says_so():
+    turn = Turn(waited_s=3.2, queued_behind=5, budget_scale=0.5)
+    assert "Waited 3.2 s" in turn.notice() and "cut to 50%" in turn.notice()
+    assert Turn(0.0, 0, 1.0).notice() is None
+
+
+class _Fake:
+    def __init__(self, name):
+        self.id, self.model, self.released = name, object(), False
+
+    def release_model(self):
+        self.model = None
+
+    def release(self):
+        self.model, self.released = None, True
+
+
+def test_residency_evicts_the_least_recently_used_and_frees_closed_tabs():
+    r = Residency(capacity=2)
+    a, b, c = _Fake("a"), _Fake("b"), _Fake("c")
+    for s in (a, b):
+        r.touch(s)
+    r.touch(a)  # a used again: b is now the oldest
+    r.touch(c)
+    assert b.model is None and a.model is not None and c.model is not None and r.live_models == 2
+    r.attach("tab-1", c)
+    assert r.close("tab-1") and c.released and not r.close("tab-1")
+
+
+def test_an_evicted_session_rebuilds_the_same_model():
+    residency = Residency(capacity=1)
+    s = Session(residency=residency)
+    first = s.run("hello there")
+    weights = {k: v.clone() for k, v in s.model.state_dict().items()}
+    s.release_model()
+    again = s.run("hello there")
+    assert len(again.capture.graph.nodes) == len(first.capture.graph.nodes)
+    assert all(torch.equal(v, weights[k]) for k, v in s.model.state_dict().items())
+    assert residency.live_models == 1
+    other = Session(residency=residency)
+    other.run("another session")  # over capacity: the first session's model is evicted
+    assert residency.live_models == 1 and not s.holds_model and other.holds_model
+
+
+def test_concurrent_sessions_changing_architectures_never_mix():
+    errors, sessions = [], []
+
+    def user(i):
+        s = Session()
+        sessions.append(s)
+        try:
+            for k in range(3):
+                width = 8 * (i + 1) + 8 * k
+                s.configure("transformer", {"width": width, "heads": 1, "layers": 1 + (i % 2)})
+                r = s.run("x" * (5 + i * 7 + k))
+                assert r.config.width == width and r.tokens == 5 + i * 7 + k
+                assert all(rec.arch == r.arch or rec.number < r.number for rec in s.history)
+        except Exception as e:  # collected: assertion errors in threads would vanish otherwise
+            errors.append(e)
+
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for s in sessions:
+        assert len(s.history) == 3 and len({rec.tokens for rec in s.history}) == 3
+    assert len({s.id for s in sessions}) == 4
+
+
+def test_a_session_copied_from_its_factory_shares_the_servers_residency():
+    residency = Residency(capacity=2)
+    copy = deepcopy(Session(residency=residency))  # what Gradio's State does with a factory's value
+    assert copy.residency is residency

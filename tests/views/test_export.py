@@ -1,0 +1,92 @@
+"""Take-away reports and state links: the HTML opens with its figures, the CSV parses, links round-trip."""
+
+import io
+import re
+import subprocess
+import sys
+from urllib.parse import parse_qsl
+
+import pandas as pd
+import pytest
+
+from explorer.core import machine
+from explorer.core.errors import InputError
+from explorer.session import Session
+from explorer.views.export import CSV_COLUMNS, ExportDir, html_report, session_csv
+from explorer.views.statelink import LinkState, read_link
+from models import make_config
+from models.config import config_dict
+
+
+@pytest.fixture(scope="module")
+def session():
+    s = Session()
+    s.run("hello")
+    s.configure("rnn", {"cell": "lstm", "hidden": 16})
+    r = s.run("a longer sentence, here")
+    s.measure_memory(r)
+    list(s.run_lab(["ab", "abcdef"], 4, budget_scale=0.05))
+    return s
+
+
+def test_csv_parses_with_pandas_and_matches_the_history(session):
+    df = pd.read_csv(io.StringIO(session_csv(session)))
+    assert list(df.columns) == CSV_COLUMNS and len(df) == 2
+    assert df["tokens"].tolist() == [5, 23] and df["arch"].tolist() == ["rnn", "rnn cell=lstm hidden=16"]
+    assert (df["forward_median_ms"] > 0).all() and (df["forward_iqr_ms"] >= 0).all()
+    assert df["peak_train_bytes"].iloc[1] > 0 and pd.isna(df["peak_train_bytes"].iloc[0])  # profiled: last only
+    assert set(df["device"]) == {"cpu"} and (df["threads"] >= 1).all()
+
+
+def test_html_report_is_self_contained_with_every_figure(session):
+    page = html_report(session)
+    assert page.startswith("<!doctype html>") and "</html>" in page
+    assert page.count("Plotly.newPlot(") == 5  # graph, history, and the lab's three
+    assert len(page) > 3_000_000 and not re.search(r"<script[^>]+src=", page)  # plotly.js inline, no fetches
+    for needle in ("Latest run", "rnn cell=lstm hidden=16", "Batching lab", "Machine and limits",
+                   machine.describe()["cpu"], "max_tokens"):
+        assert needle in page
+
+
+def test_export_dir_writes_both_files_and_prunes(session, tmp_path):
+    exports = ExportDir(keep=2)
+    paths = exports.write(session)
+    assert [p.rsplit(".", 1)[1] for p in paths] == ["csv", "html"]
+    exports.write(session)
+    assert len(list(exports.path.iterdir())) == 2  # the newest two files only
+
+
+def test_cli_writes_html_and_csv(tmp_path):
+    html, csv = tmp_path / "r.html", tmp_path / "r.csv"
+    out = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "tree", "--text", "ab cd.",
+                          "--html", str(html), "--csv", str(csv)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Plotly.newPlot(" in html.read_text() and len(pd.read_csv(csv)) == 1
+    bad = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "tree", "--text", "x",
+                          "--html", str(tmp_path / "missing" / "r.html")], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2 and "cannot write" in bad.stderr
+
+
+def test_state_link_round_trips():
+    config = config_dict(make_config("transformer", {"layers": 3, "attention": "sdpa"}))
+    state = LinkState("transformer", config, "Hand this out: 📈 граф", compile=True, backend="eager",
+                      dynamic="false", mark_dynamic=True)
+    query = state.query()
+    assert "layers=3" in query and "width" not in query  # defaults are left out
+    assert read_link(dict(parse_qsl(query[1:]))) == state
+    assert read_link({}) is None
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"text": "x"}, "no model"),
+    ({"model": "gpt"}, "unknown model"),
+    ({"model": "rnn", "hidden": "1e9"}, "hidden must be between"),
+    ({"model": "rnn", "depth": "2"}, "unknown config field"),
+    ({"model": "rnn", "backend": "tvm"}, "backend must be one of"),
+    ({"model": "rnn", "compile": "maybe"}, "compile must be 1 or 0"),
+    ({"model": "rnn", "text": "x" * 300_000}, "characters; the limit is"),
+])
+def test_a_bad_state_link_is_refused_with_a_message(params, message):
+    with pytest.raises((InputError, ValueError), match=message):
+        read_link(params)
