@@ -14,7 +14,7 @@ import torch._dynamo as dynamo
 import torch._dynamo.utils as dynamo_utils
 from torch._guards import CompileContext, TracingContext
 
-from explorer.compile.observe import CompileEvent, CountingBackend, fx_nodes, is_symbolic, run_guarded
+from explorer.compile.observe import CompileEvent, CountingBackend, frame_compiles, fx_nodes, is_symbolic, run_guarded
 from explorer.compile.options import DYNAMIC_MODES, CompileOptions
 from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import forward
@@ -55,13 +55,18 @@ class CompiledModel:
                                       fullgraph=options.fullgraph)
         self.limit_hit_at: int | None = None
 
+    @property
+    def compiled_calls(self) -> int:
+        """Calls that reached compiled code so far (a figure whose calls did not is eager in disguise)."""
+        return self._backend.calls
+
     def _record(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
         now = time.perf_counter()
         ctx = TracingContext.try_get()
         frame = getattr(getattr(ctx, "f_code", None), "co_name", None) or "forward"
         self.events.append(CompileEvent(
             length=self._length, compile_id=str(CompileContext.current_compile_id()), frame=frame, reason="",
-            dynamic=is_symbolic(example_inputs), compile_s=now - self._mark,
+            dynamic=is_symbolic(example_inputs), compile_s=now - self._mark,  # until dynamo's own figure is in
             ops=sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")),
             code=gm.print_readable(print_output=False), fx=fx_nodes(gm),
         ))
@@ -75,8 +80,10 @@ class CompiledModel:
         failures_before = {code: len(v) for code, v in dynamo_utils.guard_failures.items()}
         first_new = len(self.events)
         self._mark = time.perf_counter()
+        since = time.time()
         with torch.no_grad():
             ran = run_guarded(lambda: self.compiled(ids), self._backend, f" at length {length}")
+        frames = {f.compile_id: f for f in frame_compiles(since)}
         fallback = ran.fallback
         if ran.error is None and ran.fallback and ran.fallback.startswith("recompile limit"):
             self.limit_hit_at = self.limit_hit_at or length
@@ -87,6 +94,8 @@ class CompiledModel:
             frame_id = ev.compile_id.split("/")[0]
             match = [r for r in new_reasons if r.split(":", 1)[0].split("/")[0] == frame_id]
             ev.reason = match[-1].split(": ", 1)[-1] if match else "first compile of this frame"
+            if ev.compile_id in frames:
+                ev.compile_s, ev.cache = frames[ev.compile_id].seconds, frames[ev.compile_id].cache
         return CallOutcome(length, ran.wall_s, self.events[first_new:], fallback, ran.error)
 
     def measure(self, ids: torch.Tensor) -> ForwardFigures:

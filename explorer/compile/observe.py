@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 import torch._dynamo as dynamo
+import torch._dynamo.utils as dynamo_utils
 
 from explorer.core.errors import one_line
 
@@ -45,8 +46,9 @@ class CompileEvent:
     frame: str  # the Python function dynamo was compiling
     reason: str  # the guard that failed, or why this is a first compile
     dynamic: bool  # the graph is symbolic in some size (serves many lengths)
-    compile_s: float  # wall time from the start of the call (or the previous graph) to this graph being ready
+    compile_s: float  # dynamo's own figure for this frame's compile (entire_frame_compile_time_s)
     ops: int
+    cache: str = ""  # whether inductor's FX-graph and AOT-autograd caches served it: "fx hit, aot hit", ...
     code: str = field(repr=False, default="")  # GraphModule.print_readable()
     fx: tuple[FxNode, ...] = field(repr=False, default=())  # the FX nodes, for drawing
 
@@ -67,6 +69,31 @@ def is_symbolic(example_inputs: list[Any]) -> bool:
         if isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in x.shape):
             return True
     return False
+
+
+@dataclass(frozen=True)
+class FrameCompile:
+    """Dynamo's own record of compiling one frame (from `get_compilation_metrics`)."""
+
+    compile_id: str
+    seconds: float  # entire_frame_compile_time_s: tracing, the backend, guards
+    cache: str  # "" for backends without caches (eager, aot_eager without its cache)
+
+
+def _cache(m: Any) -> str:
+    parts = []
+    for what, hit, miss in (("fx", m.inductor_fx_local_cache_hit_count, m.inductor_fx_local_cache_miss_count),
+                            ("aot", m.aotautograd_local_cache_hit_count, m.aotautograd_local_cache_miss_count)):
+        if hit or miss:
+            parts.append(f"{what} {'hit' if hit and not miss else 'miss'}")
+    return ", ".join(parts)
+
+
+def frame_compiles(since: float) -> list[FrameCompile]:
+    """The frames dynamo compiled in this process since `since` (time.time()), in order."""
+    return [FrameCompile(str(m.compile_id), m.entire_frame_compile_time_s or 0.0, _cache(m))
+            for m in dynamo_utils.get_compilation_metrics()
+            if m.start_time is not None and m.start_time >= since and m.compile_id is not None]
 
 
 @dataclass(frozen=True)

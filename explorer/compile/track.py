@@ -27,7 +27,7 @@ class TimelineEntry:
     def as_dict(self) -> dict[str, Any]:
         e = self.event
         return {"length": e.length, "reason": e.reason, "dynamic": e.dynamic, "compile_s": e.compile_s,
-                "compile_id": e.compile_id, "frame": e.frame, "ops": e.ops, "arch": self.arch,
+                "cache": e.cache, "compile_id": e.compile_id, "frame": e.frame, "ops": e.ops, "arch": self.arch,
                 "options": self.options}
 
 
@@ -51,14 +51,15 @@ class CompiledRun:
 
     @property
     def speedup(self) -> float | None:
-        if self.eager is None or self.compiled is None:
+        """Eager median / compiled median; None when no compiled code ran (the fallback says why)."""
+        if self.eager is None or self.compiled is None or self.fallback:
             return None
         return self.eager.median_ms / self.compiled.median_ms
 
     @property
     def break_even_calls(self) -> int | None:
         """Calls after which the compile time is paid back, or None (never) if compiled is not faster."""
-        if self.eager is None or self.compiled is None or self.fallback:
+        if self.speedup is None:
             return None
         saving_ms = self.eager.median_ms - self.compiled.median_ms
         if saving_ms <= 0:

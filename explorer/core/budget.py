@@ -24,8 +24,8 @@ def check_architecture(model: str, config: Any) -> None:
     limit on an input of the maximum length."""
     params = param_count(model, config)
     if params > MAX_PARAMS:
-        raise InputError(f"this architecture has {params / 1e6:.1f}M parameters; the limit is "
-                         f"{MAX_PARAMS / 1e6:.0f}M (GE_MAX_PARAMS). Make it narrower or shallower.")
+        raise InputError(f"this architecture has {params:,} parameters; the limit is {MAX_PARAMS:,} "
+                         "(GE_MAX_PARAMS). Make it narrower or shallower.")
     need = entry(model).activation_bytes(config, MAX_TOKENS, 1)
     if need > MAX_ACTIVATION_BYTES:
         raise InputError(f"at {MAX_TOKENS} tokens this architecture would keep ~{_gib(need)} of activations for "

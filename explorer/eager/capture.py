@@ -1,7 +1,7 @@
 """One instrumented forward + backward: the autograd graph and the module trace of a run.
 
-The graph is read before backward (backward frees the saved tensors); saved bytes come from
-saved-tensor hooks on the same forward. Timing and the profiler's memory peaks are measured on
+The graph is read before backward (backward frees the saved tensors), and so are the bytes it saved:
+the storages that nodes the loss reaches keep for backward. Timing and the profiler's memory peaks are measured on
 separate, uninstrumented runs.
 """
 
@@ -14,7 +14,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from explorer.eager.graph import AutogradGraph, capture_graph
-from explorer.eager.memory import SavedTensorTally, saved_hooks
 from explorer.eager.trace import ModuleTrace
 
 
@@ -37,15 +36,14 @@ def forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 class Capture:
     graph: AutogradGraph
     trace: dict[str, int]  # module path -> calls
-    saved_bytes: int  # activation storages kept for backward, deduplicated, parameters excluded
+    saved_bytes: int  # storages backward reads (reachable from the loss), each once, parameters excluded
 
 
 def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
     names = {id(p): n for n, p in model.named_parameters()}
-    tally = SavedTensorTally({p.untyped_storage().data_ptr() for p in model.parameters()})
     model.zero_grad(set_to_none=True)
-    with ModuleTrace(model) as trace, saved_hooks(tally):
+    with ModuleTrace(model) as trace:
         loss = train_loss(model(ids))
     graph = capture_graph(loss.grad_fn, trace, names)
     loss.backward()
-    return Capture(graph=graph, trace=trace.counts(), saved_bytes=tally.bytes)
+    return Capture(graph=graph, trace=trace.counts(), saved_bytes=graph.saved_activation_bytes())

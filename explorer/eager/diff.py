@@ -52,10 +52,11 @@ def diff_graphs(before: AutogradGraph, after: AutogradGraph, label: str) -> Grap
     key = lambda n: (n.module, n.op)  # noqa: E731
     a = Counter(key(n) for n in before.nodes)
     b = Counter(key(n) for n in after.nodes)
-    # The last copies of a (module, op) in creation order are the new ones: the extra time steps.
+    # The last copies of a (module, op) in creation order (autograd's sequence number) are the new ones: the
+    # extra time steps. Parameter leaves have none; among them, the later module call counts as newer.
     surplus = {k: b[k] - a[k] for k in b if b[k] > a[k]}
     added: set[int] = set()
-    for n in sorted(after.nodes, key=lambda n: (n.call, n.id), reverse=True):
+    for n in sorted(after.nodes, key=lambda n: (n.seq, n.call, n.id), reverse=True):
         k = key(n)
         if surplus.get(k, 0) > 0:
             surplus[k] -= 1

@@ -25,6 +25,8 @@ class SavedTensor:
     dtype: str
     bytes: int
     is_param: bool
+    storage: int = 0  # the storage's address: tensors saved by several nodes (views too) share one
+    storage_bytes: int = 0
 
 
 @dataclass(slots=True)
@@ -37,6 +39,7 @@ class GraphNode:
     dtype: str | None
     saved: tuple[SavedTensor, ...] = ()
     param: str | None = None  # the parameter's name, for leaves
+    seq: int = -1  # autograd's sequence number: creation order within the run (-1 for parameter leaves)
 
     @property
     def is_param(self) -> bool:
@@ -66,6 +69,12 @@ class AutogradGraph:
 
     def op_counts(self) -> Counter[str]:
         return Counter(n.op for n in self.nodes if not n.is_param)
+
+    def saved_activation_bytes(self) -> int:
+        """Bytes of the storages backward will read: saved by a node the loss reaches, each storage once,
+        parameters excluded (a branch the loss does not depend on saves nothing backward needs)."""
+        storages = {s.storage: s.storage_bytes for n in self.nodes for s in n.saved if not s.is_param}
+        return sum(storages.values())
 
     def module_counts(self) -> Counter[str]:
         return Counter(n.module for n in self.nodes if not n.is_param)
@@ -104,8 +113,10 @@ def _saved_attrs(node: Any) -> tuple[tuple[str, str], ...]:
 
 
 def _saved_tensor(name: str, t: torch.Tensor, param_ptrs: set[int]) -> SavedTensor:
-    is_param = t.untyped_storage().data_ptr() in param_ptrs
-    return SavedTensor(name, tuple(t.shape), _dtype(t.dtype), t.numel() * t.element_size(), is_param)
+    storage = t.untyped_storage()
+    ptr = storage.data_ptr()
+    return SavedTensor(name, tuple(t.shape), _dtype(t.dtype), t.numel() * t.element_size(), ptr in param_ptrs,
+                       ptr, storage.nbytes())
 
 
 def _read_saved(node: Any, param_ptrs: set[int]) -> tuple[SavedTensor, ...]:
@@ -153,7 +164,8 @@ def capture_graph(root: Any, trace: ModuleTrace, param_names: dict[int, str]) ->
         meta = fn._input_metadata
         shape = tuple(meta[0].shape) if meta else None
         dtype = _dtype(meta[0].dtype) if meta else None
-        module, call = trace.owner(fn._sequence_nr())
+        seq = fn._sequence_nr()
+        module, call = trace.owner(seq)
         nodes.append(GraphNode(nid, name, module if module is not None else LOSS, call, shape, dtype,
-                               _read_saved(fn, param_ptrs)))
+                               _read_saved(fn, param_ptrs), seq=seq))
     return AutogradGraph(nodes, edges, 0)

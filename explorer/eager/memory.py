@@ -1,4 +1,4 @@
-"""Exact CPU memory of a run from torch.profiler's allocation events, and bytes saved for backward.
+"""Exact CPU memory of a run from torch.profiler's allocation events.
 
 On CPU the profiler records every allocation and free (`[memory]` events with signed byte counts);
 their running sum, in time order, is the live tensor memory above what existed before the run,
@@ -8,30 +8,10 @@ and its maximum is the peak. tracemalloc and RSS do not see tensor memory reliab
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
-from torch.autograd.graph import saved_tensors_hooks
 from torch.profiler import ProfilerActivity, profile, record_function
-
-
-@dataclass
-class SavedTensorTally:
-    """Storages saved for backward, each counted once; parameters excluded."""
-
-    param_ptrs: set[int]
-    storages: dict[int, int] = field(default_factory=dict)
-
-    def pack(self, t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        ptr = storage.data_ptr()
-        if ptr not in self.param_ptrs:
-            self.storages[ptr] = storage.nbytes()
-        return t
-
-    @property
-    def bytes(self) -> int:
-        return sum(self.storages.values())
 
 
 class MemoryProfile:
@@ -55,21 +35,25 @@ class MemoryProfile:
                 self._events.append((e.start_ns(), e.nbytes()))
             elif e.name().startswith("ge."):
                 self._phase_end[e.name()[3:]] = e.end_ns()
-        self._events.sort()
 
     def phase(self, name: str) -> record_function:
         return record_function("ge." + name)
 
     def peak(self, until_phase: str | None = None) -> int:
         """Peak live bytes from the start, to the end of `until_phase` or of the whole profile."""
-        limit = self._phase_end[until_phase] if until_phase else None
-        live = peak = 0
-        for start, nbytes in self._events:
-            if limit is not None and start > limit:
-                break
-            live += nbytes
-            peak = max(peak, live)
-        return peak
+        return live_peak(self._events, self._phase_end[until_phase] if until_phase else None)
+
+
+def live_peak(events: list[tuple[int, int]], until_ns: int | None = None) -> int:
+    """The maximum of the running sum of (time, signed bytes) allocation events, up to `until_ns`.
+    On a tie an allocation counts before a free: the other order would understate the peak."""
+    live = peak = 0
+    for start, nbytes in sorted(events, key=lambda e: (e[0], -e[1])):
+        if until_ns is not None and start > until_ns:
+            break
+        live += nbytes
+        peak = max(peak, live)
+    return peak
 
 
 @dataclass(frozen=True)
@@ -95,10 +79,6 @@ def measure_peaks(model: torch.nn.Module, ids: torch.Tensor, loss_fn: Callable) 
 
 def param_bytes(model: torch.nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
-
-
-def saved_hooks(tally: SavedTensorTally) -> saved_tensors_hooks:
-    return saved_tensors_hooks(tally.pack, lambda t: t)
 
 
 _warm = False

@@ -3,6 +3,7 @@ worker does with it (dynamo's state is process-global, so each strategy compiles
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,13 +11,15 @@ import torch
 import torch._dynamo as dynamo
 from torch import nn
 
-from explorer.compile.observe import SKIPPED_RNN, BreakLog, CountingBackend, run_guarded
+from explorer.compile.observe import SKIPPED_RNN, BreakLog, CountingBackend, frame_compiles, run_guarded
 from explorer.compile.protocol import Job, WorkerContext
+from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import train_loss
+from explorer.eager.timing import measure
 from explorer.lab.batches import token_ids
 from explorer.lab.results import CompiledStrategy
 from explorer.lab.strategies import prepare
-from explorer.lab.timed import timed
+from explorer.lab.timed import no_grad, timed
 from models import build_model, make_config
 
 
@@ -39,12 +42,14 @@ def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width
 
     with BreakLog() as breaks:
         phase(f"compiling the forward for {len(prep.shapes)} input shape(s)")
+        since = time.time()
         ran = run_guarded(forward, counter, f" (this strategy feeds {len(prep.shapes)} input shapes)")
-        result.compile_s = ran.wall_s
+        result.compile_s = sum(f.seconds for f in frame_compiles(since))  # dynamo's own figures
         if ran.compiled:
             phase("compiling the train step (forward and backward graphs)")
+            since = time.time()
             ran = run_guarded(step, counter, " in the train step")
-            result.train_compile_s = ran.wall_s
+            result.train_compile_s = sum(f.seconds for f in frame_compiles(since))
     result.compiles = counter.graphs
     result.graph_breaks = [b.one_line() for b in breaks.breaks]
     result.fallback, result.error = ran.fallback, ran.error
@@ -54,7 +59,8 @@ def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width
         return result
     with torch.no_grad():
         result.max_abs_diff = float((forward() - prep.run()).abs().max())
-    phase("timing the compiled forward and train step")
+    phase("timing the forward eagerly, then the compiled forward and train step, back to back")
+    result.eager_forward = measure(f"eager {name} forward", no_grad(prep.run), FORWARD_BUDGET_S * budget_scale)
     result.forward, result.train_step, result.note = timed(prep, compiled, f"compiled {name}", budget_scale)
     return result
 

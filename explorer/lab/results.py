@@ -20,6 +20,7 @@ class CompiledStrategy:
     backend: str
     forward: Measurement | None = None
     train_step: Measurement | None = None
+    eager_forward: Measurement | None = None  # the same strategy eagerly, timed back to back in the worker
     compile_s: float | None = None  # first forward over the whole batch: every shape it compiles
     train_compile_s: float | None = None  # the same for the train step (grad mode compiles anew)
     compiles: int = 0  # graphs the backend compiled, forward and train step
@@ -37,7 +38,15 @@ class CompiledStrategy:
             "error": self.error, "note": self.note,
             "forward": self.forward.as_dict() if self.forward else None,
             "train_step": self.train_step.as_dict() if self.train_step else None,
+            "eager_forward": self.eager_forward.as_dict() if self.eager_forward else None,
         }
+
+    @property
+    def speedup(self) -> float | None:
+        """Eager / compiled forward, both timed back to back in the worker; None unless compiled code ran."""
+        if self.fallback or self.error or self.forward is None or self.eager_forward is None:
+            return None
+        return self.eager_forward.median_ms / self.forward.median_ms
 
 
 def _ms(m: Measurement | None) -> dict[str, float | None]:
@@ -76,8 +85,7 @@ class StrategyResult:
         compiled = None if c is None else {
             **c.as_dict(), "forward_ms": _ms(c.forward)["median_ms"], "forward_iqr_ms": _ms(c.forward)["iqr_ms"],
             "train_step_ms": _ms(c.train_step)["median_ms"], "train_step_iqr_ms": _ms(c.train_step)["iqr_ms"],
-            "speedup": self.forward.median_ms / self.compiled_forward.median_ms
-            if self.forward and self.compiled_forward else None,
+            "speedup": c.speedup,
         }
         return {
             "name": self.name, "title": self.title, "supported": self.supported, "note": self.note,

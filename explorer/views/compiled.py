@@ -31,8 +31,8 @@ class CompiledView:
     report: dict[str, Any]
 
 
-TIMELINE_COLUMNS = ["#", "tokens", "graph", "function", "shapes", "compile s", "why it compiled", "architecture",
-                    "options"]
+TIMELINE_COLUMNS = ["#", "tokens", "graph", "function", "shapes", "compile s", "inductor cache", "why it compiled",
+                    "architecture", "options"]
 
 
 def _compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
@@ -42,7 +42,8 @@ def _compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
     return [
         ("compiled forward", f"{m.median_ms:.3f} ms" if m else "failed",
          m.spread() + tag if m else "see the message above"),
-        ("speed-up vs eager", f"{c.speedup:.2f}x" if c.speedup else "—",
+        ("speed-up vs eager", f"{c.speedup:.2f}x" if c.speedup else "none",
+         "no compiled code ran: see the message above" if c.fallback else
          f"eager re-timed {e.median_ms:.3f} ms, same process and threads" if e else ""),
         ("compile time", f"{c.total_compile_s:.2f} s", f"this input: {c.compile_s:.2f} s"),
         ("break-even", "never" if be is None else f"{be:,} calls", "compile time / per-call saving"),
@@ -55,9 +56,12 @@ def breaks_markdown(c: CompiledRun) -> str:
     ex = c.explanation
     if ex.skipped:
         return f"**Dynamo captured no graph at all**: it skipped this model's forward ({SKIPPED_RNN})."
+    which = (f"`torch._dynamo.explain` at this session's first input with these options ({ex.length} tokens; "
+             "explain resets dynamo, so it runs once, before compiling)")
     if not ex.graph_breaks:
-        return f"**No graph breaks**: `torch._dynamo.explain` finds {ex.graph_count} graph(s) for this input."
-    lines = [f"**{ex.graph_break_count} graph break(s)** (`torch._dynamo.explain`: {ex.graph_count} graphs):"]
+        return f"**No graph breaks**: {which} finds {ex.graph_count} graph(s)."
+    counted = "" if ex.graph_break_count == len(ex.graph_breaks) else f" (dynamo counts {ex.graph_break_count})"
+    lines = [f"**{len(ex.graph_breaks)} graph break(s)**{counted}, found by {which}; {ex.graph_count} graphs:"]
     for b in ex.graph_breaks:
         lines.append(f"- `{b.where}`: `{b.code}`  \n  {b.reason}. {b.explanation}"
                      + ("  \n  Dynamo gave up on this whole function: it runs eagerly, and only the modules it "
@@ -72,7 +76,8 @@ def compiled_view(session: Session, c: CompiledRun) -> CompiledView:
               f"Compiled with {c.options.label()}; eager and compiled timed back to back in the compile worker "
               f"(cpu, {c.compiled.threads} thread(s), torch.utils.benchmark).")
     rows = [[i + 1, t.event.length, t.event.compile_id, t.event.frame, "symbolic" if t.event.dynamic else "static",
-             round(t.event.compile_s, 3), t.event.reason, t.arch, t.options] for i, t in enumerate(track.timeline)]
+             round(t.event.compile_s, 3), t.event.cache or "—", t.event.reason, t.arch, t.options]
+            for i, t in enumerate(track.timeline)]
     return CompiledView(
         cards=_compiled_cards(c), status=status, timeline=rows, breaks=breaks_markdown(c),
         figure=compiled_figure(track.runs), graph=fx_figure(latest) if latest else None,

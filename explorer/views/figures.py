@@ -221,17 +221,21 @@ def lab_time_figure(report: dict[str, Any], height: int = 360) -> go.Figure:
 
 
 def lab_waste_figure(report: dict[str, Any], height: int = 360) -> go.Figure:
-    """Share of positions that are padding, and share of FLOPs spent on them, per strategy."""
+    """Share of positions that are padding, and share of FLOPs spent beyond the loop's, per strategy. A negative
+    share is a strategy that computes less than the loop (e.g. a batch that exits early for every sentence)."""
     ran = [s for s in report["strategies"] if s["supported"]]
+    by_construction = {"loop": "no pads by construction", "pack": "packed: no pads by construction",
+                       "nested": "jagged: no pads by construction"}
+    wasted = [100 * (1 - s["flops_useful"] / s["flops_total"]) if s["flops_total"] else None for s in ran]
     fig = go.Figure([
         go.Bar(name="padding share of computed positions", x=[s["title"] for s in ran],
                y=[100 * s["padding_fraction"] for s in ran], marker_color="#d62728",
-               hovertemplate="%{x}: %{y:.1f}% pads<extra></extra>"),
-        go.Bar(name="wasted share of FLOPs (vs the loop)", x=[s["title"] for s in ran],
-               y=[100 * (1 - min(1.0, s["flops_useful"] / s["flops_total"])) if s["flops_total"] else None
-                  for s in ran], marker_color="#9467bd",
-               text=[f"{s['flops_total'] / 1e9:.2f} GFLOP" if s["flops_total"] else "not counted" for s in ran],
-               textposition="outside",
-               hovertemplate="%{x}: %{y:.1f}% wasted<extra></extra>"),
+               customdata=[by_construction.get(s["name"], "counted") for s in ran],
+               hovertemplate="%{x}: %{y:.1f}% pads (%{customdata})<extra></extra>"),
+        go.Bar(name="FLOPs beyond the loop's (share of the strategy's)", x=[s["title"] for s in ran], y=wasted,
+               marker_color="#9467bd",
+               customdata=[f"{s['flops_total'] / 1e9:.3f} GFLOP" if s["flops_total"] else "not counted" for s in ran],
+               hovertemplate="%{x}: %{y:.1f}% beyond the loop, %{customdata}<extra></extra>"),
     ])
-    return _bar_layout(fig, "Wasted work (FLOPs from torch.utils.flop_counter)", "%", height)
+    return _bar_layout(fig, "Wasted work (FLOPs from torch.utils.flop_counter; below 0: less than the loop)", "%",
+                       height)

@@ -14,19 +14,11 @@ from tests.helpers import early_exit_branch, start_app, stop_app
 pytestmark = pytest.mark.slow
 
 
-STARTUP = {}
-
-
 @pytest.fixture(scope="module")
 def app_url():
-    proc, url, STARTUP["s"] = start_app({"GE_COMPILE_TIMEOUT_S": "30"})
+    proc, url, _ = start_app({"GE_COMPILE_TIMEOUT_S": "30"})  # bench/startup.py measures how long that takes
     yield url
     stop_app(proc)
-
-
-def test_the_first_page_is_served_within_seconds(app_url):
-    # The goal is 10 s on 2 cores; the suite runs other work alongside, so allow some slack.
-    assert STARTUP["s"] < 20, STARTUP
 
 
 def _controls(model: str, **overrides):

@@ -6,11 +6,14 @@ import pytest
 import torch
 import torch._dynamo as dynamo
 
+from explorer.compile.model import CompiledModel
+from explorer.compile.observe import Explanation
 from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.compile.worker import CompileService
 from explorer.core.inputs import text_of_length
+from explorer.eager.timing import Measurement
 from explorer.session import Session
 from models import build_model, make_config
 from models.tokenizer import encode
@@ -85,6 +88,7 @@ def test_recompile_limit_fallback_is_labelled(monkeypatch):
     assert "recompile limit (2) hit at length 6" in runs[2].fallback
     assert "ran it eagerly (the recompile limit was hit at length 6)" in runs[3].fallback
     assert runs[2].break_even_calls is None
+    assert runs[2].speedup is None and runs[3].speedup is None  # no compiled code ran: no speed-up to show
 
 
 def test_sessions_keep_separate_timelines(service):
@@ -155,3 +159,41 @@ def test_a_skipped_module_is_explained_not_shown_as_zeros():
     assert "captured no graph" in message and "allow_rnn" in message
     run = CompiledRun(5, "gru", CompileOptions("eager"), None, None, None, None, 0.0, 0.0, message, 0, ex)
     assert "captured no graph at all" in breaks_markdown(run)
+
+
+def test_timed_compiled_calls_really_reach_compiled_code():
+    cm = CompiledModel("transformer", {"layers": 1, "width": 16, "heads": 2}, CompileOptions("eager"))
+    ids = torch.tensor([encode("hello world")])
+    assert cm.call(ids).fallback is None
+    before = cm.compiled_calls
+    figures = cm.measure(ids)
+    timed = figures.compiled.runs * figures.compiled.calls_per_run
+    assert cm.compiled_calls - before >= timed  # every timed call went through a compiled graph
+
+
+def test_an_inductor_compile_reports_dynamos_seconds_and_the_cache_that_served_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # a cold cache, private to this test
+    caches = []
+    for _ in range(2):  # a fresh worker each time: only inductor's on-disk cache carries over
+        svc = CompileService()
+        try:
+            track, runs = _timeline(svc, CompileOptions("inductor"), lengths=(8,))
+        finally:
+            svc.stop()
+        (entry,) = track.timeline
+        assert runs[0].fallback is None and runs[0].compiled is not None and runs[0].speedup is not None
+        assert entry.event.compile_s > 0 and runs[0].compile_s == entry.event.compile_s
+        caches.append(entry.event.cache)
+    assert caches[0].startswith("fx miss") and caches[1].startswith("fx hit"), caches
+
+
+def test_break_even_is_compile_seconds_over_the_per_call_saving():
+    def run(eager_ms, compiled_ms, fallback=None):
+        m = lambda ms: Measurement("x", ms, 0.01, ms, ms, 5, 10, 1)  # noqa: E731
+        return CompiledRun(8, "x", CompileOptions("eager"), m(eager_ms), m(compiled_ms), None, None, 3.0, 3.0,
+                           fallback, 1, Explanation(8, 1, 0, (), (1,)))
+
+    assert run(2.0, 1.0).break_even_calls == 3000  # 3 s paid back at 1 ms a call
+    assert run(2.0, 1.5).break_even_calls == 6000
+    assert run(1.0, 1.0).break_even_calls is None and run(1.0, 2.0).break_even_calls is None  # never
+    assert run(2.0, 1.0, "recompile limit (8) hit").break_even_calls is None

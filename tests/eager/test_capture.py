@@ -1,13 +1,11 @@
 """Graph capture, module trace and diff on the real models."""
 
-import time
-
 import pytest
 import torch
 
 from explorer.eager.capture import capture_run, train_loss
 from explorer.eager.diff import diff_graphs
-from explorer.eager.graph import capture_graph
+from explorer.eager.graph import AutogradGraph, GraphNode, capture_graph
 from explorer.eager.trace import ModuleTrace
 from explorer.views.layout import layout_graph
 from models import build_model, make_config
@@ -111,21 +109,16 @@ def test_nodes_carry_module_shape_and_saved_tensors():
     assert any(s.is_param for s in head[0].saved)
 
 
-def test_big_graph_capture_is_fast_and_iterative():
+def test_a_graph_thousands_of_nodes_deep_is_walked_without_recursion():
+    # How fast it is, is bench/update_latency.py's to measure; here: a 500-step unroll (~8,000 nodes, thousands
+    # deep, past Python's recursion limit) is walked completely.
     model = _model("rnn")
-    ids = to_ids("x" * 500)  # ~8,000 nodes, thousands deep
+    ids = to_ids("x" * 500)
     params = {id(p): n for n, p in model.named_parameters()}
     with ModuleTrace(model) as trace:
         loss = train_loss(model(ids))
-    capture_graph(loss.grad_fn, trace, params)  # first call pays the per-type attribute lookup
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        graph = capture_graph(loss.grad_fn, trace, params)
-        times.append(time.perf_counter() - start)
-    assert len(graph.nodes) > 2000
-    per_2000 = sorted(times)[2] / len(graph.nodes) * 2000
-    assert per_2000 < 0.03, f"{per_2000 * 1e3:.1f} ms per 2,000 nodes"  # target 10 ms; CI is noisy
+    graph = capture_graph(loss.grad_fn, trace, params)
+    assert len(graph.nodes) == _reachable(loss.grad_fn) > 2000
 
 
 def test_diff_of_two_inputs_counts_the_extra_time_steps():
@@ -172,3 +165,13 @@ def test_saved_bytes_excludes_parameters():
     per_node = sum(s.bytes for n in cap.graph.nodes for s in n.saved if not s.is_param)
     assert 0 < cap.saved_bytes <= per_node
     assert torch.is_grad_enabled()
+
+
+def test_diff_marks_the_copies_created_last_not_those_walked_last():
+    # Same module, op and call; the walk (id) visits the newer node first: creation order must decide.
+    def node(i, seq):
+        return GraphNode(i, "AddBackward0", "cell", 0, (1,), "float32", seq=seq)
+
+    before = AutogradGraph([node(0, 10)], [], 0)
+    after = AutogradGraph([node(0, 11), node(1, 10), node(2, 12)], [(1, 0), (2, 0)], 0)
+    assert diff_graphs(before, after, "x").added_ids == {0, 2}

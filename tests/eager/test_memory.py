@@ -3,7 +3,9 @@
 import torch
 from torch import nn
 
-from explorer.eager.memory import SavedTensorTally, measure_peaks, param_bytes, saved_hooks
+from explorer.eager.graph import capture_graph
+from explorer.eager.memory import live_peak, measure_peaks, param_bytes
+from explorer.eager.trace import ModuleTrace
 
 F32 = 4
 B, D, H, C = 64, 256, 512, 4
@@ -14,14 +16,28 @@ def _mlp() -> tuple[nn.Module, torch.Tensor]:
     return nn.Sequential(nn.Linear(D, H), nn.ReLU(), nn.Linear(H, C)), torch.randn(B, D)
 
 
+def _saved(model: nn.Module, forward) -> int:
+    with ModuleTrace(model) as trace:
+        loss = forward()
+    return capture_graph(loss.grad_fn, trace, {}).saved_activation_bytes()
+
+
 def test_saved_bytes_dedup_by_storage_and_exclude_parameters():
     model, x = _mlp()
-    tally = SavedTensorTally({p.untyped_storage().data_ptr() for p in model.parameters()})
-    with saved_hooks(tally):
-        model(x)
     # addmm 1 saves x (and W1, a parameter); relu saves its result; addmm 2 saves that same result
-    # again (one storage) and W2 (a parameter).
-    assert tally.bytes == B * D * F32 + B * H * F32
+    # again (one storage) and W2 (a parameter); sum saves only sizes.
+    assert _saved(model, lambda: model(x).sum()) == B * D * F32 + B * H * F32
+
+
+def test_saved_bytes_leave_out_what_the_loss_does_not_reach():
+    model, x = _mlp()
+
+    def forward_with_a_dead_branch():
+        out = model(x)
+        (out * torch.ones(C)).exp()  # saved for a backward that never runs: the loss does not depend on it
+        return out.sum()
+
+    assert _saved(model, forward_with_a_dead_branch) == B * D * F32 + B * H * F32
 
 
 def test_peaks_match_hand_calculation():
@@ -40,3 +56,8 @@ def test_peaks_match_hand_calculation():
 def test_param_bytes():
     model, _ = _mlp()
     assert param_bytes(model) == (D * H + H + H * C + C) * F32
+
+
+def test_an_allocation_and_a_free_at_the_same_instant_do_not_hide_the_peak():
+    events = [(1, 100), (2, -100), (2, 300), (3, -300)]  # the free and the allocation at t=2 tie
+    assert live_peak(events) == 400 and live_peak(events, until_ns=1) == 100

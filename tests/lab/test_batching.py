@@ -6,8 +6,10 @@ import torch
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.limits import MAX_BATCH, MAX_TOKENS
+from explorer.eager.timing import Measurement
 from explorer.lab.batches import DISTRIBUTIONS, batch_from_lines, generate_batch, generate_lengths
 from explorer.lab.compiled import compile_strategy
+from explorer.lab.results import CompiledStrategy
 from explorer.lab.runner import compile_lab, run_lab
 from explorer.session import Session
 from models import build_model, make_config
@@ -130,7 +132,9 @@ def test_compile_lab_runs_each_strategy_in_the_worker():
         pack = lab.strategy("pack").compiled
         # Dynamo refuses to trace pack_padded_sequence: the recurrent part runs eagerly, and we say so.
         assert any("pack_padded_sequence" in b for b in pack.graph_breaks), pack
-        assert lab.strategy("pad").compiled.forward is not None
+        pad = lab.strategy("pad").compiled
+        assert pad.forward is not None and pad.eager_forward is not None  # both timed in the worker, back to back
+        assert pad.speedup == pytest.approx(pad.eager_forward.median_ms / pad.forward.median_ms)
         assert lab.as_dict()["strategies"][0]["compiled"]["speedup"] is not None
     finally:
         service.stop()
@@ -146,3 +150,9 @@ def test_nested_jagged_tensors_run_the_sdpa_transformer_forward_and_say_why_not_
     assert nested.train_step is None and "forward only: the train step fails" in nested.note
     assert nested.flops_total is None and "FLOPs not counted" in nested.note
     assert nested.as_dict()["train_step_ms"] is None
+
+
+def test_a_strategy_that_ran_no_compiled_code_has_no_speedup():
+    m = Measurement("x", 1.0, 0.1, 0.9, 1.2, 5, 10, 1)
+    assert CompiledStrategy("eager", forward=m, eager_forward=m).speedup == 1.0
+    assert CompiledStrategy("eager", forward=m, eager_forward=m, fallback="recompile limit (8) hit").speedup is None

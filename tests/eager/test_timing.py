@@ -1,0 +1,35 @@
+"""timing.measure itself: blocks sized from a warm-up call, pinned threads, the lock held, honest units."""
+
+import time
+
+import torch
+
+from explorer.core.limits import THREADS
+from explorer.eager import timing
+from explorer.eager.timing import MIN_BLOCKS, measure
+
+
+def test_every_call_is_counted_in_blocks_under_the_pinned_threads_and_the_lock():
+    calls, threads, locked = [], set(), set()
+
+    def fn():
+        calls.append(1)
+        threads.add(torch.get_num_threads())
+        locked.add(timing.MEASURE_LOCK.locked())
+        time.sleep(0.002)
+
+    m = measure("sleep", fn, min_run_time=0.05)
+    assert len(calls) == 1 + m.runs * m.calls_per_run  # one warm-up call, then whole blocks
+    assert m.runs >= MIN_BLOCKS and m.threads == THREADS and threads == {THREADS}
+    assert locked == {True}  # no other timing can run meanwhile
+
+
+def test_figures_are_milliseconds_per_call_with_their_spread():
+    m = measure("sleep", lambda: time.sleep(0.003), min_run_time=0.05)
+    assert m.median_ms >= 3.0  # a sleep is never shorter than asked: per call, in ms (not per block, not s)
+    assert m.min_ms <= m.median_ms <= m.max_ms and m.iqr_ms >= 0
+
+
+def test_a_call_longer_than_the_budget_still_gives_the_minimum_number_of_blocks():
+    m = measure("slow", lambda: time.sleep(0.02), min_run_time=0.001)
+    assert m.runs == MIN_BLOCKS and m.calls_per_run == 1
