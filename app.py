@@ -23,7 +23,7 @@ from explorer.compile.worker import compile_service
 from explorer.core import limits
 from explorer.core.budget import warm_param_count
 from explorer.core.errors import USER_ERRORS
-from explorer.core.machine import describe, limit_malloc_arenas, pin_threads
+from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
 from explorer.serving.residency import Residency
@@ -80,6 +80,10 @@ CSS = """
 body.ge-presentation .gradio-container { zoom: 1.3; }
 """
 _PRESENT_JS = "(on) => { document.body.classList.toggle('ge-presentation', on); return []; }"
+# Enter in a number box settles it as leaving the box does: a slider's `release` fires on blur, not on Enter.
+_PAGE_JS = """() => document.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && e.target instanceof HTMLInputElement && e.target.type === 'number') e.target.blur();
+})"""
 
 
 def _control(k: Knob) -> gr.components.Component:
@@ -204,18 +208,19 @@ def _link(model: str, text: str, *rest: Any) -> str:
 
 
 def _restore(request: gr.Request) -> tuple:
-    """Apply a state link (URL query parameters) before the first run; a bad link is said, not fatal."""
+    """Apply a state link (URL query parameters), or the default text: setting the (initially empty) input runs
+    the Playground once, through its change event. A bad link is said, and the defaults open."""
     try:
         state = read_link(dict(request.query_params))
     except USER_ERRORS as e:
-        gr.Warning(f"This link could not be restored: {e}")
-        return RESTORE.fill()
+        gr.Warning(f"This link could not be restored: {e}. The defaults are shown instead.")
+        return RESTORE.fill(text=DEFAULT_TEXT)
     if state is None:
-        return RESTORE.fill()
+        return RESTORE.fill(text=DEFAULT_TEXT)
     controls = {f"{state.model}.{k}": v for k, v in state.config.items()}
-    text = {"text": state.text} if state.text.strip() else {}
     return RESTORE.fill(**{f"group:{name}": gr.Group(visible=state.model == name) for name in ZOO},
-                        model=gr.Dropdown(value=state.model, info=ZOO[state.model].summary), **text, **controls,
+                        model=gr.Dropdown(value=state.model, info=ZOO[state.model].summary),
+                        text=state.text if state.text.strip() else DEFAULT_TEXT, **controls,
                         compile_on=state.compile, backend=state.backend, dynamic=state.dynamic,
                         mark=state.mark_dynamic, fullgraph=state.fullgraph)
 
@@ -280,7 +285,8 @@ def _playground_tab() -> tuple[Playground, CompiledPanel]:
         with gr.Column(scale=1, min_width=280):
             model, groups, controls = _playground_controls()
         with gr.Column(scale=3):
-            text = gr.Textbox(DEFAULT_TEXT, label="input (each UTF-8 byte is one token)", lines=2,
+            # Empty until the page's load event fills it (the default or a link's text): that change is the first run.
+            text = gr.Textbox("", label="input (each UTF-8 byte is one token)", lines=2,
                               max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens. Every edit runs it "
                               "(Enter adds a newline: a token too).")
             example = gr.Radio(list(EXAMPLES), label="examples of very different lengths", value=None)
@@ -429,21 +435,33 @@ def _wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, c: Compi
         **{f"group:{m}": g for m, g in p.groups.items()}, model=p.model, text=p.text,
         **{f"{m}.{k.name}": ctl for (m, k), ctl in zip(control_specs(), p.controls, strict=True)},
         **c.options)
-    after_run(p.text.input(api_name="edit", **run))
-    after_run(p.text.submit(api_name="submit", **run))
-    p.compare.input(api_name="edit_compare", **run)
-    for ctl in p.controls:  # .input, not .change: restoring a link sets them without re-running each one
-        after_run(ctl.input(api_visibility="private", **run))
+    # `.change` on the text boxes: typing, paste, cut, delete, undo, drag-and-drop, an example, a restored link
+    # all change the value, and each settled value runs once (an unchanged input is not re-run: see `update`).
+    after_run(p.text.change(api_name="edit", **run))
+    p.compare.change(api_name="edit_compare", **run)
+    for ctl in p.controls:  # a settled value: a slider released or its box left/entered, not every keystroke
+        for event in _settled_events(ctl):
+            after_run(event(api_visibility="private", **run))
     model_choice = MODEL_CHOICE.components(**{f"group:{m}": g for m, g in p.groups.items()}, model=p.model)
     after_run(p.model.input(_show_model, inputs=p.model, outputs=model_choice, api_name="select_model",
                             queue=False).then(api_visibility="private", **run))
-    after_run(p.example.input(lambda k: EXAMPLES[k], inputs=p.example, outputs=p.text, api_name="example",
-                              queue=False).then(api_visibility="private", **run))
+    p.example.input(lambda k: EXAMPLES[k], inputs=p.example, outputs=p.text, api_name="example", queue=False)
     for i, option in enumerate(options):
         option.input(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",
                      **compiled).then(**link_update)
-    demo.load(_restore, None, restore_outputs, api_visibility="private", queue=False).then(
-        api_name="load", **run).then(**link_update).then(api_visibility="private", **compiled)
+    # Queued (not queue=False) so that a bad link's warning reaches the page.
+    demo.load(_restore, None, restore_outputs, api_name="load", concurrency_limit=None, show_progress="hidden")
+
+
+def _settled_events(control: gr.components.Component) -> list[Any]:
+    """The events that mean "this value is chosen": a slider's release (mouse up, or leaving its number box,
+    which Enter does too: see _PAGE_JS; `.input` would fire for every prefix typed), a number box's blur, a
+    click on anything else."""
+    if isinstance(control, gr.Slider):
+        return [control.release]
+    if isinstance(control, gr.Number):
+        return [control.blur]
+    return [control.input]
 
 
 def build_app() -> gr.Blocks:
@@ -528,6 +546,7 @@ def _start_background_work() -> None:
 
 def main() -> None:
     limit_malloc_arenas()  # first: before any thread exists
+    keep_off_measure_cores()  # every server thread and the compile worker inherit this; timings move over
     logging.basicConfig(level=logging.INFO)
     _start_background_work()
     demo = build_app()
@@ -535,7 +554,7 @@ def main() -> None:
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
-    demo.launch(server_name=host, server_port=port, css=CSS, footer_links=["api", "gradio"],
+    demo.launch(server_name=host, server_port=port, css=CSS, js=_PAGE_JS, footer_links=["api", "gradio"],
                 max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn
 
 

@@ -1,5 +1,5 @@
 """Each batching strategy on a 64-sentence Zipf batch (lengths 5-300) for two default models, eager and
-compiled: `python bench/batching.py` -> bench/RESULTS-batching.md.
+compiled: `python -m bench.batching` -> bench/RESULTS-batching.md.
 
 The same code as the app's Batching lab and `python -m explorer batch`: explorer.batching for the eager
 figures, the app's compile worker for the compiled ones (a fresh dynamo state per strategy).
@@ -64,7 +64,7 @@ def main(n: int = 64) -> None:
     m = machine.describe()
     lengths = sorted(len(t.encode()) for t in texts)
     lines = ["# Batching lab: padding, bucketing, packing, nested tensors and the plain loop", "",
-             f"Measured by `python bench/batching.py` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
+             f"Measured by `python -m bench.batching` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
              f"{m['threads']} measurement thread(s), torch {m['torch']}, {time.strftime('%Y-%m-%d')}. "
              f"Batch: {n} generated sentences, Zipf-like lengths 5-300 (seed 0): median {lengths[n // 2]}, "
              f"max {lengths[-1]}, {sum(lengths)} tokens. Bucket width 32 tokens. Times are the whole batch, "

@@ -1,4 +1,4 @@
-"""What compiling costs, and when it pays: `python bench/compile_costs.py` -> bench/RESULTS-compile.md.
+"""What compiling costs, and when it pays: `python -m bench.compile_costs` -> bench/RESULTS-compile.md.
 
 1. Compile time of each model's default config at 16 tokens, per backend: cold (a fresh worker process
    and an empty inductor cache) and warm (a fresh process, the cache from the cold run).
@@ -52,7 +52,7 @@ def _fresh(cache_dir: str) -> CompileService:
 def main() -> None:
     m = machine.describe()
     lines = ["# Compile costs: cold and warm compiles, recompiles per dynamic mode, eager vs compiled", "",
-             f"Measured by `python bench/compile_costs.py` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
+             f"Measured by `python -m bench.compile_costs` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
              f"{m['threads']} measurement thread(s), torch {m['torch']}, {time.strftime('%Y-%m-%d')}. "
              "Compile seconds are wall time of the call that compiled (dynamo tracing + backend).", "",
              "## 1. Compile time at 16 tokens (s): fresh process; cold = empty inductor cache", "",

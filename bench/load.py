@@ -1,6 +1,6 @@
 """Load test over loopback: many gradio_client sessions typing and changing architectures at once.
 
-`python bench/load.py [--sessions 30] [--duration 120]` starts the app on a free local port, measures a
+`python -m bench.load [--sessions 30] [--duration 120]` starts the app on a free local port, measures a
 reference input alone, then runs the sessions for the duration while re-measuring the reference, and
 appends the figures to bench/RESULTS-load.md. The test suite runs a short version (tests/test_load.py).
 """
@@ -8,9 +8,9 @@ appends the figures to bench/RESULTS-load.md. The test suite runs a short versio
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import statistics
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,11 +18,8 @@ from pathlib import Path
 
 from gradio_client import Client
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.appserver import start_app, stop_app  # noqa: E402
-from explorer.views.playground import control_specs  # noqa: E402
+from bench.appserver import start_app, stop_app
+from explorer.views.playground import control_specs
 
 OUT = Path(__file__).with_name("RESULTS-load.md")
 REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")
@@ -42,7 +39,14 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     reference_ms: list[float] = field(default_factory=list)
+    timings: list[dict] = field(default_factory=list)  # every eager timing the server reported: when, which cores
+    machine: dict = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, report: dict) -> None:
+        with self.lock:
+            self.timings += [report["eager"]["forward"], report["eager"]["train_step"]]
+            self.machine = report["machine"]
 
 
 def _user(url: str, seed: int, stop_at: float, tally: Tally) -> None:
@@ -56,7 +60,8 @@ def _user(url: str, seed: int, stop_at: float, tally: Tally) -> None:
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 30)))
         start = time.monotonic()
         try:
-            client.predict(model, text, "", *controls(model, values), api_name="/edit")
+            report = client.predict(model, text, "", *controls(model, values), api_name="/edit")[4]
+            tally.record(report)
             with tally.lock:
                 tally.latencies.append(time.monotonic() - start)
         except Exception as e:  # every failure counts: the goal is none
@@ -65,15 +70,23 @@ def _user(url: str, seed: int, stop_at: float, tally: Tally) -> None:
         n += 1
 
 
-def reference_ms(client: Client) -> float:
-    return client.predict(*REFERENCE, api_name="/inspect")["eager"]["forward"]["median_ms"]
+def reference_ms(client: Client, tally: Tally) -> float:
+    report = client.predict(*REFERENCE, api_name="/inspect")
+    tally.record(report)
+    return report["eager"]["forward"]["median_ms"]
+
+
+def overlapping(timings: list[dict]) -> list[tuple[dict, dict]]:
+    """Pairs of timings that ran at the same time (there must be none: one timing at a time, server-wide)."""
+    spans = sorted(timings, key=lambda t: t["start_s"])
+    return [(a, b) for a, b in itertools.pairwise(spans) if b["start_s"] < a["end_s"]]
 
 
 def run_load(url: str, sessions: int, duration_s: float) -> dict:
     """Reference alone (5 calls), then `sessions` users for `duration_s` with the reference re-measured."""
     probe = Client(url, verbose=False)
-    alone = [reference_ms(probe) for _ in range(5)]
     tally = Tally()
+    alone = [reference_ms(probe, tally) for _ in range(5)]
     stop_at = time.monotonic() + duration_s
     users = [threading.Thread(target=_user, args=(url, i, stop_at, tally), daemon=True) for i in range(sessions)]
     for u in users:
@@ -81,7 +94,7 @@ def run_load(url: str, sessions: int, duration_s: float) -> dict:
     time.sleep(min(5.0, duration_s / 4))  # let the load build up
     while time.monotonic() < stop_at - 1:
         try:
-            tally.reference_ms.append(reference_ms(probe))
+            tally.reference_ms.append(reference_ms(probe, tally))
         except Exception as e:
             tally.errors.append(f"reference: {type(e).__name__}: {e}"[:200])
     for u in users:
@@ -99,6 +112,11 @@ def run_load(url: str, sessions: int, duration_s: float) -> dict:
         "reference_alone_min_ms": min(alone),
         "reference_loaded_min_ms": min(tally.reference_ms) if tally.reference_ms else None,
         "reference_samples": len(tally.reference_ms),
+        "timings": len(tally.timings),
+        "overlapping_timings": len(overlapping(tally.timings)),
+        "timing_cores": sorted({tuple(t["cores"]) for t in tally.timings}),
+        "measure_cores": tally.machine.get("measure_cores"),
+        "other_cores": tally.machine.get("other_cores"),
     }
 
 
@@ -117,7 +135,10 @@ def main() -> None:
              f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}",
              f"- latency per interaction (typing or an architecture change, to the final view): "
              f"p50 {r['p50_s']:.2f} s, p95 {r['p95_s']:.2f} s",
-             f"- reference input (rnn, 64 tokens) eager forward median: alone {r['reference_alone_ms']:.3f} ms, "
+             f"- {r['timings']} timings reported, {r['overlapping_timings']} overlapping; timed on cores "
+             f"{r['timing_cores']}, server threads and compiles on {r['other_cores']}",
+             f"- reference input (rnn, {len(REFERENCE[2].encode())} tokens) eager forward median: "
+             f"alone {r['reference_alone_ms']:.3f} ms, "
              f"under load {r['reference_loaded_ms']:.3f} ms ({r['reference_samples']} samples): "
              f"{ratio:.2f}x; best of each {r['reference_alone_min_ms']:.3f} vs {r['reference_loaded_min_ms']:.3f} ms",
              ""]

@@ -1,4 +1,4 @@
-"""Screenshot of a running app for the README: `python bench/screenshot.py URL OUT.png`.
+"""Screenshot of a running app for the README: `python -m bench.screenshot URL OUT.png`.
 
 Uses Debian's Chromium (/usr/bin/chromium) through Playwright; never a downloaded browser.
 """

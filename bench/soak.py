@@ -1,6 +1,6 @@
 """Soak: 1,000 interactions across 20 architectures against the real app; does its memory stay flat?
 
-`python bench/soak.py [--interactions 1000]` starts the app on a free local port and drives it from 10
+`python -m bench.soak [--interactions 1000]` starts the app on a free local port and drives it from 10
 gradio_client sessions (new sessions come and go, as tabs do), reading the server's RSS from /proc after a
 warm-up of 100 interactions and at the end. Appends to bench/RESULTS-load.md.
 """
@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 from pathlib import Path
 
 from gradio_client import Client
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.appserver import start_app, stop_app
 from bench.load import ARCHS, OUT, WORDS, controls

@@ -1,4 +1,4 @@
-"""Start-up to the first served page: `python bench/startup.py [--runs 5]` -> bench/RESULTS-startup.md.
+"""Start-up to the first served page: `python -m bench.startup [--runs 5]` -> bench/RESULTS-startup.md.
 
 Launches `python app.py` (without the background inductor warm-up, which comes after the page is served)
 on a free loopback port, and times it until the page answers 200."""
@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.appserver import start_app, stop_app
 from explorer.core import machine
@@ -31,7 +28,7 @@ def main() -> None:
     m = machine.describe()
     OUT.write_text(
         "# Start-up: `python app.py` to the first served page\n\n"
-        f"Measured by `python bench/startup.py` on {m['cpu']} ({m['cores']} cores), torch {m['torch']}, "
+        f"Measured by `python -m bench.startup` on {m['cpu']} ({m['cores']} cores), torch {m['torch']}, "
         f"{time.strftime('%Y-%m-%d')}; {args.runs} launches (the start-up inductor warm-up runs after the page "
         "is served and is not included).\n\n"
         f"- median {statistics.median(times):.1f} s, min {min(times):.1f} s, max {max(times):.1f} s (goal: 10 s)\n"

@@ -1,4 +1,4 @@
-"""Time of one eager Playground update, per model and input length: `python bench/update_latency.py`.
+"""Time of one eager Playground update, per model and input length: `python -m bench.update_latency`.
 
 An update has two stages, as the UI shows them: (1) capture the graph, time forward and train step,
 and draw the figures; (2) the profiler's exact memory peaks. Graph capture alone is timed too.
@@ -73,7 +73,7 @@ def main() -> None:
     lines = [
         "# One Playground update: time per model and input length",
         "",
-        f"Measured by `python bench/update_latency.py` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
+        f"Measured by `python -m bench.update_latency` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
         f"{m['threads']} measurement thread(s), torch {m['torch']}, {time.strftime('%Y-%m-%d')}.",
         f"Each cell: median (min-max) over {REPEATS} updates, in ms.",
         "",

@@ -4,6 +4,7 @@ and the latest lab run. Built from the eager, compile and lab engines; the views
 from __future__ import annotations
 
 import itertools
+import threading
 import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -47,6 +48,23 @@ class RunRecord:
     memory: MemoryPeaks | None = None
 
 
+class RunLock:
+    """One run at a time per session (two events of one tab, e.g. a restored link and the edit it causes, must
+    not both measure). A copy gets a lock of its own: Gradio deep-copies each new session's state."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def __deepcopy__(self, memo: dict) -> RunLock:
+        return RunLock()
+
+
 @dataclass
 class RunResult:
     """Everything measured for one input on one architecture."""
@@ -56,6 +74,7 @@ class RunResult:
     config: Any
     arch: str  # short label of the architecture, for plot legends
     input: TokenizedText
+    compare: str  # the comparison input it was diffed against ("" for the previous run)
     capture: Capture
     forward: Measurement
     train_step: Measurement
@@ -86,6 +105,7 @@ class Session:
     last: RunResult | None = None  # the latest run in full (its graph is the next diff's baseline)
     lab: LabRun | None = None  # the latest batching-lab run
     residency: Residency | None = field(default=None, repr=False)  # the server's bound on built models, if any
+    run_lock: RunLock = field(default_factory=RunLock, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     compile_track: CompileTrack = field(default=None, repr=False)  # type: ignore[assignment]
     _model: nn.Module | None = field(default=None, repr=False)
@@ -134,6 +154,12 @@ class Session:
         self._forget()
         return True
 
+    def is_latest(self, text: str, compare: str | None = None) -> bool:
+        """Whether the latest run was exactly this input on the current model and config (nothing to re-run)."""
+        last = self.last
+        return (last is not None and (last.model, last.config) == (self.model_name, self.config)
+                and last.input.text == text and last.compare == (compare or ""))
+
     def run(self, text: str, compare: str | None = None, budget_scale: float = 1.0) -> RunResult:
         """Capture the graph and time forward and train step for `text`; diff against `compare` if
         given, else against the previous run (another input or another architecture)."""
@@ -156,6 +182,7 @@ class Session:
             config=self.config,
             arch=arch_label(self.model_name, self.config),
             input=inp,
+            compare=compare or "",
             capture=capture,
             forward=measure("forward", lambda: forward(model, ids), FORWARD_BUDGET_S * budget_scale),
             train_step=measure("train step", lambda: train_step(model, ids), TRAIN_BUDGET_S * budget_scale),

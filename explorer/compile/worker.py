@@ -26,7 +26,7 @@ import torch._dynamo
 
 from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
 from explorer.core.limits import COMPILE_TIMEOUT_S, RECOMPILE_LIMIT
-from explorer.core.machine import pin_threads, release_free_memory
+from explorer.core.machine import keep_off_measure_cores, pin_threads, release_free_memory
 from explorer.eager import timing
 
 START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy 2-core machine
@@ -59,6 +59,7 @@ def _private_tmp(tmpdir: str) -> None:
 
 def _worker_main(conn: Any, tmpdir: str) -> None:
     _private_tmp(tmpdir)
+    keep_off_measure_cores()  # compiling (and the C++ compiler it starts) never shares a core with a timing
     timing.use_measure_lock(_ParentLock(conn))
     pin_threads()
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
@@ -94,6 +95,9 @@ class CompileService:
         self._jobs = threading.Lock()  # one job at a time
 
     def _start(self) -> None:
+        # Read by inductor when the worker imports it: compile in the worker itself, not in a pool of processes
+        # that would spread over every core (the worker keeps off the measuring core; see machine.py).
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
         parent, child = self._ctx.Pipe()
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
         self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp), daemon=True,

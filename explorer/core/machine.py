@@ -1,10 +1,17 @@
-"""What the figures were measured on, and the thread count they were measured with."""
+"""What the figures were measured on: the machine, the thread count, and the cores kept apart for timing.
+
+On a machine with two cores or more, core `MEASURE_CORES` is kept for timings: the app's own threads and the
+compile worker (its compiler subprocesses included) run on the others, and a thread that times moves onto
+the measuring core for just that long. So a compile, or another session's graph capture, never shares a core
+with a timing. With one core there is nothing to keep apart, and the report says so (the same core twice)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import platform
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -15,6 +22,32 @@ from explorer.core.limits import THREADS
 
 def pin_threads() -> None:
     torch.set_num_threads(THREADS)
+
+
+def _cores() -> tuple[frozenset[int], frozenset[int]]:
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        return frozenset(allowed), frozenset(allowed)
+    return frozenset(allowed[:1]), frozenset(allowed[1:])
+
+
+MEASURE_CORES, OTHER_CORES = _cores()  # timing; everything else (server threads, the compile worker)
+
+
+def keep_off_measure_cores() -> None:
+    """Run this thread, and every thread and process it starts from now on, off the measuring core."""
+    os.sched_setaffinity(0, OTHER_CORES)
+
+
+@contextmanager
+def on_measure_cores() -> Iterator[tuple[int, ...]]:
+    """Move this thread onto the measuring core(s) for the block; yields them."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, MEASURE_CORES)
+    try:
+        yield tuple(sorted(MEASURE_CORES))
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 @cache
@@ -37,6 +70,8 @@ def describe() -> dict[str, Any]:
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "threads": THREADS,
+        "measure_cores": sorted(MEASURE_CORES),
+        "other_cores": sorted(OTHER_CORES),
     }
 
 

@@ -18,7 +18,7 @@ import torch.utils.benchmark as benchmark
 from torch.utils.benchmark.utils.common import TaskSpec, set_torch_threads
 
 from explorer.core.fmt import ms_iqr
-from explorer.core.machine import THREADS
+from explorer.core.machine import THREADS, on_measure_cores
 
 MEASURE_LOCK = threading.Lock()  # this process's own
 _lock: AbstractContextManager = MEASURE_LOCK  # what `measure` holds while it times
@@ -40,6 +40,9 @@ class Measurement:
     runs: int  # timed blocks (each block's mean is one sample)
     calls_per_run: int
     threads: int
+    start_s: float = 0.0  # time.monotonic() when the timing began and ended (system-wide on Linux: the
+    end_s: float = 0.0  # compile worker's figures can be set against the app's)
+    cores: tuple[int, ...] = ()  # the CPU cores the timing ran on
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,7 +68,8 @@ def measure(label: str, fn: Callable[[], object], min_run_time: float) -> Measur
     So blocks run through the Timer's own compiled inner loop (`_timeit`) under the pinned threads.
     """
     timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=THREADS, label=label)
-    with _lock, set_torch_threads(THREADS):
+    with _lock, on_measure_cores() as cores, set_torch_threads(THREADS):
+        began = time.monotonic()
         start = time.perf_counter()
         fn()
         once = time.perf_counter() - start
@@ -73,6 +77,7 @@ def measure(label: str, fn: Callable[[], object], min_run_time: float) -> Measur
         raw: list[float] = []
         while sum(raw) < min_run_time or len(raw) < MIN_BLOCKS:
             raw.append(timer._timeit(number))
+        ended = time.monotonic()
     spec = TaskSpec(stmt="fn()", setup="pass", label=label, num_threads=THREADS)
     m = benchmark.Measurement(number_per_run=number, raw_times=raw, task_spec=spec)
     times = [t * 1e3 for t in m.times]
@@ -85,4 +90,7 @@ def measure(label: str, fn: Callable[[], object], min_run_time: float) -> Measur
         runs=len(times),
         calls_per_run=number,
         threads=THREADS,
+        start_s=began,
+        end_s=ended,
+        cores=cores,
     )

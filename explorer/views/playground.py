@@ -95,9 +95,17 @@ def _view(session: Session, r: RunResult, status: str) -> View:
 
 def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any]) -> Iterator[str | View]:
     """Reconfigure if needed, wait for the measurement queue (yielding messages), run, and yield the view
-    twice: at once, then with the profiler's memory."""
-    session.configure(model, values)  # validation first: a bad config never waits in the queue
+    twice: at once, then with the profiler's memory. One run at a time per session; an input identical to the
+    latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a new run."""
+    with session.run_lock:
+        session.configure(model, values)  # validation first: a bad config never waits in the queue
+        if session.is_latest(text, compare):
+            yield f"Nothing changed since run {session.last.number}: its figures are the ones shown."
+            return
+        yield from _measured_run(session, text, compare)
 
+
+def _measured_run(session: Session, text: str, compare: str) -> Iterator[str | View]:
     def work(turn: Turn) -> Iterator[View]:
         r = session.run(text, compare, budget_scale=turn.budget_scale)
         notes = " ".join([*r.notices, *filter(None, [turn.notice()])])

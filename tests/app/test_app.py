@@ -27,7 +27,7 @@ def _controls(model: str, **overrides):
 
 def test_api_lists_the_documented_endpoints(app_url):
     api = Client(app_url, verbose=False).view_api(print_info=False, return_format="dict")
-    assert {"/edit", "/submit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch"} <= set(
+    assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch"} <= set(
         api["named_endpoints"])
 
 
@@ -79,6 +79,8 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
         client.predict("tree", "ab", "", *_controls("tree", hidden=100000), api_name="/edit")
     out = client.predict("tree", "abc", "", *_controls("tree", hidden=8), api_name="/edit")
     assert out[4]["run"] == 3 and out[4]["config"]["hidden"] == 8  # the session survived both errors
+    again = client.predict("tree", "abc", "", *_controls("tree", hidden=8), api_name="/edit")
+    assert again[5].startswith("Nothing changed since run 3")  # the same settled input is not run twice
 
 
 def test_sessions_are_separate(app_url):

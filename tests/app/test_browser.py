@@ -53,11 +53,12 @@ def _loaded(page: Page, url: str) -> None:
     expect(page.get_by_text("Measured on cpu").first).to_be_visible(timeout=TIMEOUT)
 
 
+INPUT = "input (each UTF-8 byte is one token)"
+
+
 def _type(page: Page, text: str) -> None:
-    """Type into the input as a person does (the last key for real): every edit runs it, no button."""
-    box = page.get_by_label("input (each UTF-8 byte is one token)")
-    box.fill(text[:-1])
-    box.press_sequentially(text[-1])
+    """Replace the input's text (every settled change runs it: no key press, no button)."""
+    page.get_by_label(INPUT).fill(text)
 
 
 def test_page_loads_with_graph_cards_and_limits(page: Page, app_url):
@@ -121,7 +122,7 @@ def test_the_batching_lab_runs(page: Page, app_url):
 def test_a_state_link_restores_model_config_text_and_presentation(page: Page, app_url):
     _loaded(page, app_url + "?model=transformer&text=Hand+this+out&layers=3&heads=2")
     expect(page.locator(".card .value").first).to_have_text("13", timeout=TIMEOUT)
-    expect(page.get_by_label("input (each UTF-8 byte is one token)")).to_have_value("Hand this out")
+    expect(page.get_by_label(INPUT)).to_have_value("Hand this out")
     expect(page.get_by_role("spinbutton", name="layers").first).to_have_value("3")
     href = page.get_by_role("link", name="link to exactly this state").get_attribute("href")
     assert "model=transformer" in href and "layers=3" in href and "heads=2" in href
@@ -137,3 +138,49 @@ def test_the_session_downloads_as_csv_and_html(page: Page, app_url):
     expect(page.get_by_text(re.compile(r"graph-explorer-.*\.html"))).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text(re.compile(r"graph-explorer-.*\.csv"))).to_be_visible()
     _shot(page, "08-downloads")
+
+
+PARAGRAPH = ("Define-by-run means the graph is built while the program runs: a loop over the tokens leaves one "
+             "copy of its body per token, and an if leaves only the branch it took.")
+
+
+def test_a_pasted_paragraph_and_a_deleted_selection_run_without_another_key(page: Page, app_url, context):
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    _loaded(page, app_url)
+    page.evaluate("text => navigator.clipboard.writeText(text)", PARAGRAPH)
+    box = page.get_by_label(INPUT)
+    box.click()
+    box.press("Control+A")
+    box.press("Control+V")  # a paste fires no key event the old `.input` wiring listened to
+    expect(page.locator(".card .value").first).to_have_text(str(len(PARAGRAPH.encode())), timeout=TIMEOUT)
+    box.press("Control+A")
+    box.press("Delete")
+    expect(page.get_by_text(re.compile("The input is empty")).first).to_be_visible(timeout=TIMEOUT)
+    _shot(page, "09-paste-and-delete")
+
+
+def test_typing_a_number_into_a_slider_box_runs_the_settled_value_only(page: Page, app_url):
+    _loaded(page, app_url)
+    box = page.get_by_role("spinbutton", name="hidden").first
+    box.click()
+    box.press("Control+A")
+    box.press_sequentially("256", delay=100)  # the prefixes 2 and 25 must not run
+    box.press("Enter")
+    expect(page.get_by_label("diff", exact=True)).to_have_value(re.compile(r"architecture change \(hidden 64->256\)"),
+                                                               timeout=TIMEOUT)
+
+
+def test_picking_a_model_with_the_mouse_runs_it_once(page: Page, app_url):
+    _loaded(page, app_url)
+    page.get_by_label("model", exact=True).click()
+    page.get_by_role("option", name="Transformer encoder").click()
+    expect(page.get_by_label("diff", exact=True)).to_have_value(re.compile(r"previous model \(rnn\) -> transformer"),
+                                                               timeout=TIMEOUT)
+    page.wait_for_timeout(1500)  # a second run would now replace the diff with "the same graph"
+    expect(page.get_by_label("diff", exact=True)).to_have_value(re.compile(r"previous model \(rnn\) -> transformer"))
+
+
+def test_a_bad_state_link_says_so_and_opens_the_defaults(page: Page, app_url):
+    _loaded(page, app_url + "?model=nope")
+    expect(page.get_by_text(re.compile("This link could not be restored")).first).to_be_visible(timeout=TIMEOUT)
+    assert _card(page, "tokens") == "42"

@@ -19,6 +19,7 @@ from explorer.compile.protocol import CompileFailure, Progress
 from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
+from explorer.core.machine import OTHER_CORES
 from explorer.lab.runner import compile_lab
 from explorer.session import Session
 from explorer.views.playground import control_specs
@@ -54,6 +55,7 @@ def test_a_killed_worker_is_reported_and_replaced_and_nothing_leaks():
     try:
         _job(svc)
         first = svc.pid
+        assert os.sched_getaffinity(first) == OTHER_CORES  # compiles never share a core with a timing
         with pytest.raises(CompileFailure, match="compile worker died"):
             for item in svc.run(PlaygroundJob("k", "rnn", {}, CompileOptions("eager"), [], [encode("y" * 400)])):
                 if isinstance(item, Progress) and item.elapsed_s > 0.5:

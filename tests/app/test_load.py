@@ -1,5 +1,7 @@
 """A short load test (5 sessions, 20 s) of the real app over loopback; bench/load.py runs the long one."""
 
+import os
+
 import pytest
 
 from bench.load import run_load
@@ -8,7 +10,7 @@ from tests.helpers import start_app, stop_app
 pytestmark = pytest.mark.slow
 
 
-def test_five_sessions_for_twenty_seconds_without_errors_and_with_honest_timings():
+def test_five_sessions_for_twenty_seconds_without_errors_and_with_timings_kept_apart():
     proc, url, _ = start_app()
     try:
         r = run_load(url, sessions=5, duration_s=20)
@@ -16,8 +18,10 @@ def test_five_sessions_for_twenty_seconds_without_errors_and_with_honest_timings
         stop_app(proc)
     assert r["errors"] == 0, r["error_samples"]
     assert r["interactions"] >= 10 and r["reference_samples"] >= 1
-    # One measurement at a time, server-wide: under load the reference's best timing stays within 25% of its
-    # best alone. (This VM's timings jump between ~1x and ~1.8x with or without load, so the medians of a
-    # few samples are only held to 2x.)
-    assert r["reference_loaded_min_ms"] <= 1.25 * r["reference_alone_min_ms"], r
-    assert r["reference_loaded_ms"] <= 2 * r["reference_alone_ms"], r
+    # The mechanism that keeps timings honest under load (the ratio alone vs loaded is bench/load.py's to
+    # measure: load from outside the app bends it): no two timings overlapped, every one ran on the measuring
+    # core, and nothing else of the server's (threads, the compile worker) is allowed on that core.
+    assert r["timings"] >= 2 * r["interactions"] and r["overlapping_timings"] == 0, r
+    assert r["timing_cores"] == [tuple(r["measure_cores"])], r
+    if len(os.sched_getaffinity(0)) >= 2:  # with one core there is nothing to keep apart
+        assert not set(r["measure_cores"]) & set(r["other_cores"]), r

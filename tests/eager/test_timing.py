@@ -1,10 +1,12 @@
 """timing.measure itself: blocks sized from a warm-up call, pinned threads, the lock held, honest units."""
 
+import os
 import time
 
 import torch
 
 from explorer.core.limits import THREADS
+from explorer.core.machine import MEASURE_CORES, OTHER_CORES
 from explorer.eager import timing
 from explorer.eager.timing import MIN_BLOCKS, measure
 
@@ -33,3 +35,12 @@ def test_figures_are_milliseconds_per_call_with_their_spread():
 def test_a_call_longer_than_the_budget_still_gives_the_minimum_number_of_blocks():
     m = measure("slow", lambda: time.sleep(0.02), min_run_time=0.001)
     assert m.runs == MIN_BLOCKS and m.calls_per_run == 1
+
+
+def test_a_timing_runs_on_the_measuring_core_and_gives_the_thread_its_cores_back():
+    before = os.sched_getaffinity(0)
+    m = measure("spin", lambda: sum(range(1000)), min_run_time=0.01)
+    assert m.cores == tuple(sorted(MEASURE_CORES)) and m.start_s < m.end_s
+    assert os.sched_getaffinity(0) == before
+    if len(before) >= 2:
+        assert not MEASURE_CORES & OTHER_CORES
