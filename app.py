@@ -23,6 +23,7 @@ from explorer.compile.worker import compile_service
 from explorer.core import limits
 from explorer.core.budget import warm_param_count
 from explorer.core.errors import USER_ERRORS
+from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
@@ -31,7 +32,7 @@ from explorer.session import DEFAULT_MODEL, Session
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
 from explorer.views.export import ExportDir
 from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
-from explorer.views.playground import DEFAULT_TEXT, EXAMPLES, View, control_specs, update, values_for
+from explorer.views.playground import View, control_specs, update, values_for
 from explorer.views.statelink import LinkState, read_link
 from models import ZOO, Knob, make_config
 from models.config import config_dict
@@ -537,7 +538,7 @@ def _start_background_work() -> None:
     """Pay one-time costs off the first click: the profiler, the meta device, inductor's toolchain."""
     pin_threads()
     warm_profiler()
-    # The first parameter count on the meta device imports torch's reference ops (~2 s): not on a first click.
+    # The first parameter count on the meta device imports torch's reference ops (seconds): not on a first click.
     threading.Thread(target=warm_param_count, daemon=True, name="meta-warm-up").start()
     if os.environ.get("GE_WARM_COMPILE", "1") != "0":
         threading.Thread(target=lambda: log.info("compile cache warm: %s", warm_compile_cache(compile_service())),

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
+from bench.common import parser
 from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.fmt import format_bytes, format_flops
@@ -19,7 +19,6 @@ from explorer.lab.batches import generate_batch
 from explorer.lab.runner import compile_lab
 from explorer.session import Session
 
-OUT = Path(__file__).with_name("RESULTS-batching.md")
 MODELS = ("rnn", "transformer")
 BACKENDS = ("inductor", "aot_eager")
 TIMEOUT_S = 180  # per strategy and backend: inductor on a 300-step unrolled RNN takes minutes
@@ -57,7 +56,12 @@ def _table(report: dict, compiled: dict[str, dict]) -> list[str]:
     return rows
 
 
-def main(n: int = 64) -> None:
+def main() -> None:
+    p = parser(__doc__, "RESULTS-batching.md")
+    p.add_argument("--n", type=int, default=64, help="sentences in the batch")
+    args = p.parse_args()
+    n = 6 if args.quick else args.n
+    models, backends = (["rnn"], ["eager"]) if args.quick else (MODELS, BACKENDS)
     warm_profiler()
     machine.pin_threads()
     texts = generate_batch(n, "zipf", 5, 300, seed=0)
@@ -74,7 +78,7 @@ def main(n: int = 64) -> None:
              "step compiles.", ""]
     service = CompileService(timeout_s=TIMEOUT_S)
     try:
-        for name in MODELS:
+        for name in models:
             start = time.perf_counter()
             session = Session()
             session.configure(name)
@@ -82,19 +86,19 @@ def main(n: int = 64) -> None:
             eager_s = time.perf_counter() - start
             report = run.report()
             compiled = {}
-            for backend in BACKENDS:  # each pass overwrites the strategies' compiled figures: snapshot them
+            for backend in backends:  # each pass overwrites the strategies' compiled figures: snapshot them
                 for p in compile_lab(service, run, backend):
                     if int(p.elapsed_s) % 30 == 0:
                         print(f"{name} {backend}: {p.phase} {p.elapsed_s:.0f} s", file=sys.stderr)
                 compiled[backend] = run.report()
             lines += [f"## {name} ({report['arch']}, default config)", "", *_table(report, compiled), "",
                       f"Verdict (eager): {report['verdict']}", "",
-                      f"Verdict (with compiled, inductor): {compiled['inductor']['verdict']}", "",
+                      f"Verdict (with compiled, {backends[0]}): {compiled[backends[0]]['verdict']}", "",
                       f"Eager lab wall time: {eager_s:.1f} s.", ""]
-            OUT.write_text("\n".join(lines) + "\n")
+            args.out.write_text("\n".join(lines) + "\n")
     finally:
         service.stop()
-    print(f"wrote {OUT}")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from pathlib import Path
 
+from bench.common import parser
 from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.compile.track import CompileTrack
 from explorer.compile.worker import CompileService
@@ -24,7 +24,6 @@ from models import ZOO, make_config
 from models.config import config_dict
 from models.tokenizer import encode
 
-OUT = Path(__file__).with_name("RESULTS-compile.md")
 TEXT = "The quick brown fox jumps over the lazy dog, again and again. "
 NOTE = (
     "Notes: 'cold' uses a fresh, empty `TORCHINDUCTOR_CACHE_DIR`, but only the first cold row (rnn, "
@@ -50,16 +49,19 @@ def _fresh(cache_dir: str) -> CompileService:
 
 
 def main() -> None:
+    args = parser(__doc__, "RESULTS-compile.md").parse_args()
+    models, backends = (["transformer"], ["eager"]) if args.quick else (list(ZOO), list(BACKENDS))
+    lengths = LENGTHS[:3] if args.quick else LENGTHS
     m = machine.describe()
     lines = ["# Compile costs: cold and warm compiles, recompiles per dynamic mode, eager vs compiled", "",
              f"Measured by `python -m bench.compile_costs` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
              f"{m['threads']} measurement thread(s), torch {m['torch']}, {time.strftime('%Y-%m-%d')}. "
-             "Compile seconds are wall time of the call that compiled (dynamo tracing + backend).", "",
+             "Compile seconds are dynamo's own `entire_frame_compile_time_s` of each compiled frame.", "",
              "## 1. Compile time at 16 tokens (s): fresh process; cold = empty inductor cache", "",
              "| model | backend | cold s | warm s | graphs |", "|---|---|---:|---:|---:|"]
     with tempfile.TemporaryDirectory() as cache:
-        for name in ZOO:
-            for backend in BACKENDS:
+        for name in models:
+            for backend in backends:
                 times = []
                 for _ in ("cold", "warm"):
                     svc = _fresh(cache)
@@ -71,24 +73,24 @@ def main() -> None:
                 row = f"| {name} | {backend} | {times[0]:.2f} | {times[1]:.2f} | {runs[0].graph_count} |"
                 lines.append(row)
                 print(row, flush=True)
-        lengths = ", ".join(map(str, LENGTHS))
-        lines += ["", f"## 2. Ten distinct lengths {lengths} (transformer, inductor, warm cache)", "",
+        shown = ", ".join(map(str, lengths))
+        lines += ["", f"## 2. {len(lengths)} distinct lengths {shown} (transformer, {backends[0]}, warm cache)", "",
                   "| dynamic | mark_dynamic | compiles | total compile s | symbolic graphs | fallbacks |",
                   "|---|---|---:|---:|---:|---:|"]
         svc = _fresh(cache)
         try:
             for dynamic, mark in (("auto", False), ("true", False), ("false", False), ("auto", True)):
-                track, runs = _track_run(svc, "transformer", CompileOptions("inductor", dynamic, mark), LENGTHS)
+                track, runs = _track_run(svc, "transformer", CompileOptions(backends[0], dynamic, mark), lengths)
                 total = sum(e.event.compile_s for e in track.timeline)
                 symbolic = sum(e.event.dynamic for e in track.timeline)
                 row = (f"| {dynamic} | {mark} | {len(track.timeline)} | {total:.1f} "
                        f"| {symbolic} | {sum(r.fallback is not None for r in runs)} |")
                 lines.append(row)
                 print(row, flush=True)
-            lines += ["", "## 3. Eager vs compiled forward per length (transformer, inductor, dynamic=auto)", "",
+            lines += ["", f"## 3. Eager vs compiled forward per length (transformer, {backends[0]}, dynamic=auto)", "",
                       "| tokens | eager ms (IQR) | compiled ms (IQR) | speed-up | compiled here s | break-even calls |",
                       "|---:|---:|---:|---:|---:|---:|"]
-            track, runs = _track_run(svc, "transformer", CompileOptions("inductor"), LENGTHS)
+            track, runs = _track_run(svc, "transformer", CompileOptions(backends[0]), lengths)
             for r in runs:
                 be = "never" if r.break_even_calls is None else f"{r.break_even_calls:,}"
                 row = (f"| {r.length} | {r.eager.median_ms:.3f} ({r.eager.iqr_ms:.3f}) | {r.compiled.median_ms:.3f} "
@@ -99,8 +101,8 @@ def main() -> None:
             svc.stop()
     lines += ["", "Break-even = all compile seconds spent on this model so far / (eager - compiled) per call; "
               "'never' when compiled is not faster.", "", NOTE]
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT}")
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

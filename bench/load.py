@@ -7,21 +7,19 @@ appends the figures to bench/RESULTS-load.md. The test suite runs a short versio
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import random
 import statistics
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from gradio_client import Client
 
 from bench.appserver import start_app, stop_app
+from bench.common import parser
 from explorer.views.playground import control_specs
 
-OUT = Path(__file__).with_name("RESULTS-load.md")
 REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")
 ARCHS = [("rnn", {"cell": c, "hidden": h}) for c in ("gru", "lstm", "rnn") for h in (16, 64)] + [
     ("transformer", {"layers": n, "width": w}) for n in (1, 2) for w in (32, 64)] + [
@@ -121,10 +119,12 @@ def run_load(url: str, sessions: int, duration_s: float) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sessions", type=int, default=30)
-    parser.add_argument("--duration", type=float, default=120.0)
-    args = parser.parse_args()
+    p = parser(__doc__, "RESULTS-load.md")
+    p.add_argument("--sessions", type=int, default=30)
+    p.add_argument("--duration", type=float, default=120.0)
+    args = p.parse_args()
+    if args.quick:
+        args.sessions, args.duration = 2, 8.0
     proc, url, _ = start_app()
     try:
         r = run_load(url, args.sessions, args.duration)
@@ -142,8 +142,8 @@ def main() -> None:
              f"under load {r['reference_loaded_ms']:.3f} ms ({r['reference_samples']} samples): "
              f"{ratio:.2f}x; best of each {r['reference_alone_min_ms']:.3f} vs {r['reference_loaded_min_ms']:.3f} ms",
              ""]
-    header = "# Load test: concurrent gradio_client sessions over loopback\n\n" if not OUT.exists() else ""
-    with OUT.open("a") as f:
+    header = "# Load test: concurrent gradio_client sessions over loopback\n\n" if not args.out.exists() else ""
+    with args.out.open("a") as f:
         f.write(header + "\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -7,7 +7,6 @@ warm-up of 100 interactions and at the end. Appends to bench/RESULTS-load.md.
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 from pathlib import Path
@@ -15,7 +14,8 @@ from pathlib import Path
 from gradio_client import Client
 
 from bench.appserver import start_app, stop_app
-from bench.load import ARCHS, OUT, WORDS, controls
+from bench.common import parser
+from bench.load import ARCHS, WORDS, controls
 
 # 20 architectures: the load test's 14 and 6 more.
 ARCHITECTURES = [*ARCHS, ("rnn", {"layers": 2, "bidirectional": True}), ("transformer", {"attention": "sdpa"}),
@@ -32,9 +32,11 @@ def rss_mib(pid: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--interactions", type=int, default=1000)
-    args = parser.parse_args()
+    p = parser(__doc__, "RESULTS-load.md")
+    p.add_argument("--interactions", type=int, default=1000)
+    args = p.parse_args()
+    if args.quick:
+        args.interactions = 12
     rng = random.Random(0)
     proc, url, _ = start_app()
     samples = []
@@ -58,7 +60,7 @@ def main() -> None:
              f"- server RSS after {samples[0][0]} interactions (warm-up): {warm:.0f} MiB; at the end: {end:.0f} MiB; "
              f"growth {end - warm:+.0f} MiB (goal < 150 MiB); {elapsed:.0f} s in all",
              "- RSS every 100 interactions (MiB): " + ", ".join(f"{n}: {m:.0f}" for n, m in samples), ""]
-    with OUT.open("a") as f:
+    with args.out.open("a") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -5,35 +5,33 @@ on a free loopback port, and times it until the page answers 200."""
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
-from pathlib import Path
 
 from bench.appserver import start_app, stop_app
+from bench.common import parser
 from explorer.core import machine
-
-OUT = Path(__file__).with_name("RESULTS-startup.md")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    p = parser(__doc__, "RESULTS-startup.md")
+    p.add_argument("--runs", type=int, default=5)
+    args = p.parse_args()
+    runs = 1 if args.quick else args.runs
     times = []
-    for _ in range(args.runs):
+    for _ in range(runs):
         proc, _, seconds = start_app()
         stop_app(proc)
         times.append(seconds)
     m = machine.describe()
-    OUT.write_text(
+    args.out.write_text(
         "# Start-up: `python app.py` to the first served page\n\n"
         f"Measured by `python -m bench.startup` on {m['cpu']} ({m['cores']} cores), torch {m['torch']}, "
         f"{time.strftime('%Y-%m-%d')}; {args.runs} launches (the start-up inductor warm-up runs after the page "
         "is served and is not included).\n\n"
         f"- median {statistics.median(times):.1f} s, min {min(times):.1f} s, max {max(times):.1f} s (goal: 10 s)\n"
         f"- each: {', '.join(f'{t:.1f} s' for t in times)}\n")
-    print(OUT.read_text())
+    print(args.out.read_text())
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from pathlib import Path
 
+from bench.common import parser
 from explorer.core import machine
 from explorer.eager.capture import train_loss
 from explorer.eager.graph import capture_graph
@@ -24,7 +24,6 @@ from models.tokenizer import to_ids
 LENGTHS = (10, 100, 500)
 REPEATS = 5
 TEXT = "The quick brown fox jumps over the lazy dog, again and again. "
-OUT = Path(__file__).with_name("RESULTS-update.md")
 
 
 def _text(n: int) -> str:
@@ -49,11 +48,12 @@ def _capture_ms_per_2000(model, ids) -> tuple[int, float]:
 
 
 def main() -> None:
+    args = parser(__doc__, "RESULTS-update.md").parse_args()
     machine.pin_threads()
     warm_profiler()
     rows = []
-    for name in ZOO:
-        for n in LENGTHS:
+    for name in ["rnn"] if args.quick else ZOO:
+        for n in (10,) if args.quick else LENGTHS:
             session = Session(model_name=name)
             stage1, stage2 = [], []
             for _ in range(REPEATS):
@@ -86,8 +86,8 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT}")
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -13,10 +13,9 @@ import torch
 import torch._dynamo as dynamo
 
 from explorer.compile.model import CompiledModel, ForwardFigures
-from explorer.compile.observe import CompileEvent, Explanation, explain_module
+from explorer.compile.observe import CompileEvent, Explanation
 from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import Job, WorkerContext
-from models import build_model, make_config
 
 
 def _ids(tokens: list[int]) -> torch.Tensor:
@@ -37,7 +36,7 @@ class CompiledCall:
 
 @dataclass(frozen=True)
 class PlaygroundReply:
-    explanation: Explanation
+    explanation: Explanation  # of the latest input whose compile dynamo did something for
     calls: list[CompiledCall]
     graph_count: int  # distinct graphs compiled for this session's model and options so far
 
@@ -46,7 +45,7 @@ class PlaygroundReply:
 class _Held:
     key: tuple
     model: CompiledModel
-    explanation: Explanation
+    explanation: Explanation | None = None
     seen: list[list[int]] = field(default_factory=list)
 
 
@@ -63,15 +62,11 @@ class PlaygroundJob(Job[PlaygroundReply]):
         return (self.session, self.model, repr(sorted(self.config.items())), self.options)
 
     def _switch(self, ctx: WorkerContext) -> _Held:
-        ctx.phase("explaining graph breaks")
-        first = (self.history or self.inputs)[0]
         dynamo.reset()
-        model = build_model(self.model, make_config(self.model, self.config))
-        explanation = explain_module(model, _ids(first))  # resets dynamo again
-        held = _Held(self._key(), CompiledModel(self.model, self.config, self.options), explanation)
+        held = _Held(self._key(), CompiledModel(self.model, self.config, self.options))
         for i, tokens in enumerate(self.history):
             ctx.phase(f"replaying this session's earlier input {i + 1}/{len(self.history)}")
-            held.model.call(_ids(tokens))
+            held.explanation = held.model.call(_ids(tokens)).explanation or held.explanation
             held.seen.append(tokens)
         return held
 
@@ -85,6 +80,7 @@ class PlaygroundJob(Job[PlaygroundReply]):
             ids = _ids(tokens)
             ctx.phase(f"compiling for {len(tokens)} tokens")
             outcome = cm.call(ids)
+            held.explanation = outcome.explanation or held.explanation
             held.seen.append(tokens)
             figures = None
             if outcome.error is None:
@@ -92,4 +88,5 @@ class PlaygroundJob(Job[PlaygroundReply]):
                 figures = cm.measure(ids)
             calls.append(CompiledCall(outcome.length, outcome.wall_s, outcome.events, outcome.fallback,
                                       outcome.error, figures))
+        assert held.explanation is not None  # a session's first input always compiles (or fails, or is skipped)
         return PlaygroundReply(held.explanation, calls, len({e.compile_id for e in cm.events}))

@@ -14,7 +14,16 @@ import torch._dynamo as dynamo
 import torch._dynamo.utils as dynamo_utils
 from torch._guards import CompileContext, TracingContext
 
-from explorer.compile.observe import CompileEvent, CountingBackend, frame_compiles, fx_nodes, is_symbolic, run_guarded
+from explorer.compile.observe import (
+    BreakLog,
+    CompileEvent,
+    CountingBackend,
+    Explanation,
+    frame_compiles,
+    fx_nodes,
+    is_symbolic,
+    run_guarded,
+)
 from explorer.compile.options import DYNAMIC_MODES, CompileOptions
 from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import forward
@@ -30,6 +39,7 @@ class CallOutcome:
     events: list[CompileEvent]
     fallback: str | None  # why this call did not run compiled code, if it did not
     error: str | None  # a compile that failed outright
+    explanation: Explanation | None  # what dynamo made of this input; None when nothing was compiled for it
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,12 @@ class CompiledModel:
         ))
         self._mark = now
 
+    def _first_reason(self, ev: CompileEvent) -> str:
+        if ev.dynamic and self.options.dynamic == "auto" and not self.options.mark_dynamic:
+            return ("first compile of this frame, symbolic from the start: dynamo's automatic-dynamic profile "
+                    "(shared by this app's sessions, kept on disk) already saw the length vary")
+        return "first compile of this frame"
+
     def call(self, ids: torch.Tensor) -> CallOutcome:
         """Run the compiled model once at this input; compile if its guards say so."""
         length = self._length = ids.shape[1]
@@ -81,7 +97,7 @@ class CompiledModel:
         first_new = len(self.events)
         self._mark = time.perf_counter()
         since = time.time()
-        with torch.no_grad():
+        with torch.no_grad(), BreakLog() as breaks:
             ran = run_guarded(lambda: self.compiled(ids), self._backend, f" at length {length}")
         frames = {f.compile_id: f for f in frame_compiles(since)}
         fallback = ran.fallback
@@ -93,10 +109,13 @@ class CompiledModel:
         for ev in self.events[first_new:]:
             frame_id = ev.compile_id.split("/")[0]
             match = [r for r in new_reasons if r.split(":", 1)[0].split("/")[0] == frame_id]
-            ev.reason = match[-1].split(": ", 1)[-1] if match else "first compile of this frame"
+            ev.reason = match[-1].split(": ", 1)[-1] if match else self._first_reason(ev)
             if ev.compile_id in frames:
                 ev.compile_s, ev.cache = frames[ev.compile_id].seconds, frames[ev.compile_id].cache
-        return CallOutcome(length, ran.wall_s, self.events[first_new:], fallback, ran.error)
+        new = self.events[first_new:]
+        # Dynamo worked on this input if it compiled, broke or failed; else its graphs came from earlier inputs.
+        explanation = Explanation.of(length, new, breaks.breaks) if new or breaks.breaks or ran.error else None
+        return CallOutcome(length, ran.wall_s, new, fallback, ran.error, explanation)
 
     def measure(self, ids: torch.Tensor) -> ForwardFigures:
         compiled = self.compiled

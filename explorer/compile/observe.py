@@ -182,6 +182,19 @@ class CountingBackend:
         return run
 
 
+_USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def user_line(e: BaseException) -> str:
+    """' (at models/x.py:N: <source>)' for the last frame of this project's code that dynamo's message names,
+    or '' (dynamo puts the user's line in the message's "from user code" part, not in the traceback)."""
+    frames = [m for m in _USER_FRAME.finditer(str(e)) if m.group("file").startswith(_PROJECT)]
+    if not frames:
+        return ""
+    file, line = frames[-1].group("file"), int(frames[-1].group("line"))
+    return f" (at {relative(file)}:{line}: {linecache.getline(file, line).strip()})"
+
+
 @dataclass(frozen=True)
 class GuardedRun:
     """What one call of compiled code really did."""
@@ -208,7 +221,7 @@ def run_guarded(fn: Callable[[], object], counter: CountingBackend, where: str =
         fallback = (f"recompile limit ({dynamo.config.recompile_limit}) hit{where}: past it dynamo silently runs "
                     "this frame eagerly")
     except Exception as e:  # a failed compile is a result to show, not a crash
-        error = one_line(e)
+        error = one_line(e) + user_line(e)
     wall = time.perf_counter() - start
     if fallback is None and error is None and counter.calls == calls:
         fallback = f"no compiled graph ran{where}: dynamo ran it eagerly"
@@ -217,11 +230,12 @@ def run_guarded(fn: Callable[[], object], counter: CountingBackend, where: str =
 
 @dataclass(frozen=True)
 class Explanation:
-    """torch._dynamo.explain of a model at one input."""
+    """What dynamo made of one input, observed on the real compile (not a separate `torch._dynamo.explain` pass,
+    which would trace the model again and reset dynamo): the graphs it compiled and where it broke them."""
 
-    length: int  # the input it explained
-    graph_count: int
-    graph_break_count: int  # -1 when dynamo skipped the frame entirely (e.g. nn.GRU/nn.LSTM)
+    length: int  # the input whose compile this describes
+    graph_count: int  # graphs compiled for it (0: dynamo skipped the whole forward)
+    graph_break_count: int  # distinct breaks, with the user's line; -1 when dynamo skipped the frame
     graph_breaks: tuple[GraphBreak, ...]
     ops_per_graph: tuple[int, ...]
 
@@ -229,12 +243,6 @@ class Explanation:
     def skipped(self) -> bool:
         return self.graph_count == 0
 
-
-def explain_module(model: torch.nn.Module, ids: torch.Tensor) -> Explanation:
-    """torch._dynamo.explain of `model` at this input: graphs, breaks, and where they happen.
-
-    explain() resets dynamo before and after: call it before compiling, never between calls."""
-    with BreakLog() as log, torch.no_grad():
-        out = dynamo.explain(model)(ids)
-    return Explanation(ids.shape[1], out.graph_count, out.graph_break_count, tuple(log.breaks),
-                       tuple(len(ops) for ops in out.ops_per_graph))
+    @classmethod
+    def of(cls, length: int, events: list[CompileEvent], breaks: list[GraphBreak]) -> Explanation:
+        return cls(length, len(events), len(breaks) if events else -1, tuple(breaks), tuple(e.ops for e in events))

@@ -82,20 +82,18 @@ class CompiledRun:
             "graph_count": self.graph_count,
             "graph_breaks": [asdict(b) for b in ex.graph_breaks],
             "graph_break_count": ex.graph_break_count,
-            "explain_graph_count": ex.graph_count,
+            "explain_graph_count": ex.graph_count,  # the graphs of the input `explanation` describes
         }
 
 
 def honest_fallback(fallback: str | None, error: str | None, explanation: Explanation) -> str | None:
     """Why a compiled figure is not one: the compile failed, compiled code did not run, or dynamo skipped
-    the whole forward (explain captured no graph); None for a real compiled figure."""
+    the whole forward (its compile captured no graph); None for a real compiled figure."""
     if error:
         return f"compile failed: {error}"
-    if fallback:
-        return fallback
     if explanation.skipped:
         return f"dynamo captured no graph (the model's forward was skipped): it runs eagerly. {SKIPPED_RNN}."
-    return None
+    return fallback
 
 
 @dataclass

@@ -98,6 +98,10 @@ class CompileService:
         # Read by inductor when the worker imports it: compile in the worker itself, not in a pool of processes
         # that would spread over every core (the worker keeps off the measuring core; see machine.py).
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+        # A job id turns on dynamo's local automatic-dynamic profile (PGO), kept in inductor's cache directory:
+        # once a model's length has varied, later compiles of it (any session, after a restart too) start
+        # symbolic, and so hit the cached symbolic graph. See warmup.py.
+        os.environ.setdefault("TORCH_COMPILE_JOB_ID", "graph-explorer")
         parent, child = self._ctx.Pipe()
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
         self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp), daemon=True,

@@ -34,7 +34,7 @@ def check_architecture(model: str, config: Any) -> None:
 
 
 def warm_param_count() -> None:
-    """Pay the meta device's one-time set-up (importing torch's reference ops, ~2 s) ahead of the first
+    """Pay the meta device's one-time set-up (importing torch's reference ops, seconds) ahead of the first
     architecture change."""
     param_count("rnn", entry("rnn").config_cls())
 

@@ -98,8 +98,7 @@ def release_free_memory() -> None:
     """Hand freed heap memory back to the OS (glibc's malloc_trim).
 
     Runs execute on many server threads, and glibc keeps a malloc arena per thread that holds on to freed
-    tensors' memory: 300 Playground updates on 16 threads grew RSS by ~909 MB without this and ~7 MB with it;
-    the app's 1,000-interaction soak (bench/RESULTS-load.md) went from +814 MB to +126 MB with this and
-    `limit_malloc_arenas`. A call took 0.08 ms here, outside any timing."""
+    tensors' memory: the app's 1,000-interaction soak grew by +814 MiB without this and +126 MiB with it and
+    `limit_malloc_arenas` (bench/RESULTS-load.md). It runs outside any timing."""
     if _LIBC is not None:
         _LIBC.malloc_trim(0)

@@ -1,7 +1,7 @@
 """The autograd graph of one run, read from `grad_fn.next_functions` before backward.
 
 Walked iteratively (a 500-token unroll is thousands of nodes deep), with the `_saved_*` attribute
-names looked up once per node type: `dir()` on every node costs ~20x more than the walk itself.
+names looked up once per node type: `dir()` on every node costs far more than the walk itself.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ _warm = False
 
 
 def warm_profiler() -> None:
-    """The profiler's first use in a process costs ~1.5 s; pay it before the first figure."""
+    """The profiler's first use in a process is slow (a one-time set-up): pay it before the first figure."""
     global _warm
     if not _warm:
         with MemoryProfile():

@@ -54,14 +54,14 @@ def _compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
 
 def breaks_markdown(c: CompiledRun) -> str:
     ex = c.explanation
+    if c.fallback and c.fallback.startswith("compile failed"):
+        return f"**The compile failed**: {c.fallback.removeprefix('compile failed: ')}"
     if ex.skipped:
         return f"**Dynamo captured no graph at all**: it skipped this model's forward ({SKIPPED_RNN})."
-    which = (f"`torch._dynamo.explain` at this session's first input with these options ({ex.length} tokens; "
-             "explain resets dynamo, so it runs once, before compiling)")
+    when = f"when dynamo compiled the {ex.length}-token input ({ex.graph_count} graph(s))"
     if not ex.graph_breaks:
-        return f"**No graph breaks**: {which} finds {ex.graph_count} graph(s)."
-    counted = "" if ex.graph_break_count == len(ex.graph_breaks) else f" (dynamo counts {ex.graph_break_count})"
-    lines = [f"**{len(ex.graph_breaks)} graph break(s)**{counted}, found by {which}; {ex.graph_count} graphs:"]
+        return f"**No graph breaks** {when}."
+    lines = [f"**{len(ex.graph_breaks)} graph break(s)** {when}:"]
     for b in ex.graph_breaks:
         lines.append(f"- `{b.where}`: `{b.code}`  \n  {b.reason}. {b.explanation}"
                      + ("  \n  Dynamo gave up on this whole function: it runs eagerly, and only the modules it "

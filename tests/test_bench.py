@@ -1,0 +1,26 @@
+"""Every benchmark script runs as the README shows it (`python -m bench.<name>`), in its smallest mode."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in ("__init__", "common", "appserver",
+                                                                                    "screenshot"))
+
+
+def test_every_script_is_listed():
+    assert SCRIPTS == ["batching", "compile_costs", "compile_interference", "first_compile", "load", "soak", "startup",
+                       "update_latency"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_script_runs_from_the_repository_root_and_writes_its_results(script, tmp_path):
+    out = tmp_path / "results.md"
+    done = subprocess.run([sys.executable, "-m", f"bench.{script}", "--quick", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert out.read_text().count("\n") >= 3
