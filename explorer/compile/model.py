@@ -109,7 +109,12 @@ class CompiledModel:
         for ev in self.events[first_new:]:
             frame_id = ev.compile_id.split("/")[0]
             match = [r for r in new_reasons if r.split(":", 1)[0].split("/")[0] == frame_id]
-            ev.reason = match[-1].split(": ", 1)[-1] if match else self._first_reason(ev)
+            # Every guard that failed for this frame (the static graph's and the symbolic one's), each once.
+            failed = list(dict.fromkeys(r.split(": ", 1)[-1] for r in match))
+            ev.reason = "; ".join(failed) if failed else self._first_reason(ev)
+            if length <= 1:
+                ev.reason += ("; dynamo specializes sizes 0 and 1 (a symbolic size starts at 2), so a 1-token input "
+                              "gets a graph of its own")
             if ev.compile_id in frames:
                 ev.compile_s, ev.cache = frames[ev.compile_id].seconds, frames[ev.compile_id].cache
         new = self.events[first_new:]

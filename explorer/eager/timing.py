@@ -47,6 +47,11 @@ class Measurement:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def noisy(self) -> bool:
+        """The spread rivals the figure (IQR over a quarter of the median): a ratio built on it is not to be read."""
+        return self.iqr_ms > 0.25 * self.median_ms
+
     def spread(self) -> str:
         """What the median is of, and how wide it is: 'median of 10 runs, IQR 0.012 ms'."""
         return f"median of {self.runs} runs, IQR {self.iqr_ms:.3f} ms"

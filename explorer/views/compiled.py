@@ -35,15 +35,17 @@ TIMELINE_COLUMNS = ["#", "tokens", "graph", "function", "shapes", "compile s", "
                     "architecture", "options"]
 
 
-def _compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
+def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
     m, e = c.compiled, c.eager
     tag = " (eager fallback!)" if c.fallback and m else ""
+    noisy = any(x is not None and x.noisy for x in (m, e))
     be = c.break_even_calls
     return [
         ("compiled forward", f"{m.median_ms:.3f} ms" if m else "failed",
          m.spread() + tag if m else "see the message above"),
-        ("speed-up vs eager", f"{c.speedup:.2f}x" if c.speedup else "none",
+        ("speed-up vs eager", "none" if not c.speedup else f"{c.speedup:.2f}x" + (" (noisy)" if noisy else ""),
          "no compiled code ran: see the message above" if c.fallback else
+         "not to be read: a timing's IQR is over a quarter of its median; compile again to re-measure" if noisy else
          f"eager re-timed {e.median_ms:.3f} ms, same process and threads" if e else ""),
         ("compile time", f"{c.total_compile_s:.2f} s", f"this input: {c.compile_s:.2f} s"),
         ("break-even", "never" if be is None else f"{be:,} calls", "compile time / per-call saving"),
@@ -79,7 +81,7 @@ def compiled_view(session: Session, c: CompiledRun) -> CompiledView:
              round(t.event.compile_s, 3), t.event.cache or "—", t.event.reason, t.arch, t.options]
             for i, t in enumerate(track.timeline)]
     return CompiledView(
-        cards=_compiled_cards(c), status=status, timeline=rows, breaks=breaks_markdown(c),
+        cards=compiled_cards(c), status=status, timeline=rows, breaks=breaks_markdown(c),
         figure=compiled_figure(track.runs), graph=fx_figure(latest) if latest else None,
         code=latest.code if latest else "# no graph was captured",
         report=build_report(session.last, track) if session.last else {},

@@ -24,6 +24,12 @@ _PALETTE = qualitative.Dark24 + qualitative.Light24
 _ADDED = "#d62728"
 
 
+def iqr_bars(medians: list[float], iqrs: list[float]) -> dict[str, Any]:
+    """Error bars of one IQR around each median, cut at zero below: a time is never negative."""
+    below = [min(i, m) for m, i in zip(medians, iqrs, strict=True)]
+    return {"type": "data", "symmetric": False, "array": iqrs, "arrayminus": below, "visible": True}
+
+
 def _hover(d: DrawNode) -> str:
     first = d.members[0]
     if len(d.members) == 1:
@@ -122,7 +128,7 @@ def history_figure(history: Iterable[RunRecord], height: int = 420) -> go.Figure
             ms = [getattr(r, m) for r in rs]
             fig.add_trace(go.Scatter(
                 x=[r.tokens for r in rs], y=[x.median_ms for x in ms],
-                error_y={"type": "data", "array": [x.iqr_ms for x in ms], "visible": True},
+                error_y=iqr_bars([x.median_ms for x in ms], [x.iqr_ms for x in ms]),
                 mode="lines+markers", line={"color": color, "dash": dash},
                 name=f"{arch}: {m.replace('_', ' ')}", legendgroup=arch,
                 hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + f"{arch} {m}</extra>",
@@ -155,7 +161,7 @@ def compiled_figure(runs: Iterable[CompiledRun], height: int = 380) -> go.Figure
                    if getattr(r, name) is not None and not (name == "compiled" and r.fallback)]
             fig.add_trace(go.Scatter(
                 x=[x for x, _ in pts], y=[m.median_ms for _, m in pts], mode="lines+markers", name=name,
-                line={"color": color}, error_y={"type": "data", "array": [m.iqr_ms for _, m in pts]},
+                line={"color": color}, error_y=iqr_bars([m.median_ms for _, m in pts], [m.iqr_ms for _, m in pts]),
                 hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + name + "</extra>",
             ))
         fell = [r for r in same if r.fallback and r.compiled is not None]
@@ -213,7 +219,7 @@ def lab_time_figure(report: dict[str, Any], height: int = 360) -> go.Figure:
         if rows:
             fig.add_trace(go.Bar(
                 name=label, x=[t for t, _ in rows], y=[d[f"{what}_ms"] for _, d in rows], marker_color=color,
-                error_y={"type": "data", "array": [d[f"{what}_iqr_ms"] for _, d in rows], "visible": True},
+                error_y=iqr_bars([d[f"{what}_ms"] for _, d in rows], [d[f"{what}_iqr_ms"] for _, d in rows]),
                 hovertemplate="%{x}: %{y:.2f} ms<extra>" + label + "</extra>"))
     m = report["machine"]
     return _bar_layout(fig, f"Latency of the whole batch (median, bars = IQR; {m['device']}, {m['threads']} "

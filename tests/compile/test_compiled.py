@@ -215,3 +215,23 @@ def test_break_even_is_compile_seconds_over_the_per_call_saving():
     assert run(2.0, 1.5).break_even_calls == 6000
     assert run(1.0, 1.0).break_even_calls is None and run(1.0, 2.0).break_even_calls is None  # never
     assert run(2.0, 1.0, "recompile limit (8) hit").break_even_calls is None
+
+
+def test_a_speedup_built_on_a_noisy_timing_says_so():
+    from explorer.views.compiled import compiled_cards
+
+    def m(median, iqr):
+        return Measurement("x", median, iqr, median, median, 5, 10, 1)
+
+    ex = Explanation(8, 1, 0, (), (1,))
+    steady = CompiledRun(8, "x", CompileOptions("eager"), m(2.0, 0.1), m(1.0, 0.05), 1, 1, 1.0, 1.0, None, 1, ex)
+    noisy = CompiledRun(8, "x", CompileOptions("eager"), m(23.4, 30.0), m(2.5, 0.1), 1, 1, 1.0, 1.0, None, 1, ex)
+    assert dict((k, v) for k, v, _ in compiled_cards(steady))["speed-up vs eager"] == "2.00x"
+    card = next(c for c in compiled_cards(noisy) if c[0] == "speed-up vs eager")
+    assert card[1] == "9.36x (noisy)" and "not to be read" in card[2]
+
+
+def test_a_one_token_input_is_a_graph_of_its_own_and_says_why(fresh_service):
+    track, _ = _timeline(fresh_service, CompileOptions("eager"), lengths=(8, 16, 1))
+    assert [e.event.length for e in track.timeline] == [8, 16, 1]
+    assert "specializes sizes 0 and 1" in track.timeline[-1].event.reason

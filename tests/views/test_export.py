@@ -90,3 +90,10 @@ def test_state_link_round_trips():
 def test_a_bad_state_link_is_refused_with_a_message(params, message):
     with pytest.raises((InputError, ValueError), match=message):
         read_link(params)
+
+
+def test_error_bars_never_reach_below_zero():
+    from explorer.views.figures import iqr_bars
+
+    bars = iqr_bars([2.0, 10.0], [5.0, 1.0])
+    assert bars["arrayminus"] == [2.0, 1.0] and bars["array"] == [5.0, 1.0]
