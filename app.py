@@ -221,7 +221,7 @@ def _restore(request: gr.Request) -> tuple:
     controls = {f"{state.model}.{k}": v for k, v in state.config.items()}
     return RESTORE.fill(**{f"group:{name}": gr.Group(visible=state.model == name) for name in ZOO},
                         model=gr.Dropdown(value=state.model, info=ZOO[state.model].summary),
-                        text=state.text if state.text.strip() else DEFAULT_TEXT, **controls,
+                        text=state.text or DEFAULT_TEXT, **controls,
                         compile_on=state.compile, backend=state.backend, dynamic=state.dynamic,
                         mark=state.mark_dynamic, fullgraph=state.fullgraph)
 
@@ -448,8 +448,9 @@ def _wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, c: Compi
                             queue=False).then(api_visibility="private", **run))
     p.example.input(lambda k: EXAMPLES[k], inputs=p.example, outputs=p.text, api_name="example", queue=False)
     for i, option in enumerate(options):
+        option.input(**link_update)  # at once: a link copied while the compile runs carries the options
         option.input(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",
-                     **compiled).then(**link_update)
+                     **compiled)
     # Queued (not queue=False) so that a bad link's warning reaches the page.
     demo.load(_restore, None, restore_outputs, api_name="load", concurrency_limit=None, show_progress="hidden")
 

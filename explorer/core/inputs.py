@@ -42,7 +42,7 @@ def tokenize(text: str, what: str = "input") -> TokenizedText:
     """Token ids of `text`: every UTF-8 byte is a token, control characters included; past the token
     limit the text is cut (on a character boundary) with a notice."""
     check_text(text, what)
-    if not text.strip():
+    if not text:  # spaces and newlines are bytes, so tokens, like any other: only nothing at all is refused
         raise InputError(f"The {what} is empty: type a sentence (any language, emoji welcome).")
     try:
         ids = encode(text)

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 from explorer.compile.options import CompileOptions
 from explorer.core.errors import InputError
-from explorer.core.inputs import check_text
+from explorer.core.inputs import check_text, tokenize
 from models import entry, make_config
 from models.config import config_dict
 
@@ -31,9 +31,11 @@ class LinkState:
     fullgraph: bool = False
 
     def query(self) -> str:
-        """'?model=rnn&text=...&hidden=32&compile=1' (defaults left out)."""
+        """'?model=rnn&text=...&hidden=32&compile=1' (defaults left out). The text is what runs: cut to the token
+        limit, so a pasted book still gives a link a browser and a server accept."""
         defaults = config_dict(make_config(self.model))
-        params: dict[str, Any] = {"model": self.model, "text": self.text}
+        text = tokenize(self.text).text if self.text else self.text
+        params: dict[str, Any] = {"model": self.model, "text": text}
         params |= {k: v for k, v in self.config.items() if defaults[k] != v}
         params |= {k: 1 for k in _FLAGS if getattr(self, k)}
         if self.compile:

@@ -103,7 +103,7 @@ def test_compiling_shows_progress_then_the_compiled_numbers(page: Page, app_url)
 
 def test_a_bad_input_shows_its_message_and_the_page_keeps_working(page: Page, app_url):
     _loaded(page, app_url)
-    _type(page, "   ")
+    _type(page, "")
     expect(page.get_by_text(re.compile("The input is empty"))).to_be_visible(timeout=TIMEOUT)
     _shot(page, "05-bad-input")
     _type(page, "Back to work.")

@@ -63,7 +63,7 @@ def test_inspect_table():
         (["inspect", "--model", "rnn", "--set", "depth=2", "--text", "x"], "unknown config field 'depth'"),
         (["inspect", "--model", "rnn", "--set", "layers", "--text", "x"], "--set takes KEY=VALUE"),
         (["inspect", "--model", "gpt", "--text", "x"], "invalid choice: 'gpt'"),
-        (["inspect", "--model", "rnn", "--text", "   "], "empty"),
+        (["inspect", "--model", "rnn", "--text", ""], "empty"),
         (["inspect", "--model", "rnn"], "required: --text"),
         (["frobnicate"], "invalid choice"),
         (["batch", "--model", "rnn", "--n", "0"], "batch size must be between 1 and"),

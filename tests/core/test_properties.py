@@ -2,11 +2,12 @@
 
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer.core import limits
-from explorer.core.errors import USER_ERRORS
+from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.inputs import tokenize
 from explorer.session import Session
 from models import ZOO, make_config, param_count
@@ -68,3 +69,9 @@ def test_session_run_never_crashes_and_never_builds_past_the_limits(name, values
     assert ZOO[session.model_name].activation_bytes(session.config, limits.MAX_TOKENS, 1) <= \
         limits.MAX_ACTIVATION_BYTES
     assert len(session.history) == before[2] + 1
+
+
+def test_spaces_and_newlines_are_tokens_and_only_nothing_is_empty():
+    assert tokenize("   ").tokens == 3 and tokenize("\n").tokens == 1
+    with pytest.raises(InputError, match="empty"):
+        tokenize("")

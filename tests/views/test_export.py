@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl
 import pandas as pd
 import pytest
 
-from explorer.core import machine
+from explorer.core import limits, machine
 from explorer.core.errors import InputError
 from explorer.session import Session
 from explorer.views.export import CSV_COLUMNS, ExportDir, html_report, session_csv
@@ -97,3 +97,9 @@ def test_error_bars_never_reach_below_zero():
 
     bars = iqr_bars([2.0, 10.0], [5.0, 1.0])
     assert bars["arrayminus"] == [2.0, 1.0] and bars["array"] == [5.0, 1.0]
+
+
+def test_a_link_carries_only_the_text_that_runs():
+    state = LinkState("rnn", config_dict(make_config("rnn")), "é" * 100_000)
+    text = dict(parse_qsl(state.query()[1:]))["text"]
+    assert len(text.encode()) <= limits.MAX_TOKENS and text == "é" * (limits.MAX_TOKENS // 2)
