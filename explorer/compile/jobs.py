@@ -27,7 +27,6 @@ class CompiledCall:
     """One input through the compiled model: what compiled, what ran, and the figures (none if it failed)."""
 
     length: int
-    wall_s: float
     events: list[CompileEvent]
     fallback: str | None
     error: str | None
@@ -86,7 +85,7 @@ class PlaygroundJob(Job[PlaygroundReply]):
             if outcome.error is None:
                 ctx.phase(f"timing eager and compiled at {len(tokens)} tokens")
                 figures = cm.measure(ids)
-            calls.append(CompiledCall(outcome.length, outcome.wall_s, outcome.events, outcome.fallback,
+            calls.append(CompiledCall(outcome.length, outcome.events, outcome.fallback,
                                       outcome.error, figures))
         assert held.explanation is not None  # a session's first input always compiles (or fails, or is skipped)
         return PlaygroundReply(held.explanation, calls, len({e.compile_id for e in cm.events}))

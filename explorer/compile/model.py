@@ -35,7 +35,6 @@ from models import build_model, make_config
 @dataclass
 class CallOutcome:
     length: int
-    wall_s: float
     events: list[CompileEvent]
     fallback: str | None  # why this call did not run compiled code, if it did not
     error: str | None  # a compile that failed outright
@@ -120,7 +119,7 @@ class CompiledModel:
         new = self.events[first_new:]
         # Dynamo worked on this input if it compiled, broke or failed; else its graphs came from earlier inputs.
         explanation = Explanation.of(length, new, breaks.breaks) if new or breaks.breaks or ran.error else None
-        return CallOutcome(length, ran.wall_s, new, fallback, ran.error, explanation)
+        return CallOutcome(length, new, fallback, ran.error, explanation)
 
     def measure(self, ids: torch.Tensor) -> ForwardFigures:
         compiled = self.compiled

@@ -9,7 +9,6 @@ from __future__ import annotations
 import linecache
 import logging
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,7 +198,6 @@ def user_line(e: BaseException) -> str:
 class GuardedRun:
     """What one call of compiled code really did."""
 
-    wall_s: float
     fallback: str | None  # why no compiled code ran (the recompile limit, nothing captured), or None
     error: str | None  # the compile failed outright (e.g. fullgraph on a data-dependent branch)
 
@@ -212,7 +210,6 @@ def run_guarded(fn: Callable[[], object], counter: CountingBackend, where: str =
     """Call `fn` (which calls compiled code) with the recompile limit made loud, and say honestly whether any
     compiled graph ran: past the limit dynamo would silently run eagerly. `where` says which call this was."""
     calls = counter.calls
-    start = time.perf_counter()
     fallback = error = None
     try:
         with dynamo.config.patch(fail_on_recompile_limit_hit=True):
@@ -222,10 +219,9 @@ def run_guarded(fn: Callable[[], object], counter: CountingBackend, where: str =
                     "this frame eagerly")
     except Exception as e:  # a failed compile is a result to show, not a crash
         error = one_line(e) + user_line(e)
-    wall = time.perf_counter() - start
     if fallback is None and error is None and counter.calls == calls:
         fallback = f"no compiled graph ran{where}: dynamo ran it eagerly"
-    return GuardedRun(wall, fallback, error)
+    return GuardedRun(fallback, error)
 
 
 @dataclass(frozen=True)
@@ -237,7 +233,6 @@ class Explanation:
     graph_count: int  # graphs compiled for it (0: dynamo skipped the whole forward)
     graph_break_count: int  # distinct breaks, with the user's line; -1 when dynamo skipped the frame
     graph_breaks: tuple[GraphBreak, ...]
-    ops_per_graph: tuple[int, ...]
 
     @property
     def skipped(self) -> bool:
@@ -245,4 +240,4 @@ class Explanation:
 
     @classmethod
     def of(cls, length: int, events: list[CompileEvent], breaks: list[GraphBreak]) -> Explanation:
-        return cls(length, len(events), len(breaks) if events else -1, tuple(breaks), tuple(e.ops for e in events))
+        return cls(length, len(events), len(breaks) if events else -1, tuple(breaks))

@@ -209,7 +209,7 @@ def test_break_even_is_compile_seconds_over_the_per_call_saving():
     def run(eager_ms, compiled_ms, fallback=None):
         m = lambda ms: Measurement("x", ms, 0.01, ms, ms, 5, 10, 1)  # noqa: E731
         return CompiledRun(8, "x", CompileOptions("eager"), m(eager_ms), m(compiled_ms), None, None, 3.0, 3.0,
-                           fallback, 1, Explanation(8, 1, 0, (), (1,)))
+                           fallback, 1, Explanation(8, 1, 0, ()))
 
     assert run(2.0, 1.0).break_even_calls == 3000  # 3 s paid back at 1 ms a call
     assert run(2.0, 1.5).break_even_calls == 6000
@@ -223,7 +223,7 @@ def test_a_speedup_built_on_a_noisy_timing_says_so():
     def m(median, iqr):
         return Measurement("x", median, iqr, median, median, 5, 10, 1)
 
-    ex = Explanation(8, 1, 0, (), (1,))
+    ex = Explanation(8, 1, 0, ())
     steady = CompiledRun(8, "x", CompileOptions("eager"), m(2.0, 0.1), m(1.0, 0.05), 1, 1, 1.0, 1.0, None, 1, ex)
     noisy = CompiledRun(8, "x", CompileOptions("eager"), m(23.4, 30.0), m(2.5, 0.1), 1, 1, 1.0, 1.0, None, 1, ex)
     assert dict((k, v) for k, v, _ in compiled_cards(steady))["speed-up vs eager"] == "2.00x"
