@@ -34,7 +34,8 @@ def _reference_ms(samples: int) -> list[float]:
     return [measure("reference", lambda: forward(model, ids), FORWARD_BUDGET_S).median_ms for _ in range(samples)]
 
 
-def _rounds(service: CompileService, lengths: list[int], every_core: bool) -> tuple[list[float], list[float]]:
+def _rounds(service: CompileService, lengths: list[int], every_core: bool,
+            backend: str) -> tuple[list[float], list[float]]:
     """Per length: one reference timing while the worker compiles the transformer there (a cache miss), then one
     right after it finished (alone): interleaved, so that drift in the machine's speed hits both alike."""
     during, alone = [], []
@@ -43,7 +44,7 @@ def _rounds(service: CompileService, lengths: list[int], every_core: bool) -> tu
 
         def compile_one(n: int = n, done: threading.Event = done) -> None:
             try:
-                options = CompileOptions("inductor", "false")  # static: every length a new graph to compile
+                options = CompileOptions(backend, "false")  # static: every length a new graph to compile
                 for _ in CompileTrack(f"interference-{n}").run(service, "transformer",
                                                                 config_dict(make_config("transformer")),
                                                                 "transformer", options, [encode(sentence(n, n))]):
@@ -54,9 +55,8 @@ def _rounds(service: CompileService, lengths: list[int], every_core: bool) -> tu
 
         worker = threading.Thread(target=compile_one, daemon=True)
         worker.start()
-        time.sleep(2.5)  # the worker is compiling (C++ code generation and the compiler)
-        if not done.is_set():
-            during += _reference_ms(1)
+        done.wait(2.5)  # the worker is compiling (C++ code generation and the compiler)
+        during += _reference_ms(1)  # (with a quick backend the compile may be over: the quick run checks code only)
         worker.join()
         alone += _reference_ms(1)
     return during, alone
@@ -65,15 +65,16 @@ def _rounds(service: CompileService, lengths: list[int], every_core: bool) -> tu
 def main() -> None:
     args = parser(__doc__, "RESULTS-interference.md").parse_args()
     lengths = [11, 13] if args.quick else list(range(21, 45, 2))
+    backend = "eager" if args.quick else "inductor"
     machine.keep_off_measure_cores()  # as the app does at start-up: the worker inherits it
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
         service = CompileService(timeout_s=600)
         try:
-            kept_apart, alone_a = _rounds(service, lengths, every_core=False)
+            kept_apart, alone_a = _rounds(service, lengths, every_core=False, backend=backend)
             service.stop()
-            shared, alone_b = _rounds(service, [n + 100 for n in lengths], every_core=True)
+            shared, alone_b = _rounds(service, [n + 100 for n in lengths], every_core=True, backend=backend)
         finally:
             service.stop()
     for what, xs, base in (("alone (between the kept-apart compiles)", alone_a, alone_a),
@@ -88,7 +89,7 @@ def main() -> None:
              f"{m['threads']} measurement thread(s), measuring core(s) {m['measure_cores']}, torch {m['torch']}, "
              f"{time.strftime('%Y-%m-%d')}. Reference: the eager forward of `{REFERENCE[0]}` on a "
              f"{len(REFERENCE[1].encode())}-token sentence, each sample a Playground timing (median of its blocks, "
-             f"{FORWARD_BUDGET_S} s budget). The compile: inductor, empty cache, the transformer at "
+             f"{FORWARD_BUDGET_S} s budget). The compile: {backend}, empty cache, the transformer at "
              f"{len(lengths)} new lengths with dynamic=false (each a full compile, C++ compiler included).", "",
              "Each round: one sample while a compile runs, one right after it (alone).", "",
              "| reference timing | samples | median ms | min-max ms | median vs alone | best vs alone |",
