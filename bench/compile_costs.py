@@ -51,7 +51,7 @@ def _fresh(cache_dir: str) -> CompileService:
 def main() -> None:
     args = parser(__doc__, "RESULTS-compile.md").parse_args()
     models, backends = (["transformer"], ["eager"]) if args.quick else (list(ZOO), list(BACKENDS))
-    lengths = LENGTHS[:3] if args.quick else LENGTHS
+    lengths = LENGTHS[:2] if args.quick else LENGTHS
     m = machine.describe()
     lines = ["# Compile costs: cold and warm compiles, recompiles per dynamic mode, eager vs compiled", "",
              f"Measured by `python -m bench.compile_costs` on {m['device']} ({m['cpu']}, {m['cores']} cores), "

@@ -124,7 +124,7 @@ def main() -> None:
     p.add_argument("--duration", type=float, default=120.0)
     args = p.parse_args()
     if args.quick:
-        args.sessions, args.duration = 2, 8.0
+        args.sessions, args.duration = 2, 4.0
     proc, url, _ = start_app()
     try:
         r = run_load(url, args.sessions, args.duration)

@@ -36,7 +36,7 @@ def main() -> None:
     p.add_argument("--interactions", type=int, default=1000)
     args = p.parse_args()
     if args.quick:
-        args.interactions = 12
+        args.interactions = 6
     rng = random.Random(0)
     proc, url, _ = start_app()
     samples = []
