@@ -50,7 +50,7 @@ def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
         ("compile time", f"{c.total_compile_s:.2f} s", f"this input: {c.compile_s:.2f} s"),
         ("break-even", "never" if be is None else f"{be:,} calls", "compile time / per-call saving"),
         ("peak memory", format_bytes(c.peak_compiled_bytes), f"eager {format_bytes(c.peak_eager_bytes)} (no_grad)"),
-        ("graphs", f"{c.graph_count}", f"{max(c.explanation.graph_break_count, 0)} graph breaks (explain)"),
+        ("graphs", f"{c.graph_count}", f"{max(c.explanation.graph_break_count, 0)} graph break(s) when it compiled"),
     ]
 
 
