@@ -26,11 +26,14 @@ from models.tokenizer import encode
 
 TEXT = "The quick brown fox jumps over the lazy dog, again and again. "
 NOTE = (
-    "Notes: 'cold' uses a fresh, empty `TORCHINDUCTOR_CACHE_DIR`, but only the first cold row (rnn, "
-    "inductor) also pays inductor's one-time C++ toolchain work; later cold rows reuse it from the same "
-    "directory. Section 3 runs after section 2 with the same cache, so its compiles hit inductor's "
-    "FX-graph cache. `dynamic=false` compiles once per length until dynamo's recompile limit (8), after "
-    'which the last two lengths silently ran eagerly: the app labels them as fallbacks.'
+    "Notes: 'cold' uses a fresh, empty `TORCHINDUCTOR_CACHE_DIR`; each row is a new worker process, so its "
+    "compile seconds include that process's one-time set-up, and inductor compiles serially there "
+    "(`TORCHINDUCTOR_COMPILE_THREADS=1`, as in the app). Dynamo's automatic-dynamic profile lives in the same "
+    "directory under the app's job id: section 1 compiled length 16, so in section 2 `dynamic=auto` sees a new "
+    "length at its first compile and makes it symbolic at once. Section 3 runs after section 2 with the same "
+    "cache, so its compiles hit inductor's FX-graph cache. `dynamic=false` compiles once per length until "
+    "dynamo's recompile limit (8), after which the last two lengths silently ran eagerly: the app labels them "
+    "as fallbacks."
 )
 LENGTHS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192)
 
