@@ -81,10 +81,24 @@ CSS = """
 body.ge-presentation .gradio-container { zoom: 1.3; }
 """
 _PRESENT_JS = "(on) => { document.body.classList.toggle('ge-presentation', on); return []; }"
-# Enter in a number box settles it as leaving the box does: a slider's `release` fires on blur, not on Enter.
-_PAGE_JS = """() => document.addEventListener('keydown', (e) => {
-  if (e.key === 'Enter' && e.target instanceof HTMLInputElement && e.target.type === 'number') e.target.blur();
-})"""
+# Number boxes settle as a person means them: Enter settles like leaving the box (a slider's `release` fires on
+# blur, not on Enter); a value past the box's bounds is clamped to them, and an empty or non-numeric entry puts
+# back the value the box had, before the control reports it. Otherwise Gradio refuses 99 on the server while
+# the box shows its clamped 4, and the controls disagree with the graph on screen.
+_PAGE_JS = """() => {
+  const box = (t) => t instanceof HTMLInputElement && t.type === 'number';
+  document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && box(e.target)) e.target.blur(); });
+  document.addEventListener('focusin', (e) => { if (box(e.target)) e.target.dataset.settled = e.target.value; });
+  document.addEventListener('change', (e) => {
+    const t = e.target;
+    if (!box(t)) return;
+    let v = t.value === '' ? NaN : Number(t.value);
+    if (Number.isNaN(v)) v = Number(t.dataset.settled ?? t.min);
+    if (t.min !== '') v = Math.max(v, Number(t.min));
+    if (t.max !== '') v = Math.min(v, Number(t.max));
+    if (String(v) !== t.value) { t.value = String(v); t.dispatchEvent(new Event('input', {bubbles: true})); }
+  }, true);
+}"""
 
 
 def _control(k: Knob) -> gr.components.Component:

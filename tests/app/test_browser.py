@@ -184,3 +184,24 @@ def test_a_bad_state_link_says_so_and_opens_the_defaults(page: Page, app_url):
     _loaded(page, app_url + "?model=nope")
     expect(page.get_by_text(re.compile("This link could not be restored")).first).to_be_visible(timeout=TIMEOUT)
     assert _card(page, "tokens") == "42"
+
+
+def test_a_number_past_a_slider_bound_runs_clamped_and_the_box_agrees_with_the_graph(page: Page, app_url):
+    _loaded(page, app_url)
+    box = page.get_by_role("spinbutton", name="layers").first
+    top = box.get_attribute("max")
+    box.click()
+    box.press("Control+A")
+    box.press_sequentially("99")
+    box.press("Tab")  # leaving the box settles it; Gradio alone would refuse 99 and show the clamped max
+    diff = page.get_by_label("diff", exact=True)
+    expect(diff).to_have_value(re.compile(rf"architecture change \(layers 1->{top}\)"), timeout=TIMEOUT)
+    expect(box).to_have_value(top)
+    nodes = _nodes(page)
+    box.click()
+    box.press("Control+A")
+    box.press_sequentially("abc")  # not a number: the box keeps the value of the run on screen
+    box.press("Tab")
+    expect(box).to_have_value(top)
+    expect(page.locator(".toast-body")).to_have_count(0)
+    assert _nodes(page) == nodes
