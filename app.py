@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.compile.protocol import CompileFailure
@@ -27,6 +28,7 @@ from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
+from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.residency import Residency
 from explorer.session import DEFAULT_MODEL, Session
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
@@ -571,6 +573,7 @@ def main() -> None:
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
     demo.launch(server_name=host, server_port=port, css=CSS, js=_PAGE_JS, footer_links=["api", "gradio"],
+                app_kwargs={"middleware": [Middleware(LongAddressGuard)]},
                 max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn
 
 

@@ -204,3 +204,12 @@ def test_hostile_text_through_the_api(app_url):
         _raw_call(app_url, b'{"data": ["rnn", "{}", "\xff\xfe", ""]}')
     assert 400 <= refused.value.code < 500
     assert client.predict("rnn", "{}", "still serving", "", api_name="/inspect")["tokens"] == 13
+
+
+def test_a_hand_made_link_too_long_for_the_server_gets_a_page_that_says_so(app_url):
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(app_url + "?model=rnn&text=" + "a" * 100_000, timeout=60)
+    page = refused.value.read().decode()
+    assert refused.value.code == 414 and "Link too long" in page and "100,0" in page
+    with urllib.request.urlopen(app_url + "?model=rnn&text=" + "a" * 1500, timeout=60) as ok:  # a real link's size
+        assert ok.status == 200
