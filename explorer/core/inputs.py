@@ -38,12 +38,16 @@ def check_text(text: object, what: str = "input") -> str:
     return text
 
 
+def empty_message(what: str = "input") -> str:
+    return f"The {what} is empty: type a sentence (any language, emoji welcome)."
+
+
 def tokenize(text: str, what: str = "input") -> TokenizedText:
     """Token ids of `text`: every UTF-8 byte is a token, control characters included; past the token
     limit the text is cut (on a character boundary) with a notice."""
     check_text(text, what)
     if not text:  # spaces and newlines are bytes, so tokens, like any other: only nothing at all is refused
-        raise InputError(f"The {what} is empty: type a sentence (any language, emoji welcome).")
+        raise InputError(empty_message(what))
     try:
         ids = encode(text)
     except UnicodeEncodeError:

@@ -12,6 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from explorer.core.fmt import format_bytes
+from explorer.core.inputs import empty_message
 from explorer.serving.queueing import Turn, queued
 from explorer.session import RunResult, Session
 from explorer.views.figures import graph_figure, history_figure
@@ -70,7 +71,13 @@ def _view(session: Session, r: RunResult, status: str) -> View:
 def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any]) -> Iterator[str | View]:
     """Reconfigure if needed, wait for the measurement queue (yielding messages), run, and yield the view
     twice: at once, then with the profiler's memory. One run at a time per session; an input identical to the
-    latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a new run."""
+    latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a new run, and
+    so does an empty box: a pause while a person retypes, not an error (no error toast, no red badges over the
+    previous run's figures)."""
+    if text == "":
+        still = f" The figures shown are still run {session.last.number}'s." if session.last else ""
+        yield f"**Not run**: {empty_message()}{still}"
+        return
     with session.run_lock:
         session.configure(model, values)  # validation first: a bad config never waits in the queue
         if session.is_latest(text, compare):
