@@ -8,7 +8,10 @@ import urllib.request
 import pytest
 from gradio_client import Client
 
+from explorer.eager.capture import capture_run
 from explorer.views.playground import control_specs
+from models import build_model, make_config
+from models.tokenizer import to_ids
 from tests.helpers import early_exit_branch, start_app, stop_app
 
 pytestmark = pytest.mark.slow
@@ -36,9 +39,15 @@ def test_inspect_endpoint_returns_the_report(app_url):
     report = client.predict("rnn", '{"layers": 2, "cell": "lstm"}', "Hello there", "Hi", api_name="/inspect")
     assert report["config"]["layers"] == 2 and report["config"]["cell"] == "lstm"
     assert report["trace"]["layers.1.fwd"] == 11
-    assert report["graph"]["nodes"] > 0 and report["eager"]["forward"]["median_ms"] > 0
-    assert report["memory"]["peak_train_bytes"] > 0
-    assert report["diff"]["nodes_added"] > 0
+    model = build_model("rnn", make_config("rnn", {"layers": 2, "cell": "lstm"}))  # the same seed: same weights
+    mine, theirs = (capture_run(model, to_ids(t)) for t in ("Hello there", "Hi"))
+    assert report["graph"]["nodes"] == len(mine.graph.nodes)  # the server captured exactly this run's graph
+    assert report["memory"]["saved_bytes"] == mine.saved_bytes
+    assert report["diff"]["nodes_added"] - report["diff"]["nodes_removed"] == len(mine.graph.nodes) - len(
+        theirs.graph.nodes)
+    forward = report["eager"]["forward"]
+    assert forward["min_ms"] <= forward["median_ms"] <= forward["max_ms"] and forward["runs"] >= 3
+    assert report["memory"]["peak_train_bytes"] > report["memory"]["peak_forward_bytes"] > 0
 
 
 @pytest.mark.parametrize(
