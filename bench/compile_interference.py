@@ -1,16 +1,24 @@
 """Does a compile bend an eager timing? `python -m bench.compile_interference` -> bench/RESULTS-interference.md.
 
-In one run: a reference eager timing (the Playground's, same budget) alone; then while the compile worker
-compiles (inductor, an empty cache, so it keeps compiling for a while) with the app's core separation (the
-worker off the measuring core); then again with the worker allowed on every core, as without the separation."""
+This VM's speed drifts by up to 2x over seconds to minutes, so "alone" and "while compiling" must be sampled
+at the same moment. While the compile worker compiles (inductor, an empty cache, a new static length each
+round), the script takes pairs of reference timings (the Playground's, same budget): one with the worker
+running, one with the worker and its compiler frozen (SIGSTOP, then SIGCONT), in alternating order. The ratio
+of each pair is the compile's effect with the drift cancelled. First with the app's core separation (the worker
+off the measuring core), then with the worker allowed on every core, as without it."""
 
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from bench.common import parser
 from explorer.compile.options import CompileOptions
@@ -18,6 +26,7 @@ from explorer.compile.track import CompileTrack
 from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.limits import FORWARD_BUDGET_S
+from explorer.eager import timing
 from explorer.eager.capture import forward
 from explorer.eager.timing import measure
 from explorer.lab.batches import sentence
@@ -28,17 +37,68 @@ from models.tokenizer import encode, to_ids
 REFERENCE = ("rnn", "The reference sentence, timed alone and while a compile runs.")
 
 
-def _reference_ms(samples: int) -> list[float]:
+def _family(pid: int) -> list[int]:
+    """`pid` and every process below it (the worker's C++ compiler), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    family, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        family.append(p)
+        todo += children.get(p, [])
+    return family
+
+
+@contextmanager
+def _frozen(pid: int) -> Iterator[None]:
+    """The worker and its subprocesses stopped for the block: the timing inside runs alone. The measurement lock
+    is taken first (a worker frozen while it holds the lock for its own timing would never give it back) and
+    `measure` inside times without it."""
+    with timing.MEASURE_LOCK:
+        timing.use_measure_lock(nullcontext())
+        try:
+            with _stopped(_family(pid)):
+                yield
+        finally:
+            timing.use_measure_lock(timing.MEASURE_LOCK)
+
+
+@contextmanager
+def _stopped(family: list[int]) -> Iterator[None]:
+    for p in family:
+        with suppress(ProcessLookupError):  # it may have just exited
+            os.kill(p, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for p in family:
+            with suppress(ProcessLookupError):  # it may have just exited
+                os.kill(p, signal.SIGCONT)
+
+
+@dataclass
+class Pairs:
+    during: list[float] = field(default_factory=list)
+    alone: list[float] = field(default_factory=list)
+
+    def ratios(self) -> list[float]:
+        return [d / a for d, a in zip(self.during, self.alone, strict=True)]
+
+
+def _pairs(service: CompileService, lengths: list[int], every_core: bool, backend: str, most: int) -> Pairs:
     model = build_model(REFERENCE[0], make_config(REFERENCE[0]))
     ids = to_ids(REFERENCE[1])
-    return [measure("reference", lambda: forward(model, ids), FORWARD_BUDGET_S).median_ms for _ in range(samples)]
 
+    def sample() -> float:
+        return measure("reference", lambda: forward(model, ids), FORWARD_BUDGET_S).median_ms
 
-def _rounds(service: CompileService, lengths: list[int], every_core: bool,
-            backend: str) -> tuple[list[float], list[float]]:
-    """Per length: one reference timing while the worker compiles the transformer there (a cache miss), then one
-    right after it finished (alone): interleaved, so that drift in the machine's speed hits both alike."""
-    during, alone = [], []
+    pairs = Pairs()
     for n in lengths:
         done = threading.Event()
 
@@ -53,36 +113,46 @@ def _rounds(service: CompileService, lengths: list[int], every_core: bool,
             finally:
                 done.set()
 
-        worker = threading.Thread(target=compile_one, daemon=True)
-        worker.start()
-        done.wait(2.5)  # the worker is compiling (C++ code generation and the compiler)
-        during += _reference_ms(1)  # (with a quick backend the compile may be over: the quick run checks code only)
-        worker.join()
-        alone += _reference_ms(1)
-    return during, alone
+        thread = threading.Thread(target=compile_one, daemon=True)
+        thread.start()
+        done.wait(2.0)  # the worker is past start-up, generating and compiling C++
+        first, start = True, len(pairs.during)
+        while first or (not done.is_set() and len(pairs.during) - start < most):  # at least one pair per round
+            pid = service.pid
+            order = (True, False) if len(pairs.during) % 2 == 0 else (False, True)
+            for running in order:
+                if running or pid is None:
+                    pairs.during.append(sample())
+                else:
+                    with _frozen(pid):
+                        pairs.alone.append(sample())
+            first = False
+        thread.join()
+    return pairs
+
+
+def _row(what: str, p: Pairs) -> str:
+    r = p.ratios()
+    q1, _, q3 = statistics.quantiles(r, n=4) if len(r) > 1 else (r[0], r[0], r[0])
+    return (f"| {what} | {len(r)} | {statistics.median(p.alone):.3f} | {statistics.median(p.during):.3f} | "
+            f"**{statistics.median(r):.3f}x** | {q1:.3f}-{q3:.3f}x | {min(r):.2f}-{max(r):.2f}x |")
 
 
 def main() -> None:
     args = parser(__doc__, "RESULTS-interference.md").parse_args()
-    lengths = [11, 13] if args.quick else list(range(21, 45, 2))
+    lengths = [11] if args.quick else list(range(21, 41, 2))
     backend = "eager" if args.quick else "inductor"
+    most = 2 if args.quick else 1_000  # pairs per compile
     machine.keep_off_measure_cores()  # as the app does at start-up: the worker inherits it
-    rows = []
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
         service = CompileService(timeout_s=600)
         try:
-            kept_apart, alone_a = _rounds(service, lengths, every_core=False, backend=backend)
+            kept_apart = _pairs(service, lengths, every_core=False, backend=backend, most=most)
             service.stop()
-            shared, alone_b = _rounds(service, [n + 100 for n in lengths], every_core=True, backend=backend)
+            shared = _pairs(service, [n + 100 for n in lengths], every_core=True, backend=backend, most=most)
         finally:
             service.stop()
-    for what, xs, base in (("alone (between the kept-apart compiles)", alone_a, alone_a),
-                           ("while compiling, worker kept off the measuring core", kept_apart, alone_a),
-                           ("alone (between the unseparated compiles)", alone_b, alone_b),
-                           ("while compiling, worker on every core (no separation)", shared, alone_b)):
-        rows.append(f"| {what} | {len(xs)} | {statistics.median(xs):.3f} | {min(xs):.3f}-{max(xs):.3f} | "
-                    f"{statistics.median(xs) / statistics.median(base):.2f}x | {min(xs) / min(base):.2f}x |")
     m = machine.describe()
     lines = ["# A compile next to a timing", "",
              f"Measured by `python -m bench.compile_interference` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
@@ -91,9 +161,12 @@ def main() -> None:
              f"{len(REFERENCE[1].encode())}-token sentence, each sample a Playground timing (median of its blocks, "
              f"{FORWARD_BUDGET_S} s budget). The compile: {backend}, empty cache, the transformer at "
              f"{len(lengths)} new lengths with dynamic=false (each a full compile, C++ compiler included).", "",
-             "Each round: one sample while a compile runs, one right after it (alone).", "",
-             "| reference timing | samples | median ms | min-max ms | median vs alone | best vs alone |",
-             "|---|---:|---:|---:|---:|---:|", *rows]
+             "Each pair: one timing while the worker compiles, one with the worker and its compiler frozen "
+             "(SIGSTOP/SIGCONT), back to back in alternating order, so that the VM's drift cancels in the ratio.", "",
+             "| worker | pairs | median alone ms | median while compiling ms | median ratio | IQR of ratios | "
+             "min-max ratio |", "|---|---:|---:|---:|---:|---:|---:|",
+             _row("kept off the measuring core (the app)", kept_apart),
+             _row("on every core (no separation)", shared)]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
