@@ -26,13 +26,18 @@ from explorer.core.budget import warm_param_count
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
+from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
+from explorer.deploy.job import deploy_service
+from explorer.deploy.routes import ROUTES
 from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.residency import Residency
 from explorer.session import DEFAULT_MODEL, Session
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
+from explorer.views.deploy import DEPLOY_COLUMNS, deploy_update
 from explorer.views.export import ExportDir
+from explorer.views.figures import graph_figure
 from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
 from explorer.views.playground import View, control_specs, update, values_for
 from explorer.views.statelink import LinkState, read_link
@@ -45,6 +50,7 @@ SESSION_TTL_S = 1800  # a session's state is dropped after this long without use
 # and refuses past its limit) rather than invisibly in Gradio's queue.
 MEASURE_EVENTS = limits.MAX_QUEUE + 1
 RESIDENCY = Residency(limits.MAX_LIVE_MODELS)  # built models kept across every session of this server
+EXPORTS = ExportDir()  # download files: session reports, deployment artefacts
 COMPILE_OPTIONS = ("compile_on", "backend", "dynamic", "mark", "fullgraph")
 
 
@@ -68,6 +74,7 @@ class Outputs:
 PLAYGROUND = Outputs("session", "graph", "cards", "history", "diff", "report", "status")
 COMPILED = Outputs("session", "status", "cards", "timeline", "breaks", "figure", "fx_graph", "fx_code", "report")
 LAB = Outputs("session", "status", "verdict", "table", "lengths", "time", "waste", "report")
+DEPLOY = Outputs("status", "verdict", "table", "diffs", "autograd", "exported", "code", "downloads", "report")
 MODEL_CHOICE = Outputs(*(f"group:{m}" for m in ZOO), "model")
 RESTORE = Outputs(*MODEL_CHOICE.names, "text", *(f"{m}.{k.name}" for m, k in control_specs()),
                   *COMPILE_OPTIONS)
@@ -203,6 +210,29 @@ def run_lab_compiled(session: Session, enabled: bool, backend: str,
         yield from _lab_stream(session, lab_compiled_update(session, backend, compile_service()), progress)
     except USER_ERRORS as e:
         yield LAB.fill(session=session, status=f"**Cannot compile**: {e}")
+
+
+def run_deploy_lab(session: Session, lengths: str, routes: list[str],
+                   progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
+    """Freeze the Playground's latest run (model, architecture, text) by every chosen route, in the deployment
+    worker: progress per route, then the table, the figures and the downloads."""
+    r = session.last
+    if r is None:
+        yield DEPLOY.fill(status="Run an input in the Playground first: this lab freezes that model and input.")
+        return
+    try:
+        items = deploy_update(deploy_service(), r.model, r.config, r.input.text, parse_lengths(lengths),
+                              list(routes), EXPORTS.job_dir())
+        for item in items:
+            if isinstance(item, str):
+                progress(None, desc=item)
+                yield DEPLOY.fill(status=item)
+            else:
+                yield DEPLOY.fill(status=item.status, verdict=item.verdict, table=item.table, diffs=item.diffs,
+                                  autograd=graph_figure(r), exported=item.graph, code=item.code,
+                                  downloads=item.downloads, report=item.report)
+    except USER_ERRORS as e:
+        yield DEPLOY.fill(status=f"**Cannot run the deployment lab**: {e}")
 
 
 def _show_model(m: str) -> tuple:
@@ -407,6 +437,41 @@ def _lab_tab(session: gr.State) -> None:
                                                concurrency_limit=1, show_progress="minimal")
 
 
+def _deploy_tab(session: gr.State) -> None:
+    gr.Markdown(
+        "Deploying means freezing: a TorchScript trace or script, a `torch.export` program, an ONNX file run by "
+        "ONNX Runtime, an AOTInductor package. Each one keeps **one run's decisions**. This lab freezes **the "
+        "Playground's latest run** (its model, architecture and text) by every route, for real, then runs each "
+        "artefact on other lengths and on another text of the same length against eager: which routes work, which "
+        "fail loudly (with your line), and which run without an error and return **wrong answers**. Try the early-"
+        "exit model, then its `exit_with=cond` variant; the RNN, then `loop=scan`."
+    )
+    with gr.Row():
+        with gr.Column(scale=1, min_width=280):
+            lengths = gr.Textbox(",".join(map(str, DEFAULT_LENGTHS)), label="other lengths to check (tokens)",
+                                 info=f"comma-separated, 1 to {limits.MAX_TOKENS}; the current input is always "
+                                      "checked, and another text of its length")
+            routes = gr.CheckboxGroup(list(ROUTES), value=list(ROUTES), label="routes",
+                                      info="aot: AOTInductor compiles C++ (tens of seconds)")
+            go_btn = gr.Button("Freeze the current model", variant="primary")
+        with gr.Column(scale=3):
+            status = gr.Markdown()
+            verdict = gr.Markdown()
+            table = gr.Dataframe(headers=DEPLOY_COLUMNS, label="per route", interactive=False, wrap=True)
+            diffs = gr.Plot(label="max |diff| vs eager per input")
+            with gr.Row():
+                autograd = gr.Plot(label="autograd graph of this input (eager)")
+                exported = gr.Plot(label="the exported program's graph")
+            code = gr.Code(language="python", label="the exported program as code", max_lines=30)
+            downloads = gr.File(label="artefacts that were built (load snippets in the table's JSON)",
+                                file_count="multiple", interactive=False)
+            raw = gr.JSON(label="raw numbers (the same report as `python -m explorer deploy --json`)", open=False)
+    outputs = DEPLOY.components(status=status, verdict=verdict, table=table, diffs=diffs, autograd=autograd,
+                                exported=exported, code=code, downloads=downloads, report=raw)
+    go_btn.click(run_deploy_lab, [session, lengths, routes], outputs, api_visibility="private",
+                 concurrency_id="deploy", concurrency_limit=1, show_progress="minimal")
+
+
 def _downloads_panel(session: gr.State) -> None:
     with gr.Accordion("Download this session", open=False):
         gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
@@ -414,8 +479,7 @@ def _downloads_panel(session: gr.State) -> None:
                     elem_classes="explain")
         export_btn = gr.Button("Prepare CSV and HTML report")
         downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
-    exports = ExportDir()
-    export_btn.click(lambda s: exports.write(s), session, downloads, api_visibility="private",
+    export_btn.click(lambda s: EXPORTS.write(s), session, downloads, api_visibility="private",
                      concurrency_id="export", concurrency_limit=2)
 
 
@@ -490,6 +554,8 @@ def build_app() -> gr.Blocks:
             playground, compiled = _playground_tab()
         with gr.Tab("Batching lab"):
             _lab_tab(session)
+        with gr.Tab("Deployment lab"):
+            _deploy_tab(session)
         _downloads_panel(session)
         _limits_panel()
         _wire_playground(demo, session, playground, compiled, link)
@@ -497,6 +563,7 @@ def build_app() -> gr.Blocks:
         demo.unload(_closed)
         gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
         gr.api(_api_batch, api_name="batch", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
+        gr.api(_api_deploy, api_name="deploy", concurrency_id="deploy", concurrency_limit=1)
     return demo
 
 
@@ -546,6 +613,22 @@ def _api_batch(model: str, config_json: str = "{}", lines: str = "", n: int = 64
         *_, view = lab_update(session, texts, int(bucket_width))
         if backend:
             *_, view = lab_compiled_update(session, backend, compile_service())
+    except USER_ERRORS as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    return view.report
+
+
+def _api_deploy(model: str, config_json: str = "{}", text: str = DEFAULT_TEXT, lengths: str = "8,32,128",
+                routes: str = "") -> dict:
+    """The deployment lab: freeze `model` with a JSON object of config values at `text` by each route (comma-
+    separated; empty: all), and check every artefact against eager at `lengths`. Returns the report (`verdict`,
+    `routes`: route, outcome, error, where, checks, artefact_bytes, latency, eager, speedup, notes, ...)."""
+    values = _config_values(config_json)
+    try:
+        config = make_config(model, values)
+        chosen = [r.strip() for r in routes.split(",") if r.strip()] or list(ROUTES)
+        *_, view = deploy_update(deploy_service(), model, config, text, parse_lengths(lengths), chosen,
+                                 EXPORTS.job_dir())
     except USER_ERRORS as e:
         raise gr.Error(str(e), print_exception=False) from None
     return view.report

@@ -1,27 +1,33 @@
-"""Command line: `python -m explorer models`, `inspect` and `batch`."""
+"""Command line: `python -m explorer models`, `inspect`, `batch` and `deploy`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.worker import compile_service
 from explorer.core.errors import USER_ERRORS, InputError
+from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.machine import pin_threads
+from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
+from explorer.deploy.job import deploy_service
+from explorer.deploy.routes import ROUTES
 from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
 from explorer.lab.results import LabRun
 from explorer.lab.runner import compile_lab
 from explorer.session import Session
+from explorer.views.deploy import deploy_update
 from explorer.views.export import html_report, session_csv
 from explorer.views.report import build_report
-from explorer.views.tables import format_lab, format_table
-from models import ZOO
+from explorer.views.tables import format_deploy, format_lab, format_table
+from models import ZOO, make_config
 
 
 class _Parser(argparse.ArgumentParser):
@@ -131,6 +137,21 @@ def _batch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _deploy(args: argparse.Namespace) -> int:
+    config = make_config(args.model, _parse_sets(args.set))
+    routes = [r.strip() for r in args.routes.split(",") if r.strip()] if args.routes else list(ROUTES)
+    lengths = parse_lengths(args.lengths)
+    out_dir = args.out or tempfile.mkdtemp(prefix="graph-explorer-deploy-")
+    pin_threads()
+    service = deploy_service()
+    try:
+        *_, view = deploy_update(service, args.model, config, args.text, lengths, routes, out_dir)
+    finally:
+        service.stop()
+    print(json.dumps(view.report, indent=2, ensure_ascii=False) if args.json else format_deploy(view.report))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="explorer", description="Graph Explorer: autograd graphs, timing and memory.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -168,6 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (figures inline)")
     p.set_defaults(fn=_batch)
+    p = sub.add_parser("deploy", help="freeze a model by every deployment route and check what survives")
+    p.add_argument("--model", required=True, choices=sorted(ZOO))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
+    p.add_argument("--text", default=DEFAULT_TEXT, help="the input the model is frozen at")
+    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)),
+                   help="other lengths to check the artefacts at, e.g. 8,32,128")
+    p.add_argument("--routes", help=f"comma-separated, of {', '.join(ROUTES)} (default: all)")
+    p.add_argument("--out", metavar="DIR", help="where the artefacts go (default: a new temporary directory)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_deploy)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

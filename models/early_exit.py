@@ -27,6 +27,10 @@ class EarlyExitConfig:
         0.6, "Exit after the first block whose confidence reaches this (1 = never exit early).",
         min=0.0, max=1.0, step=0.01,
     )
+    exit_with: str = knob(
+        "python", "How the exit decision is written: a Python if (only the blocks that run are in the graph) or "
+        "torch.cond (both branches are traced: exportable, the depth still decided by the data).",
+        choices=("python", "cond"))
     seed: int = knob(0, "Seed of the random weights.", min=0, max=2**31 - 1)
 
     def __post_init__(self) -> None:
@@ -60,10 +64,14 @@ class EarlyExitEncoder(nn.Module):
             EncoderBlock(cfg.width, cfg.heads, FFN_RATIO, "pre", "gelu", ATTENTION) for _ in range(cfg.blocks)
         )
         self.exits = nn.ModuleList(ExitHead(cfg.width, (i + 1) / cfg.blocks) for i in range(cfg.blocks))
+        # For torch.cond: a tensor, so tracing never turns the threshold into a symbolic float (cond refuses one).
+        self.register_buffer("threshold", torch.tensor(cfg.threshold), persistent=False)
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         mask = padding_mask(ids, lengths)
         x = self.embed(ids)
+        if self.cfg.exit_with == "cond" and self.cfg.threshold < 1.0:
+            return self._from_block(0, x, mask)
         for block, exit_head in zip(self.blocks, self.exits, strict=True):
             x = block(x, mask)
             logits, confidence = exit_head(x, mask)
@@ -71,6 +79,17 @@ class EarlyExitEncoder(nn.Module):
             if self.cfg.threshold < 1.0 and bool(confidence.min() >= self.cfg.threshold):
                 break
         return logits
+
+    def _from_block(self, i: int, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Blocks i.. with the same exit rule as `forward`'s loop, each decision a torch.cond: both branches are
+        functions of tensors, so export keeps the decision in the graph instead of baking in one depth."""
+        x = self.blocks[i](x, mask)
+        logits, confidence = self.exits[i](x, mask)
+        if i == len(self.blocks) - 1:
+            return logits
+        return torch.cond(confidence.min() >= self.threshold,
+                          lambda x, logits: logits.clone(),  # a branch may not return its input itself
+                          lambda x, logits: self._from_block(i + 1, x, mask), (x, logits))
 
 
 def activation_bytes(cfg: EarlyExitConfig, tokens: int, batch: int = 1) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch._higher_order_ops.scan import scan  # private in 2.13, and the only loop that exports dynamically
 
 from models.config import knob
 from models.heads import NUM_CLASSES
@@ -25,6 +26,9 @@ class RNNConfig:
     hidden: int = knob(64, "Hidden state size of each cell.", min=4, max=512, step=4)
     embed: int = knob(32, "Token embedding size.", min=4, max=512, step=4)
     bidirectional: bool = knob(False, "Also run each layer right-to-left (doubles the unroll).")
+    loop: str = knob("python", "How the time loop is written: a Python for loop (one cell call per token in the "
+                     "graph) or torch's scan operator (one op for the whole loop: exports with a dynamic length; a "
+                     "padded batch still uses the Python loop).", choices=("python", "scan"))
     seed: int = knob(0, "Seed of the random weights.", min=0, max=2**31 - 1)
 
 
@@ -56,9 +60,36 @@ class UnrolledRNN(nn.Module):
             outs.append(state[0] if self.cfg.cell == "lstm" else state)
         return outs
 
+    def _scan(self, cell: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """The same recurrence as one scan op over time: (B, T, in) -> (B, T, hidden). The cell's weights are
+        the Python loop's, so both variants compute the same function."""
+        h = x.new_zeros(x.shape[0], self.cfg.hidden)
+        lstm = self.cfg.cell == "lstm"
+
+        def step(state: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
+                 xt: torch.Tensor) -> tuple[torch.Tensor | tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+            new = cell(xt, state)
+            return new, (new[0] if lstm else new).clone()  # scan's outputs may not alias its carry
+
+        _, ys = scan(step, (h, h) if lstm else h, x, dim=1)
+        return ys
+
+    def _forward_scan(self, x: torch.Tensor) -> torch.Tensor:
+        finals = []
+        for layer in self.layers:
+            per_dir, finals = [], []
+            for name, cell in layer.items():
+                ys = self._scan(cell, x if name == "fwd" else x.flip(1))
+                finals.append(ys[:, -1])
+                per_dir.append(ys if name == "fwd" else ys.flip(1))
+            x = torch.cat(per_dir, dim=-1)
+        return self.head(torch.cat(finals, dim=-1))
+
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         """ids: (B, T). With `lengths`, rows are right-padded and each row stops at its own length."""
         x = self.embed(ids)
+        if self.cfg.loop == "scan" and lengths is None:
+            return self._forward_scan(x)
         mask = None if lengths is None else torch.arange(ids.shape[1])[None, :] < lengths[:, None]
         # The backward direction reads each row's own tokens in reverse (pads stay at the end).
         rev = None if lengths is None else torch.where(

@@ -86,8 +86,9 @@ def _worker_main(conn: Any, tmpdir: str) -> None:
 class CompileService:
     """The parent side: one worker process, started lazily, replaced after a timeout or crash."""
 
-    def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S) -> None:
-        self.timeout_s = timeout_s
+    def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S, name: str = "compile",
+                 advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.") -> None:
+        self.timeout_s, self.name, self.advice = timeout_s, name, advice
         self._ctx = mp.get_context("spawn")
         self._proc: Any = None
         self._tmp = ""
@@ -142,8 +143,8 @@ class CompileService:
         """Send a job; yield Progress every ~0.5 s, then the job's reply. Raises CompileFailure."""
         queued = time.monotonic()
         while not self._jobs.acquire(timeout=0.5):
-            yield Progress(time.monotonic() - queued, "waiting for the compile worker (another compile, or the "
-                                                      "start-up cache warm-up)")
+            yield Progress(time.monotonic() - queued, f"waiting for the {self.name} worker (another job, or the "
+                                                      "start-up warm-up)")
         try:
             yield from self._run(job)
         finally:
@@ -159,11 +160,11 @@ class CompileService:
         while not self._conn.poll(0.5):
             if not self._proc.is_alive() or time.monotonic() - start > START_TIMEOUT_S:
                 self.stop()
-                raise CompileFailure("the compile worker did not start; try again in a moment.")
-            yield Progress(time.monotonic() - start, "starting the compile worker")
+                raise CompileFailure(f"the {self.name} worker did not start; try again in a moment.")
+            yield Progress(time.monotonic() - start, f"starting the {self.name} worker")
         if self._conn.recv() != ("ready", None):
             self.stop()
-            raise CompileFailure("the compile worker did not start properly; try again.")
+            raise CompileFailure(f"the {self.name} worker did not start properly; try again.")
 
     def _run(self, job: Job[R]) -> Iterator[Progress | R]:
         yield from self._started()
@@ -178,19 +179,18 @@ class CompileService:
                 elapsed = time.monotonic() - start
                 if elapsed - waited > self.timeout_s:
                     raise CompileFailure(
-                        f"compile timed out after {self.timeout_s:.0f} s ({phase}); the compile worker was "
-                        "stopped and restarted. Try a shorter input, backend aot_eager or eager, or dynamic=true."
-                    )
+                        f"{self.name} timed out after {self.timeout_s:.0f} s ({phase}); the {self.name} worker was "
+                        f"stopped and restarted. {self.advice}")
                 if not self._conn.poll(0.5):
                     if not self._proc.is_alive():
-                        raise CompileFailure(f"the compile worker died (exit code {self._proc.exitcode}) "
+                        raise CompileFailure(f"the {self.name} worker died (exit code {self._proc.exitcode}) "
                                              f"while {phase}; it has been restarted.")
                     yield Progress(elapsed, phase)
                     continue
                 try:
                     kind, payload = self._conn.recv()
                 except (EOFError, OSError):
-                    raise CompileFailure(f"the compile worker died while {phase}; it has been restarted.") from None
+                    raise CompileFailure(f"the {self.name} worker died while {phase}; it has been restarted.") from None
                 if kind == "phase":
                     phase = payload
                 elif kind == "acquire":

@@ -59,6 +59,10 @@ MAX_LIVE_MODELS = _limit("max_live_models", 12, int, "built models kept across a
 HISTORY_LENGTH = _limit("history_length", 200, int, "runs kept per session for the history plot")
 COMPILE_TIMEOUT_S = _limit("compile_timeout_s", 120.0, float,
                            "seconds before a compile job is stopped (the worker is killed and restarted)")
+DEPLOY_TIMEOUT_S = _limit("deploy_timeout_s", 300.0, float,
+                          "seconds per deployment route (an export, a package) before its worker is replaced")
+MAX_ARTEFACT_BYTES = _limit("max_artefact_bytes", 64 * 2**20, int,
+                            "bytes of one deployment artefact offered for download")
 RECOMPILE_LIMIT = _limit("recompile_limit", 8, int, "dynamo's recompile_limit in the compile worker")
 
 

@@ -53,6 +53,8 @@ class ModuleTrace:
 
     def _pre(self, name: str):
         def hook(module: nn.Module, args: tuple) -> None:
+            if torch.compiler.is_compiling():  # inside scan/cond, traced by dynamo: one op in the graph, not calls
+                return
             call = _Call(name, self.calls[name], len(self._open), _get_sequence_nr())
             self.calls[name] += 1
             self._open.append(call)
@@ -61,6 +63,8 @@ class ModuleTrace:
         return hook
 
     def _post(self, module: nn.Module, args: tuple, output: object) -> None:
+        if torch.compiler.is_compiling():
+            return
         self._open.pop().end = _get_sequence_nr()
 
     def _index(self) -> None:

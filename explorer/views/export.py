@@ -123,6 +123,17 @@ class ExportDir:
             path = self.path / f"{stem}.{suffix}"
             path.write_text(text, encoding="utf-8")
             paths.append(str(path))
-        for old in sorted(self.path.iterdir(), key=lambda p: p.stat().st_mtime)[:-self.keep]:
+        files = [p for p in self.path.iterdir() if p.is_file()]
+        for old in sorted(files, key=lambda p: p.stat().st_mtime)[:-self.keep]:
             old.unlink(missing_ok=True)
         return paths
+
+    def job_dir(self, keep: int = 8) -> str:
+        """A fresh directory for one job's downloads (the deployment lab's artefacts); the oldest beyond `keep`
+        are removed."""
+        path = self.path / f"job-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}"
+        path.mkdir()
+        dirs = [p for p in self.path.iterdir() if p.is_dir()]
+        for old in sorted(dirs, key=lambda p: p.stat().st_mtime)[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        return str(path)

@@ -84,3 +84,28 @@ def format_lab(report: dict[str, Any]) -> str:
                          + "".join(f"\n{'':<32}graph break: {b}" for b in c["graph_breaks"]))
     lines.append(f"verdict: {report['verdict']}".replace("**", ""))
     return "\n".join(lines)
+
+
+def format_deploy(report: dict[str, Any]) -> str:
+    """The deployment lab's report as text, one block per route (`deploy` without --json)."""
+    m = report["machine"]
+    lines = [f"{report['model']} {report['config']}, {report['tokens']} tokens; measured on {m['device']} "
+             f"({m['cpu']}), {m['threads']} thread(s), torch {m['torch']}"]
+    for r in report["routes"]:
+        size = format_bytes(r["artefact_bytes"]) if r["artefact_bytes"] else "no artefact"
+        speed = (f"{r['latency']['median_ms']:.3f} ms vs eager {r['eager']['median_ms']:.3f} ms "
+                 f"({r['speedup']:.2f}x)" if r["speedup"] else "not timed")
+        lines.append(f"{r['route']:<18} {r['outcome'].upper():<15} built in {r['seconds']:.1f} s, {size}, {speed}")
+        for what, text in (("skipped", r["skipped"]), ("error", r["error"]), ("at", r["where"])):
+            if text:
+                lines.append(f"{'':<4}{what}: {text}")
+        for c in r["checks"]:
+            lines.append(f"{'':<4}{c['label']}: " + (f"refused: {c['error']}" if c["error"] else
+                                                     f"max |diff| {c['max_abs_diff']:.2g}"))
+        lines += [f"{'':<4}{w['category']}: {w['message']}" + (f" ({w['where']})" if w["where"] else "")
+                  for w in r["warnings"] if w["category"] == "TracerWarning"]
+        lines += [f"{'':<4}note: {n}" for n in r["notes"]]
+        if r["artefact"]:
+            lines.append(f"{'':<4}artefact: {r['artefact']}  load: {r['load_snippet']}")
+    lines.append(f"verdict: {report['verdict']}")
+    return "\n".join(lines)

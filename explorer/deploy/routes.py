@@ -1,0 +1,267 @@
+"""The routes from a dynamic model to a static artefact, each a real call: trace, script, export, ONNX, AOTInductor.
+
+Each route builds its artefact from the model at the current input, then runs it on every check input against
+eager (max |diff|), and times it against eager back to back at the current input. A route never raises: what
+failed is in its result, with the user's line where torch names one. They run in the deployment worker
+(`job.py`), where a hang or a crash cannot take the app down."""
+
+from __future__ import annotations
+
+import linecache
+import re
+import time
+import traceback
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from explorer.compile.observe import _PROJECT, fx_nodes, relative, user_line
+from explorer.compile.options import cxx_compiler
+from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
+from explorer.deploy.checks import CheckInput
+from explorer.deploy.results import Check, RouteResult, Warned
+from explorer.eager.timing import measure
+
+Runner = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass
+class Setting:
+    """What every route gets: the model, its inputs (the current one first), and where to write files."""
+
+    model: nn.Module
+    inputs: list[CheckInput]
+    workdir: Path
+    phase: Callable[[str], None]
+
+    @property
+    def example(self) -> torch.Tensor:
+        return self.inputs[0].ids()
+
+
+def _where(filename: str, lineno: int) -> str:
+    if not filename.startswith(_PROJECT) or "/site-packages/" in filename or "/explorer/" in filename:
+        return ""
+    return f"{relative(filename)}:{lineno}: {linecache.getline(filename, lineno).strip()}"
+
+
+def _error_where(e: BaseException) -> str:
+    """The user's line an error names: dynamo's "from user code" part, else the deepest model frame."""
+    named = user_line(e)
+    if named:
+        return named.removeprefix(" (at ").removesuffix(")")
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if _where(f.filename, f.lineno or 0)]
+    return _where(frames[-1].filename, frames[-1].lineno or 0) if frames else ""
+
+
+def _one_line(e: BaseException) -> str:
+    """'Type: message' in one line; TorchScript puts its real message last, after the interpreter's frames."""
+    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
+    if first.startswith("The following operation failed in the TorchScript interpreter") and len(lines) > 1:
+        first = lines[-1]
+    return f"{type(e).__name__}: {first[:300]}"
+
+
+def _reason(e: BaseException) -> str:
+    """The line of a long export error that says why (dynamo's explanation), if it has one."""
+    return next((ln.strip()[:300] for ln in str(e).splitlines()
+                 if any(k in ln for k in ("because", "Could not guard", "inferred to be"))), "")
+
+
+def _warned(caught: list[warnings.WarningMessage]) -> list[Warned]:
+    seen: dict[tuple[str, str], Warned] = {}
+    for w in caught:
+        msg = next((ln.strip() for ln in str(w.message).splitlines() if ln.strip()), "")[:300]
+        key = (w.category.__name__, msg)
+        seen.setdefault(key, Warned(w.category.__name__, msg, _where(w.filename, w.lineno)))
+    return list(seen.values())
+
+
+def _deprecation(r: RouteResult) -> None:
+    if any(w.category == "DeprecationWarning" for w in r.warnings):
+        r.notes.append("TorchScript is deprecated in this torch: it says so with a DeprecationWarning, which "
+                       "Python's default filters hide outside __main__ (shown here because the lab records all)")
+
+
+def _check(run: Runner, eager: nn.Module, inputs: list[CheckInput]) -> list[Check]:
+    checks = []
+    for inp in inputs:
+        ids = inp.ids()
+        with torch.no_grad():
+            want = eager(ids)
+            try:
+                got = torch.as_tensor(run(ids))
+            except Exception as e:  # the artefact refused this input: a loud failure, which is what we report
+                checks.append(Check(inp.label, len(inp.tokens), None, _one_line(e)))
+                continue
+        diff = float((got.reshape(want.shape) - want).abs().max()) if got.numel() == want.numel() else float("inf")
+        checks.append(Check(inp.label, len(inp.tokens), diff))
+    return checks
+
+
+def _finish(r: RouteResult, s: Setting, run: Runner, artefact: Path | None, snippet: str) -> RouteResult:
+    """Check the artefact on every input; time it against eager where it is right at the current input."""
+    s.phase(f"{r.route}: checking the artefact on {len(s.inputs)} inputs against eager")
+    r.checks = _check(run, s.model, s.inputs)
+    if artefact is not None and artefact.exists():
+        r.artefact, r.artefact_bytes, r.load_snippet = str(artefact), artefact.stat().st_size, snippet
+    if r.checks and r.checks[0].correct:
+        s.phase(f"{r.route}: timing the artefact and eager at the current input, back to back")
+        ids = s.example
+        with torch.no_grad():
+            r.eager = measure("eager", lambda: s.model(ids), FORWARD_BUDGET_S)
+            r.latency = measure(r.route, lambda: run(ids), FORWARD_BUDGET_S)
+    return r
+
+
+def _failed(r: RouteResult, e: BaseException, started: float) -> RouteResult:
+    r.seconds = time.perf_counter() - started
+    r.error, r.where = _one_line(e), _error_where(e)
+    if (why := _reason(e)) and why not in r.error:
+        r.notes.append(why)
+    return r
+
+
+def _seq_dim(auto: bool) -> tuple[dict[int, object]]:
+    dim = torch.export.Dim.AUTO if auto else torch.export.Dim("seq", min=2, max=MAX_TOKENS)
+    return ({1: dim},)
+
+
+def jit_trace(s: Setting) -> RouteResult:
+    r = RouteResult("jit.trace")
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            traced = torch.jit.trace(s.model, (s.example,), check_trace=False)
+        except Exception as e:
+            return _failed(r, e, started)
+    r.seconds = time.perf_counter() - started
+    r.warnings = _warned(caught)
+    _deprecation(r)
+    if not any(w.category == "TracerWarning" for w in r.warnings):
+        r.notes.append("no TracerWarning: nothing told you which decisions the trace froze")
+    path = s.workdir / "traced.pt"
+    torch.jit.save(traced, str(path))
+    return _finish(r, s, traced, path, 'm = torch.jit.load("traced.pt"); m(torch.tensor([list(b"your text")]))')
+
+
+def jit_script(s: Setting) -> RouteResult:
+    r = RouteResult("jit.script")
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            scripted = torch.jit.script(s.model)
+        except Exception as e:
+            _failed(r, e, started)
+        r.warnings = _warned(caught)
+    _deprecation(r)
+    if r.error:
+        return r
+    r.seconds = time.perf_counter() - started
+    path = s.workdir / "scripted.pt"
+    torch.jit.save(scripted, str(path))
+    return _finish(r, s, scripted, path, 'm = torch.jit.load("scripted.pt"); m(torch.tensor([list(b"your text")]))')
+
+
+def _export(s: Setting, auto: bool) -> tuple[torch.export.ExportedProgram | None, RouteResult]:
+    r = RouteResult("export (Dim.AUTO)" if auto else "export")
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            ep = torch.export.export(s.model, (s.example,), dynamic_shapes=_seq_dim(auto))
+        except Exception as e:
+            return None, _failed(r, e, started)
+    r.seconds = time.perf_counter() - started
+    r.warnings = [w for w in _warned(caught) if w.where]
+    ranges = {str(k): str(v) for k, v in ep.range_constraints.items()}
+    r.notes.append(f"range constraints: {ranges}" if ranges else
+                   "range constraints: none: the program was exported for this one length (static)")
+    gm = ep.graph_module
+    r.graph_ops = dict(Counter(str(n.target) for n in gm.graph.nodes if n.op == "call_function").most_common())
+    r.graph_code, r.fx = gm.print_readable(print_output=False), fx_nodes(gm)
+    return ep, r
+
+
+def export(s: Setting, auto: bool = False) -> RouteResult:
+    ep, r = _export(s, auto)
+    if ep is None:
+        return r
+    path = s.workdir / ("exported-auto.pt2" if auto else "exported.pt2")
+    torch.export.save(ep, str(path))
+    return _finish(r, s, ep.module(), path,
+                   f'm = torch.export.load("{path.name}").module(); m(torch.tensor([list(b"your text")]))')
+
+
+def export_auto(s: Setting) -> RouteResult:
+    return export(s, auto=True)
+
+
+def onnx(s: Setting) -> RouteResult:
+    import onnxruntime as ort
+
+    r = RouteResult("onnx")
+    path = s.workdir / "model.onnx"
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            program = torch.onnx.export(s.model, (s.example,), dynamo=True, dynamic_shapes=_seq_dim(False),
+                                        input_names=["ids"], output_names=["logits"], verbose=False)
+            program.save(str(path))
+        except Exception as e:
+            return _failed(r, e, started)
+    r.seconds = time.perf_counter() - started
+    r.warnings = [w for w in _warned(caught) if w.where]
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1  # as eager is timed: one thread
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    shape = session.get_inputs()[0].shape
+    r.notes.append(f"ONNX input shape: {shape}" + ("" if any(isinstance(d, str) for d in shape) else
+                                                   ": fixed, this file accepts one length only"))
+
+    def run(ids: torch.Tensor) -> torch.Tensor:
+        return torch.from_numpy(session.run(None, {"ids": ids.numpy()})[0])
+
+    return _finish(r, s, run, path, 'onnxruntime.InferenceSession("model.onnx").run(None, {"ids": ids.numpy()})')
+
+
+def aoti(s: Setting) -> RouteResult:
+    if cxx_compiler() is None:
+        return RouteResult("aoti", skipped="AOTInductor needs a C++ compiler (g++/c++) and none was found")
+    ep, exported = _export(s, auto=False)
+    if ep is None:
+        return RouteResult("aoti", skipped=f"needs a torch.export program, and export failed: {exported.error}")
+    r = RouteResult("aoti")
+    path = s.workdir / "model-aoti.pt2"
+    s.phase("aoti: inductor generates and compiles C++ for the exported program (tens of seconds)")
+    started = time.perf_counter()
+    try:
+        torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
+        runner = torch._inductor.aoti_load_package(str(path))
+    except Exception as e:
+        return _failed(r, e, started)
+    r.seconds = time.perf_counter() - started
+    beyond = MAX_TOKENS + 88
+    try:  # the declared maximum is not enforced by the package: show it
+        runner(torch.zeros(1, beyond, dtype=torch.long))
+        r.notes.append(f"a {beyond}-token input (past the exported maximum of {MAX_TOKENS}) ran without a bound "
+                       "check")
+    except Exception as e:
+        r.notes.append(f"a {beyond}-token input (past the exported maximum) was refused: {_one_line(e)}")
+    return _finish(r, s, runner, path, 'm = torch._inductor.aoti_load_package("model-aoti.pt2"); m(ids)')
+
+
+ROUTES: dict[str, Callable[[Setting], RouteResult]] = {
+    "jit.trace": jit_trace, "jit.script": jit_script, "export": export, "export (Dim.AUTO)": export_auto,
+    "onnx": onnx, "aoti": aoti,
+}
+

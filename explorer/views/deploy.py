@@ -1,0 +1,108 @@
+"""The deployment lab's view as plain data: the route table, max |diff| against length per route, the exported
+graph drawn next to the autograd graph, the downloads and the verdict (the app wires it; tests call it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from explorer.compile.worker import CompileService
+from explorer.core import machine
+from explorer.core.fmt import format_bytes
+from explorer.deploy.job import run_deploy
+from explorer.deploy.results import TOLERANCE, DeployResult, RouteResult
+from explorer.views.figures import draw_graph, fx_graph
+
+DEPLOY_COLUMNS = ["route", "outcome", "what happened", "user's line", "max |diff| per input", "build",
+                  "artefact", "artefact vs eager (median, IQR)"]
+FLOOR = 1e-9  # a difference of exactly 0 is drawn here on the log axis
+
+
+@dataclass
+class DeployView:
+    status: str
+    verdict: str  # markdown
+    table: list[list[Any]]  # rows of DEPLOY_COLUMNS
+    diffs: go.Figure
+    graph: go.Figure
+    code: str
+    downloads: list[str]
+    report: dict[str, Any]
+
+
+def _diffs_cell(r: RouteResult) -> str:
+    return "; ".join(f"{c.tokens}: {'error' if c.error else f'{c.max_abs_diff:.1g}'}" for c in r.checks) or "—"
+
+
+def _speed(r: RouteResult) -> str:
+    if r.latency is None or r.eager is None:
+        return "—"
+    return f"{r.latency.spread()} vs {r.eager.spread()}: {r.speedup:.2f}x"
+
+
+def _row(r: RouteResult) -> list[Any]:
+    what = r.first_problem() or "correct on every input"
+    extra = [w.message for w in r.warnings if w.category == "TracerWarning"] + r.notes
+    return [r.route, r.outcome, "; ".join([what, *extra]), r.where or next((w.where for w in r.warnings if w.where),
+                                                                           "—"),
+            _diffs_cell(r), f"{r.seconds:.1f} s" if not r.skipped else "—",
+            format_bytes(r.artefact_bytes) if r.artefact_bytes else "—", _speed(r)]
+
+
+def diffs_figure(result: DeployResult, height: int = 380) -> go.Figure:
+    """Max |artefact - eager| per checked input and route, log scale: a silently wrong route stands out above
+    the tolerance line; an input the artefact refused is an x at the top."""
+    fig = go.Figure()
+    top = max([c.max_abs_diff or 0.0 for r in result.routes for c in r.checks] + [1.0]) * 10
+    for r in result.routes:
+        ran = [c for c in r.checks if c.max_abs_diff is not None]
+        if ran:
+            fig.add_scatter(x=[c.tokens for c in ran], y=[max(c.max_abs_diff, FLOOR) for c in ran], name=r.route,
+                            mode="markers+lines", text=[c.label for c in ran],
+                            hovertemplate="%{text}<br>max |diff| %{y:.3g}<extra>" + r.route + "</extra>")
+        refused = [c for c in r.checks if c.error]
+        if refused:
+            fig.add_scatter(x=[c.tokens for c in refused], y=[top] * len(refused), name=f"{r.route}: refused",
+                            mode="markers", marker={"symbol": "x", "size": 11}, text=[c.error for c in refused],
+                            hovertemplate="%{text}<extra>" + r.route + "</extra>")
+    fig.add_hline(y=TOLERANCE, line_dash="dot", annotation_text=f"tolerance {TOLERANCE:g}")
+    fig.update_layout(title=f"Artefact vs eager, {result.model}: max |diff| per input (0 drawn at {FLOOR:g}; x = "
+                            "refused)", xaxis_title="tokens", yaxis_title="max |diff|", yaxis_type="log",
+                      height=height, margin={"l": 60, "r": 20, "t": 60, "b": 40})
+    return fig
+
+
+def exported_graph(result: DeployResult) -> tuple[go.Figure, str]:
+    """The first exported program's graph (drawn with the app's one graph renderer) and its code."""
+    r = next((r for r in result.routes if r.fx), None)
+    if r is None:
+        return go.Figure().update_layout(title="No exported program: torch.export failed for this model (see the "
+                                               "table)"), ""
+    ops = sum(r.graph_ops.values())
+    title = f"Exported program ({r.route}): {ops} aten ops, {len(r.graph_ops)} kinds; {r.notes[0]}"
+    return draw_graph(fx_graph(r.fx), title), r.graph_code
+
+
+def _measured(result: DeployResult) -> str:
+    m = machine.describe()
+    return (f"{result.model}, {result.tokens} tokens; each artefact checked against eager on "
+            f"{len({c.label for r in result.routes for c in r.checks})} inputs; latencies measured on {m['device']}, "
+            f"{m['threads']} thread(s) (ONNX Runtime: 1 intra-op thread), torch.utils.benchmark, artefact and "
+            "eager back to back in the deployment worker.")
+
+
+def view_of(result: DeployResult) -> DeployView:
+    graph, code = exported_graph(result)
+    report = result.as_dict() | {"machine": machine.describe()}
+    return DeployView(_measured(result), f"**Verdict**: {result.verdict()}", [_row(r) for r in result.routes],
+                      diffs_figure(result), graph, code, [r.artefact for r in result.routes if r.artefact], report)
+
+
+def deploy_update(service: CompileService, model: str, config: object, text: str, lengths: list[int],
+                  routes: list[str], out_dir: str) -> Iterator[str | DeployView]:
+    """Progress messages while each route runs in the deployment worker, then the view."""
+    for item in run_deploy(service, model, config, text, lengths, routes, out_dir):
+        yield item if isinstance(item, str) else view_of(item)
