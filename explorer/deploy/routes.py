@@ -89,7 +89,8 @@ def _deprecation(r: RouteResult) -> None:
                        "Python's default filters hide outside __main__ (shown here because the lab records all)")
 
 
-def _check(run: Runner, eager: nn.Module, inputs: list[CheckInput]) -> list[Check]:
+def check_against_eager(run: Runner, eager: nn.Module, inputs: list[CheckInput]) -> list[Check]:
+    """Max |artefact - eager| on each input, or the error the artefact raised."""
     checks = []
     for inp in inputs:
         ids = inp.ids()
@@ -108,7 +109,7 @@ def _check(run: Runner, eager: nn.Module, inputs: list[CheckInput]) -> list[Chec
 def _finish(r: RouteResult, s: Setting, run: Runner, artefact: Path | None, snippet: str) -> RouteResult:
     """Check the artefact on every input; time it against eager where it is right at the current input."""
     s.phase(f"{r.route}: checking the artefact on {len(s.inputs)} inputs against eager")
-    r.checks = _check(run, s.model, s.inputs)
+    r.checks = check_against_eager(run, s.model, s.inputs)
     if artefact is not None and artefact.exists():
         r.artefact, r.artefact_bytes, r.load_snippet = str(artefact), artefact.stat().st_size, snippet
     if r.checks and r.checks[0].correct:

@@ -5,6 +5,7 @@ import random
 import pytest
 import torch
 
+from explorer.eager.trace import ModuleTrace
 from models import ZOO, ConfigError, build_model, make_config
 from models.config import knobs
 from models.heads import NUM_CLASSES
@@ -122,3 +123,30 @@ def test_text_bracketing_follows_words_and_punctuation():
     # "ab cd." -> clause ((a b) space) ((c d) .) right-branching over the two words.
     tree = bracket(encode("ab cd."), "text")
     assert tree == (((0, 1), 2), ((3, 4), 5))
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_the_scan_loop_computes_what_the_python_loop_does(cell, bidirectional):
+    cfg = {"cell": cell, "bidirectional": bidirectional, "layers": 2}
+    python = build_model("rnn", make_config("rnn", cfg))
+    scan = build_model("rnn", make_config("rnn", {**cfg, "loop": "scan"}))
+    assert all(torch.equal(a, b) for a, b in zip(python.state_dict().values(), scan.state_dict().values(),
+                                                  strict=True))  # the same weights: only the loop differs
+    for text in ("a", "Hello there", "x" * 70):
+        with torch.no_grad():
+            assert torch.allclose(python(to_ids(text)), scan(to_ids(text)), atol=1e-6)
+
+
+def test_the_cond_exit_computes_what_the_python_if_does_at_every_depth():
+    depths = set()
+    for threshold in (0.3, 0.6, 0.9):
+        python = build_model("early_exit", make_config("early_exit", {"threshold": threshold}))
+        cond = build_model("early_exit", make_config("early_exit", {"threshold": threshold, "exit_with": "cond"}))
+        for text in ("a", "Hello there", "x" * 40, "The cat sat on the mat."):
+            with torch.no_grad(), ModuleTrace(python) as trace:
+                want = python(to_ids(text))
+            depths.add(sum(1 for k in trace.counts() if k.startswith("blocks.") and k.count(".") == 1))
+            with torch.no_grad():
+                assert torch.allclose(cond(to_ids(text)), want, atol=1e-6)
+    assert len(depths) >= 2  # the inputs above exit at different depths: the cond really chose
