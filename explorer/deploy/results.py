@@ -106,9 +106,8 @@ class DeployResult:
         silent = [r.route for r in self.routes if r.outcome == SILENT]
         warn = f" Avoid {', '.join(silent)}: it runs without an error and returns wrong answers." if silent else ""
         if not good:
-            return ("No route freezes this model as written: every one fails or is silently wrong on some input. "
-                    "Write the data-dependent part with torch.cond or scan (the model's `exit_with`/`loop` knob "
-                    "where it has one)." + warn)
+            return "No route freezes this model as written: every one fails or is silently wrong on some input. " + \
+                self._rewrite() + warn
         timed = [r for r in good if r.speedup is not None]
         best = max(timed, key=lambda r: r.speedup or 0.0) if timed else good[0]
         lengths = sorted({c.tokens for c in best.checks})
@@ -118,6 +117,17 @@ class DeployResult:
             why += f" and {best.speedup:.2f}x eager's speed at {self.tokens} tokens"
         size = f", {format_bytes(best.artefact_bytes)}" if best.artefact_bytes else ""
         return f"Deploy with {best.route}: {why}{size}.{warn}"
+
+    def _rewrite(self) -> str:
+        """What to change so that a static graph can hold the model's decisions."""
+        if self.config.get("loop") == "python":
+            return "Set loop=scan: the time loop becomes one scan op, which exports with a dynamic length."
+        if self.config.get("exit_with") == "python":
+            return "Set exit_with=cond: each exit decision becomes a torch.cond, which export keeps in the graph."
+        if self.model == "tree":
+            return ("The tree's shape is decided by the bytes of the text, which no fixed graph can hold: serve it "
+                    "eagerly (or compile it, which recompiles per shape).")
+        return "Rewrite the data-dependent part with torch.cond or scan."
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "config": self.config, "text": self.text, "tokens": self.tokens,

@@ -65,7 +65,8 @@ def _one_line(e: BaseException) -> str:
     first = lines[0] if lines else ""
     if first.startswith("The following operation failed in the TorchScript interpreter") and len(lines) > 1:
         first = lines[-1]
-    return f"{type(e).__name__}: {first[:300]}"
+    name = type(e).__name__
+    return f"{name}: {first.removeprefix(name + ': ')[:300]}"
 
 
 def _reason(e: BaseException) -> str:
@@ -85,8 +86,8 @@ def _warned(caught: list[warnings.WarningMessage]) -> list[Warned]:
 
 def _deprecation(r: RouteResult) -> None:
     if any(w.category == "DeprecationWarning" for w in r.warnings):
-        r.notes.append("TorchScript is deprecated in this torch: it says so with a DeprecationWarning, which "
-                       "Python's default filters hide outside __main__ (shown here because the lab records all)")
+        r.notes.append("TorchScript is deprecated in this torch (a DeprecationWarning, which Python's default "
+                       "filters hide)")
 
 
 def check_against_eager(run: Runner, eager: nn.Module, inputs: list[CheckInput]) -> list[Check]:

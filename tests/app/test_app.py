@@ -30,7 +30,7 @@ def _controls(model: str, **overrides):
 
 def test_api_lists_the_documented_endpoints(app_url):
     api = Client(app_url, verbose=False).view_api(print_info=False, return_format="dict")
-    assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch"} <= set(
+    assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch", "/deploy"} <= set(
         api["named_endpoints"])
 
 
@@ -223,3 +223,13 @@ def test_a_hand_made_link_too_long_for_the_server_gets_a_page_that_says_so(app_u
     assert refused.value.code == 414 and "Link too long" in page and "100,0" in page
     with urllib.request.urlopen(app_url + "?model=rnn&text=" + "a" * 1500, timeout=60) as ok:  # a real link's size
         assert ok.status == 200
+
+
+def test_deploy_endpoint_reports_each_route_and_refuses_bad_lengths(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("tree", "{}", "The cat sat on the mat.", "5", "jit.trace", api_name="/deploy")
+    (trace,) = report["routes"]
+    assert trace["outcome"] == "silently wrong" and trace["checks"][-1]["tokens"] == 23
+    assert report["machine"]["device"] == "cpu"
+    with pytest.raises(Exception, match="lengths must be between 1 and 512"):
+        client.predict("tree", "{}", "x", "999", "", api_name="/deploy")

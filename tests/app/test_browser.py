@@ -209,3 +209,16 @@ def test_a_number_past_a_slider_bound_runs_clamped_and_the_box_agrees_with_the_g
     expect(box).to_have_value(top)
     expect(page.locator(".toast-body")).to_have_count(0)
     assert _nodes(page) == nodes
+
+
+def test_the_deployment_lab_freezes_the_playgrounds_model(page: Page, app_url):
+    _loaded(page, app_url)
+    page.get_by_role("tab", name="Deployment lab").click()
+    for slow in ("export (Dim.AUTO)", "onnx", "aoti"):
+        page.get_by_label(slow, exact=True).uncheck()
+    page.get_by_role("button", name="Freeze the current model").click()
+    expect(page.get_by_text("Verdict").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_role("gridcell", name="fails loudly").first).to_be_visible()  # the rnn's trace: other
+    # lengths refused
+    _shot(page, "10-deployment-lab")
+    expect(page.get_by_text(re.compile(r"traced\.pt")).filter(visible=True).first).to_be_visible()  # its artefact, offered for download

@@ -71,6 +71,9 @@ def test_inspect_table():
         (["batch", "--model", "rnn", "--min-len", "50", "--max-len", "10"], "lengths must satisfy"),
         (["batch", "--model", "rnn", "--bucket-width", "0"], "bucket width must be between"),
         (["batch", "--model", "rnn", "--lines", "/nonexistent/file"], "cannot read --lines"),
+        (["deploy", "--model", "rnn", "--lengths", "0,8"], "lengths must be between 1 and"),
+        (["deploy", "--model", "rnn", "--routes", "jit.freeze"], "unknown route(s) ['jit.freeze']"),
+        (["deploy", "--model", "rnn", "--set", "loop=while"], "loop must be one of"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(args, message):
@@ -126,3 +129,18 @@ def test_batch_compile_adds_compiled_figures():
             assert c["speedup"] is not None and c["fallback"] is None and c["error"] is None
         else:
             assert c is None
+
+
+def test_deploy_json_and_table_say_which_routes_survive(tmp_path):
+    out = _cli("deploy", "--model", "early_exit", "--text", "The cat sat on the mat.", "--lengths", "5",
+               "--routes", "jit.trace,export", "--out", str(tmp_path), "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    trace, export = report["routes"]
+    assert (trace["route"], trace["outcome"], export["outcome"]) == ("jit.trace", "silently wrong", "fails loudly")
+    assert trace["artefact"] == str(tmp_path / "traced.pt") and (tmp_path / "traced.pt").exists()
+    assert export["where"].startswith("models/early_exit.py:") and "Avoid jit.trace" in report["verdict"]
+    table = _cli("deploy", "--model", "rnn", "--set", "loop=scan", "--lengths", "5,40", "--routes", "export",
+                 "--text", "Hello there")
+    assert table.returncode == 0, table.stderr
+    assert "export             WORKS" in table.stdout and "verdict: Deploy with export" in table.stdout
