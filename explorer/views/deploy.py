@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from explorer.compile.worker import CompileService
 from explorer.core import machine
-from explorer.core.fmt import format_bytes
+from explorer.core.fmt import format_bytes, ms_iqr
 from explorer.deploy.job import run_deploy
 from explorer.deploy.results import TOLERANCE, DeployResult, RouteResult
 from explorer.views.figures import draw_graph, fx_graph
@@ -40,7 +40,8 @@ def _diffs_cell(r: RouteResult) -> str:
 def _speed(r: RouteResult) -> str:
     if r.latency is None or r.eager is None:
         return "—"
-    return f"{r.latency.spread()} vs {r.eager.spread()}: {r.speedup:.2f}x"
+    artefact, eager = (ms_iqr(m.median_ms, m.iqr_ms, 3) for m in (r.latency, r.eager))
+    return f"{artefact} vs eager {eager}: {r.speedup:.2f}x"
 
 
 def _row(r: RouteResult) -> list[Any]:

@@ -221,4 +221,5 @@ def test_the_deployment_lab_freezes_the_playgrounds_model(page: Page, app_url):
     expect(page.get_by_role("gridcell", name="fails loudly").first).to_be_visible()  # the rnn's trace: other
     # lengths refused
     _shot(page, "10-deployment-lab")
-    expect(page.get_by_text(re.compile(r"traced\.pt")).filter(visible=True).first).to_be_visible()  # its artefact, offered for download
+    artefact = page.get_by_text(re.compile(r"traced\.pt")).filter(visible=True)
+    expect(artefact.first).to_be_visible()  # offered for download
