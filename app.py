@@ -463,7 +463,7 @@ def _deploy_tab(session: gr.State) -> None:
                 autograd = gr.Plot(label="autograd graph of this input (eager)")
                 exported = gr.Plot(label="the exported program's graph")
             code = gr.Code(language="python", label="the exported program as code", max_lines=30)
-            downloads = gr.File(label="artefacts that were built (load snippets in the table's JSON)",
+            downloads = gr.File(label="artefacts that were built (how to load each: under the verdict)",
                                 file_count="multiple", interactive=False)
             raw = gr.JSON(label="raw numbers (the same report as `python -m explorer deploy --json`)", open=False)
     outputs = DEPLOY.components(status=status, verdict=verdict, table=table, diffs=diffs, autograd=autograd,

@@ -75,7 +75,8 @@ class RouteResult:
             return self.skipped
         if self.error:
             return self.error + (f" (at {self.where})" if self.where else "")
-        bad = next((c for c in self.checks if not c.correct), None)
+        wrong = [c for c in self.checks if c.max_abs_diff is not None and not c.correct]  # the silent ones first
+        bad = next(iter(wrong or [c for c in self.checks if not c.correct]), None)
         if bad is None:
             return ""
         if bad.error:

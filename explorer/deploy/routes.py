@@ -160,6 +160,11 @@ def jit_script(s: Setting) -> RouteResult:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
+            # TorchScript keeps every class it compiled for the process: an earlier job's half-compiled classes
+            # would turn this model's real error into "Can't redefine method".
+            torch._C._jit_clear_class_registry()
+            torch.jit._recursive.concrete_type_store = torch.jit._recursive.ConcreteTypeStore()
+            torch.jit._state._clear_class_state()
             scripted = torch.jit.script(s.model)
         except Exception as e:
             _failed(r, e, started)
@@ -205,6 +210,34 @@ def export(s: Setting, auto: bool = False) -> RouteResult:
 
 def export_auto(s: Setting) -> RouteResult:
     return export(s, auto=True)
+
+
+def draft_export(s: Setting) -> RouteResult:
+    """`torch.export.draft_export`: always returns a program, and a report of what export would have refused.
+    Where the model decides on data, the program holds the decision of the example input."""
+    r = RouteResult("export (draft)")
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("ignore")  # it warns with its whole report; the report is read below
+        try:
+            ep = torch.export.draft_export(s.model, (s.example,), dynamic_shapes=_seq_dim(False))
+        except Exception as e:
+            return _failed(r, e, started)
+    r.seconds = time.perf_counter() - started
+    report = getattr(ep, "_report", None)
+    failures = list(getattr(report, "failures", []) or [])
+    for f in failures:
+        data = getattr(f, "data", None)
+        kind = getattr(getattr(f, "failure_type", None), "name", "issue")
+        what = (f"{data.get('expr')}" + (f" (was {data['result']} for the example)" if "result" in data else "")
+                if isinstance(data, dict) and "expr" in data else re.sub(r"\s+", " ", str(data or f))[:240])
+        r.notes.append(f"draft report, {kind}: {what}")
+    if not failures:
+        r.notes.append("draft report: no issues (export would have succeeded)")
+    path = s.workdir / "draft-exported.pt2"
+    torch.export.save(ep, str(path))
+    return _finish(r, s, ep.module(), path,
+                   'm = torch.export.load("draft-exported.pt2").module(); m(torch.tensor([list(b"your text")]))')
 
 
 def onnx(s: Setting) -> RouteResult:
@@ -264,6 +297,6 @@ def aoti(s: Setting) -> RouteResult:
 
 ROUTES: dict[str, Callable[[Setting], RouteResult]] = {
     "jit.trace": jit_trace, "jit.script": jit_script, "export": export, "export (Dim.AUTO)": export_auto,
-    "onnx": onnx, "aoti": aoti,
+    "export (draft)": draft_export, "onnx": onnx, "aoti": aoti,
 }
 

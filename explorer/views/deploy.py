@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
@@ -98,7 +99,11 @@ def _measured(result: DeployResult) -> str:
 def view_of(result: DeployResult) -> DeployView:
     graph, code = exported_graph(result)
     report = result.as_dict() | {"machine": machine.describe()}
-    return DeployView(_measured(result), f"**Verdict**: {result.verdict()}", [_row(r) for r in result.routes],
+    loads = [f"- `{Path(r.artefact).name}` ({format_bytes(r.artefact_bytes)}, {r.route}, {r.outcome}): "
+             f"`{r.load_snippet}`" for r in result.routes if r.artefact]
+    verdict = f"**Verdict**: {result.verdict()}" + ("\n\n**To load an artefact**:\n" + "\n".join(loads)
+                                                     if loads else "")
+    return DeployView(_measured(result), verdict, [_row(r) for r in result.routes],
                       diffs_figure(result), graph, code, [r.artefact for r in result.routes if r.artefact], report)
 
 

@@ -143,3 +143,10 @@ def test_every_output_check_compares_against_eager_not_against_itself(tmp_path):
     checks = check_against_eager(wrong, setting.model, setting.inputs)
     assert all(not c.correct and c.max_abs_diff > TOLERANCE for c in checks)
     assert torch.is_tensor(setting.example)
+
+
+def test_a_draft_export_of_the_rnn_reports_the_guard_that_fixed_its_length(tmp_path):
+    m = build_model("rnn", make_config("rnn"))
+    r = ROUTES["export (draft)"](Setting(m, check_inputs("rnn", m, TEXT, LENGTHS), tmp_path, lambda _: None))
+    assert "draft report, GUARD_ADDED: Eq(s27, 23)" in r.notes  # what export would have refused, said
+    assert r.outcome == LOUD and r.checks[0].correct and "Guard failed" in r.checks[1].error
