@@ -184,10 +184,21 @@ class CountingBackend:
 _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
+def message_line(e: BaseException) -> str:
+    """The line of an exception's message a person reads first: its first non-empty line, colour codes removed;
+    TorchScript puts its real message last, after the interpreter's frames."""
+    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
+    if first.startswith("The following operation failed in the TorchScript interpreter") and len(lines) > 1:
+        first = lines[-1]
+    return first.removeprefix(type(e).__name__ + ": ")
+
+
 def user_line(e: BaseException) -> str:
     """' (at models/x.py:N: <source>)' for the last frame of this project's code that dynamo's message names,
     or '' (dynamo puts the user's line in the message's "from user code" part, not in the traceback)."""
-    frames = [m for m in _USER_FRAME.finditer(str(e)) if m.group("file").startswith(_PROJECT)]
+    frames = [m for m in _USER_FRAME.finditer(str(e))
+              if m.group("file").startswith(_PROJECT) and "/site-packages/" not in m.group("file")]
     if not frames:
         return ""
     file, line = frames[-1].group("file"), int(frames[-1].group("line"))

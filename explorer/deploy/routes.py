@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from explorer.compile.observe import _PROJECT, fx_nodes, relative, user_line
+from explorer.compile.observe import _PROJECT, fx_nodes, message_line, relative, user_line
 from explorer.compile.options import cxx_compiler
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
 from explorer.deploy.checks import CheckInput
@@ -60,13 +60,7 @@ def _error_where(e: BaseException) -> str:
 
 
 def _one_line(e: BaseException) -> str:
-    """'Type: message' in one line; TorchScript puts its real message last, after the interpreter's frames."""
-    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines() if ln.strip()]
-    first = lines[0] if lines else ""
-    if first.startswith("The following operation failed in the TorchScript interpreter") and len(lines) > 1:
-        first = lines[-1]
-    name = type(e).__name__
-    return f"{name}: {first.removeprefix(name + ': ')[:300]}"
+    return f"{type(e).__name__}: {message_line(e)[:300]}"
 
 
 def _reason(e: BaseException) -> str:

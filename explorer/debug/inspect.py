@@ -1,0 +1,87 @@
+"""An inspection eager mode allows: a forward hook that records a hidden state's norm at every call (every
+token, for the RNN's cell), run eagerly, then the same hook under torch.compile, in the compile worker: what
+dynamo does with it (graph breaks), and whether the recorded values are still there and still the same."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+import torch._dynamo as dynamo
+from torch import nn
+
+from explorer.compile.observe import BreakLog, CountingBackend
+from explorer.compile.protocol import Job, WorkerContext
+from models import build_model, make_config
+
+WATCHED = {"rnn": "layers.0.fwd", "transformer": "blocks.0", "early_exit": "blocks.0", "tree": "compose"}
+
+
+@dataclass
+class Recording:
+    mode: str
+    module: str
+    norms: list[float] = field(default_factory=list)  # one per hidden state (per token for the RNN's cell)
+    calls: int = 0  # hook calls
+    graph_breaks: list[str] = field(default_factory=list)
+    graphs: int = 0
+    seconds: float = 0.0
+    max_abs_diff_vs_eager: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _record(model: nn.Module, name: str, rec: Recording) -> Any:
+    def hook(module: nn.Module, args: tuple, out: Any) -> None:
+        state = out[0] if isinstance(out, tuple) else out
+        rec.calls += 1
+        rec.norms += state.detach().norm(dim=-1).flatten().tolist()  # a Python value per hidden state
+    return model.get_submodule(name).register_forward_hook(hook)
+
+
+def record(model_name: str, config: dict, tokens: list[int], backend: str | None = None) -> Recording:
+    """The norms the hook saw in one forward: eagerly, or compiled with `backend`."""
+    model = build_model(model_name, make_config(model_name, config))
+    name = WATCHED[model_name]
+    rec = Recording("eager" if backend is None else f"compiled ({backend})", name)
+    handle = _record(model, name, rec)
+    ids = torch.tensor([tokens], dtype=torch.long)
+    start = time.perf_counter()
+    try:
+        if backend is None:
+            with torch.no_grad():
+                model(ids)
+        else:
+            dynamo.reset()
+            counter = CountingBackend(backend)
+            with BreakLog() as breaks, torch.no_grad():
+                torch.compile(model, backend=counter)(ids)
+            rec.graph_breaks, rec.graphs = [b.one_line() for b in breaks.breaks], counter.graphs
+            dynamo.reset()
+    finally:
+        handle.remove()
+    rec.seconds = time.perf_counter() - start
+    return rec
+
+
+@dataclass(frozen=True)
+class InspectJob(Job[Recording]):
+    model: str
+    config: dict
+    tokens: list[int]
+    backend: str
+
+    def run(self, ctx: WorkerContext) -> Recording:
+        ctx.held = None
+        ctx.phase(f"compiling the model with a recording hook ({self.backend})")
+        return record(self.model, self.config, self.tokens, self.backend)
+
+
+def compared(eager: Recording, compiled: Recording) -> Recording:
+    """The compiled recording, with how far its values are from eager's (None if the counts differ)."""
+    if len(compiled.norms) == len(eager.norms) and eager.norms:
+        compiled.max_abs_diff_vs_eager = max(abs(a - b) for a, b in zip(eager.norms, compiled.norms, strict=True))
+    return compiled
