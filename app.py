@@ -26,6 +26,7 @@ from explorer.core.budget import warm_param_count
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
+from explorer.debug.modes import MODES
 from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
 from explorer.deploy.job import deploy_service
 from explorer.deploy.routes import ROUTES
@@ -35,6 +36,7 @@ from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.residency import Residency
 from explorer.session import DEFAULT_MODEL, Session
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
+from explorer.views.debug import MODE_COLUMNS, NAN_COLUMNS, debug_update
 from explorer.views.deploy import DEPLOY_COLUMNS, deploy_update
 from explorer.views.export import ExportDir
 from explorer.views.figures import graph_figure
@@ -42,6 +44,7 @@ from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_te
 from explorer.views.playground import View, control_specs, update, values_for
 from explorer.views.statelink import LinkState, read_link
 from models import ZOO, Knob, make_config
+from models.bugs import BUGS
 from models.config import config_dict
 
 log = logging.getLogger("graph_explorer")
@@ -75,6 +78,7 @@ PLAYGROUND = Outputs("session", "graph", "cards", "history", "diff", "report", "
 COMPILED = Outputs("session", "status", "cards", "timeline", "breaks", "figure", "fx_graph", "fx_code", "report")
 LAB = Outputs("session", "status", "verdict", "table", "lengths", "time", "waste", "report")
 DEPLOY = Outputs("status", "verdict", "table", "diffs", "autograd", "exported", "code", "downloads", "report")
+DEBUG = Outputs("status", "verdict", "modes", "tracebacks", "nan", "comparison", "inspection", "report")
 MODEL_CHOICE = Outputs(*(f"group:{m}" for m in ZOO), "model")
 RESTORE = Outputs(*MODEL_CHOICE.names, "text", *(f"{m}.{k.name}" for m, k in control_specs()),
                   *COMPILE_OPTIONS)
@@ -233,6 +237,27 @@ def run_deploy_lab(session: Session, lengths: str, routes: list[str],
                                   downloads=item.downloads, report=item.report)
     except USER_ERRORS as e:
         yield DEPLOY.fill(status=f"**Cannot run the deployment lab**: {e}")
+
+
+def run_debug_lab(session: Session, bug: str, modes: list[str],
+                  progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
+    """Inject the chosen bug into the Playground's latest run (model, architecture, text) and run it in each mode
+    (compiled ones in the compile worker): progress, then the side-by-side view."""
+    r = session.last
+    if r is None:
+        yield DEBUG.fill(status="Run an input in the Playground first: this lab bugs that model and input.")
+        return
+    try:
+        for item in debug_update(compile_service(), r.model, r.config, bug, r.input.text, list(modes)):
+            if isinstance(item, str):
+                progress(None, desc=item)
+                yield DEBUG.fill(status=item)
+            else:
+                yield DEBUG.fill(status=item.status, verdict=item.verdict, modes=item.modes,
+                                 tracebacks=item.tracebacks, nan=item.nan, comparison=item.comparison,
+                                 inspection=item.inspection, report=item.report)
+    except USER_ERRORS as e:
+        yield DEBUG.fill(status=f"**Cannot run the debugging lab**: {e}")
 
 
 def _show_model(m: str) -> tuple:
@@ -472,6 +497,39 @@ def _deploy_tab(session: gr.State) -> None:
                  concurrency_id="deploy", concurrency_limit=1, show_progress="minimal")
 
 
+def _debug_tab(session: gr.State) -> None:
+    gr.Markdown(
+        "Dynamic graphs are said to be easier to debug: the error names the line that caused it, while it "
+        "happens. This lab injects a bug into **the Playground's latest run** (its model, architecture and text) "
+        "and runs it eagerly, under `torch.compile` with three backends, and traced at 8 tokens: how long until "
+        "it fails, and what the traceback says. For a NaN: which of three methods finds the line. For a silent "
+        "bug: the comparison that shows it. And a hook eager mode allows, under compile."
+    )
+    with gr.Row():
+        with gr.Column(scale=1, min_width=280):
+            bug = gr.Radio([(b.title, b.name) for b in BUGS.values()], value="shape", label="bug",
+                           info="each a hook on the model's embeddings, in models/bugs.py")
+            modes = gr.CheckboxGroup(list(MODES), value=["eager", "compiled (eager)", "traced"], label="modes",
+                                     info="compiled modes run in the compile worker; inductor compiles C++")
+            go_btn = gr.Button("Run the bug", variant="primary")
+        with gr.Column(scale=3):
+            status = gr.Markdown()
+            verdict = gr.Markdown()
+            mode_table = gr.Dataframe(headers=MODE_COLUMNS, label="per mode", interactive=False, wrap=True)
+            nan = gr.Dataframe(headers=NAN_COLUMNS, label="where did the NaN come from (NaN bugs)",
+                               interactive=False, wrap=True)
+            with gr.Row():
+                comparison = gr.Plot(label="against the un-bugged model")
+                inspection = gr.Plot(label="a recording hook, eager vs compiled")
+            with gr.Accordion("the tracebacks, as printed", open=False):
+                tracebacks = gr.Markdown()
+            raw = gr.JSON(label="raw numbers (the same report as `python -m explorer debug --json`)", open=False)
+    outputs = DEBUG.components(status=status, verdict=verdict, modes=mode_table, tracebacks=tracebacks, nan=nan,
+                               comparison=comparison, inspection=inspection, report=raw)
+    go_btn.click(run_debug_lab, [session, bug, modes], outputs, api_visibility="private",
+                 concurrency_id="compile", concurrency_limit=1, show_progress="minimal")
+
+
 def _downloads_panel(session: gr.State) -> None:
     with gr.Accordion("Download this session", open=False):
         gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
@@ -556,6 +614,8 @@ def build_app() -> gr.Blocks:
             _lab_tab(session)
         with gr.Tab("Deployment lab"):
             _deploy_tab(session)
+        with gr.Tab("Debugging lab"):
+            _debug_tab(session)
         _downloads_panel(session)
         _limits_panel()
         _wire_playground(demo, session, playground, compiled, link)
@@ -564,6 +624,7 @@ def build_app() -> gr.Blocks:
         gr.api(_api_inspect, api_name="inspect", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
         gr.api(_api_batch, api_name="batch", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
         gr.api(_api_deploy, api_name="deploy", concurrency_id="deploy", concurrency_limit=1)
+        gr.api(_api_debug, api_name="debug", concurrency_id="compile", concurrency_limit=1)
     return demo
 
 
@@ -629,6 +690,21 @@ def _api_deploy(model: str, config_json: str = "{}", text: str = DEFAULT_TEXT, l
         chosen = [r.strip() for r in routes.split(",") if r.strip()] or list(ROUTES)
         *_, view = deploy_update(deploy_service(), model, config, text, parse_lengths(lengths), chosen,
                                  EXPORTS.job_dir())
+    except USER_ERRORS as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    return view.report
+
+
+def _api_debug(model: str, config_json: str = "{}", bug: str = "shape", text: str = DEFAULT_TEXT,
+               modes: str = "eager,compiled (eager),traced") -> dict:
+    """The debugging lab: inject `bug` into `model` (a JSON object of config values) and run `text` in each mode
+    (comma-separated). Returns the report (`verdict`, `modes`, `nan`, `comparison`, `graph_change`,
+    `inspection`)."""
+    values = _config_values(config_json)
+    try:
+        config = make_config(model, values)
+        chosen = [m.strip() for m in modes.split(",") if m.strip()] or list(MODES)
+        *_, view = debug_update(compile_service(), model, config, bug, text, chosen)
     except USER_ERRORS as e:
         raise gr.Error(str(e), print_exception=False) from None
     return view.report

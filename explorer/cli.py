@@ -1,4 +1,4 @@
-"""Command line: `python -m explorer models`, `inspect`, `batch` and `deploy`."""
+"""Command line: `python -m explorer models`, `inspect`, `batch`, `deploy` and `debug`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.machine import pin_threads
+from explorer.debug.modes import MODES
 from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
 from explorer.deploy.job import deploy_service
 from explorer.deploy.routes import ROUTES
@@ -23,11 +24,13 @@ from explorer.lab.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
 from explorer.lab.results import LabRun
 from explorer.lab.runner import compile_lab
 from explorer.session import Session
+from explorer.views.debug import debug_update
 from explorer.views.deploy import deploy_update
 from explorer.views.export import html_report, session_csv
 from explorer.views.report import build_report
-from explorer.views.tables import format_deploy, format_lab, format_table
+from explorer.views.tables import format_debug, format_deploy, format_lab, format_table
 from models import ZOO, make_config
+from models.bugs import BUGS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,6 +155,19 @@ def _deploy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _debug(args: argparse.Namespace) -> int:
+    config = make_config(args.model, _parse_sets(args.set))
+    modes = [m.strip() for m in args.mode.split(",") if m.strip()]
+    pin_threads()
+    service = compile_service()
+    try:
+        *_, view = debug_update(service, args.model, config, args.bug, args.text, modes)
+    finally:
+        service.stop()
+    print(json.dumps(view.report, indent=2, ensure_ascii=False) if args.json else format_debug(view.report))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="explorer", description="Graph Explorer: autograd graphs, timing and memory.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -199,6 +215,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", metavar="DIR", help="where the artefacts go (default: a new temporary directory)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_deploy)
+    p = sub.add_parser("debug", help="inject a bug and see it in eager, compiled and traced code")
+    p.add_argument("--model", required=True, choices=sorted(ZOO))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
+    p.add_argument("--bug", required=True, choices=list(BUGS))
+    p.add_argument("--text", default=DEFAULT_TEXT)
+    p.add_argument("--mode", default="eager,compiled (eager),traced",
+                   help=f"comma-separated, of: {', '.join(MODES)}")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_debug)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

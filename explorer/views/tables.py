@@ -109,3 +109,30 @@ def format_deploy(report: dict[str, Any]) -> str:
             lines.append(f"{'':<4}artefact: {r['artefact']}  load: {r['load_snippet']}")
     lines.append(f"verdict: {report['verdict']}")
     return "\n".join(lines)
+
+
+def format_debug(report: dict[str, Any]) -> str:
+    """The debugging lab's report as text (`debug` without --json)."""
+    m = report["machine"]
+    lines = [f"{report['model']}, {report['tokens']} tokens, bug {report['bug']}: {report['bug_what']}; "
+             f"{m['device']} ({m['cpu']}), {m['threads']} thread(s), torch {m['torch']}"]
+    for mode in report["modes"]:
+        f = mode["failure"]
+        if f is None:
+            lines.append(f"{mode['mode']:<22} no error   loss {mode['loss']:.3g}, gradients "
+                         f"{'finite' if mode['grad_finite'] else 'NOT finite'}")
+            continue
+        lines.append(f"{mode['mode']:<22} FAILS after {mode['seconds']:.2f} s: {f['exception']}: {f['message']}")
+        lines.append(f"{'':<23}names {f['where'] or 'none of your lines'} {f['source']}; traceback "
+                     f"{f['frames']} frames, {f['lines']} lines")
+    for n in report["nan"]:
+        lines.append(f"NaN by {n['method']:<15} {n['found']} {n['where']}  ({n['seconds']:.3f} s, "
+                     f"{n['cost']:.1f}x a plain step)")
+    for c in report["comparison"]:
+        lines.append(f"vs un-bugged, {c['tokens']:>4} tokens: " + (f"raised {c['error']}" if c["error"] else
+                                                                  f"max |diff| {c['max_abs_diff']:.3g}"))
+    for r in report["inspection"]:
+        lines.append(f"hook on {r['module']}, {r['mode']}: {len(r['norms'])} values, {r['graphs']} graph(s), "
+                     f"{len(r['graph_breaks'])} graph break(s)")
+    lines.append(f"verdict: {report['verdict']}")
+    return "\n".join(lines)

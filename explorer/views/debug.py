@@ -1,0 +1,85 @@
+"""The debugging lab's view as plain data: the modes side by side, the tracebacks, the NaN methods, the
+comparison, the recorded hidden-state norms eager vs compiled (the app wires it; tests call it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from explorer.compile.worker import CompileService
+from explorer.core import machine
+from explorer.debug.lab import DebugResult, run_debug
+
+MODE_COLUMNS = ["mode", "fails?", "seconds to the error", "exception: first line", "your line it names last",
+                "traceback frames", "traceback lines"]
+NAN_COLUMNS = ["method", "what it names", "your line", "seconds", "x a plain step"]
+
+
+@dataclass
+class DebugView:
+    status: str
+    verdict: str
+    modes: list[list[Any]]
+    tracebacks: str  # markdown: each mode's traceback in a fenced block
+    nan: list[list[Any]]
+    comparison: go.Figure
+    inspection: go.Figure
+    report: dict[str, Any]
+
+
+def _mode_row(m: dict[str, Any]) -> list[Any]:
+    f = m["failure"]
+    if f is None:
+        return [m["mode"], "no", "—", f"nothing raised (loss {m['loss']:.3g}, gradients "
+                f"{'finite' if m['grad_finite'] else 'NOT finite'})", "—", "—", "—"]
+    return [m["mode"], "yes", f"{m['seconds']:.2f}", f"{f['exception']}: {f['message']}",
+            f"{f['where']}: {f['source']}" if f["where"] else "none", f["frames"], f["lines"]]
+
+
+def comparison_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
+    rows = report["comparison"]
+    fig = go.Figure()
+    fig.add_bar(x=[f"{c['tokens']} tokens" + (" (non-ASCII)" if not c["text"].isascii() else "") for c in rows],
+                y=[c["max_abs_diff"] if c["max_abs_diff"] is not None else 0 for c in rows],
+                text=[c["error"][:60] if c["error"] else f"{c['max_abs_diff']:.3g}" for c in rows],
+                hovertemplate="%{x}: %{text}<extra></extra>")
+    fig.update_layout(title="Bugged vs un-bugged model (same weights): max |diff| of the logits (a bar of 0 = "
+                            "the same; text = the error where it raised)", yaxis_title="max |diff|", height=height,
+                      margin={"l": 60, "r": 20, "t": 60, "b": 40})
+    return fig
+
+
+def inspection_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
+    fig = go.Figure()
+    for r in report["inspection"]:
+        label = f"{r['mode']}: {len(r['norms'])} values, {r['graphs']} graph(s), {len(r['graph_breaks'])} break(s)"
+        fig.add_scatter(y=r["norms"], mode="lines+markers", name=label)
+    name = report["inspection"][0]["module"] if report["inspection"] else ""
+    fig.update_layout(title=f"A forward hook on {name} recording each hidden state's norm", height=height,
+                      xaxis_title="hidden state (token, for the RNN's cell)", yaxis_title="norm",
+                      margin={"l": 60, "r": 20, "t": 60, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def view_of(result: DebugResult) -> DebugView:
+    report = result.as_dict() | {"machine": machine.describe()}
+    blocks = [f"**{m['mode']}** ({m['failure']['lines']} lines)\n```\n{m['failure']['text']}\n```"
+              for m in report["modes"] if m["failure"]]
+    nan = [[f["method"], f["found"], f["where"] or "—", f"{f['seconds']:.3f}", f"{f['cost']:.1f}x"]
+           for f in report["nan"]]
+    g = report["graph_change"]
+    status = (f"{result.model}, {result.tokens} tokens, bug: {report['bug_what']}. Times are one run each, on "
+              f"{report['machine']['device']} with {report['machine']['threads']} thread(s)."
+              + (f" Graph diff against the un-bugged model: {g['label']}" if g else ""))
+    return DebugView(status, f"**Verdict**: {report['verdict']}", [_mode_row(m) for m in report["modes"]],
+                     "\n\n".join(blocks) or "No mode raised.", nan, comparison_figure(report),
+                     inspection_figure(report), report)
+
+
+def debug_update(service: CompileService, model: str, config: object, bug: str, text: str,
+                 modes: list[str]) -> Iterator[str | DebugView]:
+    for item in run_debug(service, model, config, bug, text, modes):
+        yield item if isinstance(item, str) else view_of(item)
