@@ -37,8 +37,8 @@ def _silent_mask(module: nn.Module, args: tuple, out: torch.Tensor) -> torch.Ten
 
 
 def _wrong_branch(module: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
-    if bool((args[0] >= 0x80).any()):  # BUG: any non-ASCII byte takes the "reverse the sentence" path
-        return out.flip(1)
+    if bool((args[0] >= 0x80).any()):  # BUG: any non-ASCII byte takes the "first token only" path
+        return out[:, :1].expand_as(out)
     return out
 
 
@@ -67,6 +67,7 @@ BUGS: dict[str, Bug] = {b.name: b for b in (
     Bug("silent", "silent off-by-one", "the last token is masked out: the output changes, nothing fails",
         _silent_mask, "BUG: off by one"),
     Bug("branch", "wrong branch for some inputs",
-        "any non-ASCII byte sends the sentence down a reversed path: wrong, silently, for those inputs only",
+        "any non-ASCII byte sends the sentence down a path that keeps only its first token: wrong, silently, for "
+        "those inputs only",
         _wrong_branch, "BUG: any non-ASCII byte"),
 )}
