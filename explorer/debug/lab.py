@@ -52,6 +52,8 @@ class DebugResult:
                     else (m.failure.where or "no line of yours")
                 parts.append(f"{m.mode} names {same} in {m.failure.lines} lines after {m.seconds:.2f} s "
                              f"({m.failure.exception}: {m.failure.message[:90]})")
+        if first and first.failed:
+            parts += [f"{m.mode} raises nothing" for m in self.modes if not m.failed]
         wrong = [c for c in self.comparisons if c.max_abs_diff is not None and c.max_abs_diff > 1e-6]
         if not (first and first.failed) and wrong:
             parts.append(f"only a comparison shows it: {len(wrong)} of {len(self.comparisons)} inputs differ from "

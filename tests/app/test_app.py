@@ -30,8 +30,8 @@ def _controls(model: str, **overrides):
 
 def test_api_lists_the_documented_endpoints(app_url):
     api = Client(app_url, verbose=False).view_api(print_info=False, return_format="dict")
-    assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch", "/deploy"} <= set(
-        api["named_endpoints"])
+    assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch", "/deploy",
+            "/debug"} <= set(api["named_endpoints"])
 
 
 def test_inspect_endpoint_returns_the_report(app_url):
@@ -233,3 +233,13 @@ def test_deploy_endpoint_reports_each_route_and_refuses_bad_lengths(app_url):
     assert report["machine"]["device"] == "cpu"
     with pytest.raises(Exception, match="lengths must be between 1 and 512"):
         client.predict("tree", "{}", "x", "999", "", api_name="/deploy")
+
+
+def test_debug_endpoint_runs_the_bug_in_each_mode(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("rnn", "{}", "nan_forward", "The cat sat on the mat.", "eager", api_name="/debug")
+    (eager,) = report["modes"]
+    assert not eager["failed"] and eager["grad_finite"] is False
+    assert {n["method"] for n in report["nan"]} == {"detect_anomaly", "forward hooks", "dispatch mode"}
+    with pytest.raises(Exception, match="unknown bug"):
+        client.predict("rnn", "{}", "typo", "x", "eager", api_name="/debug")

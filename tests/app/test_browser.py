@@ -223,3 +223,12 @@ def test_the_deployment_lab_freezes_the_playgrounds_model(page: Page, app_url):
     _shot(page, "10-deployment-lab")
     artefact = page.get_by_text(re.compile(r"traced\.pt")).filter(visible=True)
     expect(artefact.first).to_be_visible()  # offered for download
+
+
+def test_the_debugging_lab_shows_the_bug_in_each_mode(page: Page, app_url):
+    _loaded(page, app_url)
+    page.get_by_role("tab", name="Debugging lab").click()
+    page.get_by_role("button", name="Run the bug").click()
+    expect(page.get_by_text("Verdict").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_role("gridcell", name="TorchRuntimeError", exact=False).first).to_be_visible()
+    _shot(page, "11-debugging-lab")

@@ -74,6 +74,8 @@ def test_inspect_table():
         (["deploy", "--model", "rnn", "--lengths", "0,8"], "lengths must be between 1 and"),
         (["deploy", "--model", "rnn", "--routes", "jit.freeze"], "unknown route(s) ['jit.freeze']"),
         (["deploy", "--model", "rnn", "--set", "loop=while"], "loop must be one of"),
+        (["debug", "--model", "rnn", "--bug", "typo"], "invalid choice: 'typo'"),
+        (["debug", "--model", "rnn", "--bug", "shape", "--mode", "jit"], "unknown mode(s) ['jit']"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(args, message):
@@ -144,3 +146,17 @@ def test_deploy_json_and_table_say_which_routes_survive(tmp_path):
                  "--text", "Hello there")
     assert table.returncode == 0, table.stderr
     assert "export             WORKS" in table.stdout and "verdict: Deploy with export" in table.stdout
+
+
+def test_debug_json_and_table_put_the_modes_side_by_side():
+    out = _cli("debug", "--model", "transformer", "--bug", "shape", "--mode", "eager,traced", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    eager, traced = report["modes"]
+    assert eager["failed"] and eager["failure"]["where"].startswith("models/bugs.py:")
+    assert traced["mode"] == "traced" and not traced["failed"]  # traced at 8 tokens, the bug's `if` froze False
+    assert "traced raises nothing" in report["verdict"]
+    assert report["verdict"].startswith("shape bug on long inputs: eager names models/bugs.py")
+    table = _cli("debug", "--model", "rnn", "--bug", "silent", "--mode", "eager")
+    assert table.returncode == 0, table.stderr
+    assert "eager                  no error" in table.stdout and "only a comparison shows it" in table.stdout
