@@ -25,6 +25,7 @@ from explorer.core import limits
 from explorer.core.budget import warm_param_count
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
+from explorer.core.inputs import empty_message
 from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.debug.modes import MODES
 from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
@@ -633,6 +634,8 @@ def _api_inspect(model: str, config_json: str, text: str, compare: str = "", bac
     """Run `text` on `model` with a JSON object of config values; returns the run's report.
     With a `backend` (inductor, aot_eager, eager) the report gains `compiled` and `timeline`."""
     values = _config_values(config_json)
+    if text == "":  # the UI's empty box is a pause; here there is no previous run to keep
+        raise gr.Error(empty_message(), print_exception=False)
     session = Session()
     try:
         *_, view = update(session, model, text, compare, values)
