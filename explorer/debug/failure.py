@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import linecache
 import re
+import sysconfig
 import traceback
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -12,11 +13,13 @@ from typing import Any
 from explorer.compile.observe import _PROJECT, message_line, user_line
 
 _SITE = re.compile(r"(/[^\s\"']*?)?/site-packages/")
+_STDLIB = sysconfig.get_paths()["stdlib"] + "/"
 
 
 def sanitize(text: str) -> str:
-    """Project paths relative to the project, library paths relative to site-packages."""
-    return _SITE.sub("", text.replace(_PROJECT, ""))
+    """Project paths relative to the project, library paths relative to site-packages, the standard library's
+    as <python>/: no path of this machine is shown."""
+    return _SITE.sub("", text).replace(_PROJECT, "").replace(_STDLIB, "<python>/")
 
 
 def _models_frame(e: BaseException) -> tuple[str, int] | None:

@@ -111,3 +111,14 @@ def test_bad_choices_are_refused_before_any_work():
     with pytest.raises(InputError, match="unknown mode"):
         list(run_debug(service, "rnn", make_config("rnn"), "shape", LONG, ["jit"]))
     assert service.pid is None
+
+
+def test_no_path_of_this_machine_survives_in_a_traceback():
+    import sysconfig
+
+    from explorer.debug.failure import _PROJECT, sanitize
+    stdlib = sysconfig.get_paths()["stdlib"]
+    text = (f'File "{stdlib}/multiprocessing/connection.py", line 3\nFile "{_PROJECT}.venv/lib/python3.11/'
+            f'site-packages/torch/nn/modules/module.py", line 9\nFile "{_PROJECT}models/bugs.py", line 19')
+    assert sanitize(text) == ('File "<python>/multiprocessing/connection.py", line 3\nFile '
+                              '"torch/nn/modules/module.py", line 9\nFile "models/bugs.py", line 19')
