@@ -3,6 +3,7 @@ line named is the injected one (derived from models/bugs.py, not typed), the NaN
 this machine, the comparison catches the silent bugs, and the hook is measured under compile."""
 
 import math
+import sysconfig
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from explorer.compile.protocol import WorkerContext
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.debug.compare import compare, graph_change
+from explorer.debug.failure import _PROJECT, sanitize
 from explorer.debug.inspect import InspectJob, compared, record
 from explorer.debug.lab import DebugResult, run_debug
 from explorer.debug.modes import DebugJob, bugged, eager, traced
@@ -114,9 +116,6 @@ def test_bad_choices_are_refused_before_any_work():
 
 
 def test_no_path_of_this_machine_survives_in_a_traceback():
-    import sysconfig
-
-    from explorer.debug.failure import _PROJECT, sanitize
     stdlib = sysconfig.get_paths()["stdlib"]
     text = (f'File "{stdlib}/multiprocessing/connection.py", line 3\nFile "{_PROJECT}.venv/lib/python3.11/'
             f'site-packages/torch/nn/modules/module.py", line 9\nFile "{_PROJECT}models/bugs.py", line 19')
