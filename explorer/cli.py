@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure
-from explorer.compile.worker import compile_service
+from explorer.compile.worker import CompileService, compile_service
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
@@ -140,32 +142,37 @@ def _batch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _deploy(args: argparse.Namespace) -> int:
-    config = make_config(args.model, _parse_sets(args.set))
-    routes = [r.strip() for r in args.routes.split(",") if r.strip()] if args.routes else list(ROUTES)
-    lengths = parse_lengths(args.lengths)
-    out_dir = args.out or tempfile.mkdtemp(prefix="graph-explorer-deploy-")
+def _items(raw: str | None, default: list[str]) -> list[str]:
+    """'a, b' -> ['a', 'b']; nothing -> the default."""
+    return [x.strip() for x in (raw or "").split(",") if x.strip()] or default
+
+
+def _print_lab(args: argparse.Namespace, service: CompileService, updates: Iterator[Any],
+               fmt: Callable[[dict], str]) -> int:
+    """Run a lab to its view in `service`'s worker (stopped afterwards) and print its report."""
     pin_threads()
-    service = deploy_service()
     try:
-        *_, view = deploy_update(service, args.model, config, args.text, lengths, routes, out_dir)
+        *_, view = updates
     finally:
         service.stop()
-    print(json.dumps(view.report, indent=2, ensure_ascii=False) if args.json else format_deploy(view.report))
+    report = view.report
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else fmt(report))
     return 0
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    config = make_config(args.model, _parse_sets(args.set))
+    out_dir = args.out or tempfile.mkdtemp(prefix="graph-explorer-deploy-")
+    service = deploy_service()
+    return _print_lab(args, service, deploy_update(service, args.model, config, args.text, parse_lengths(
+        args.lengths), _items(args.routes, list(ROUTES)), out_dir), format_deploy)
 
 
 def _debug(args: argparse.Namespace) -> int:
     config = make_config(args.model, _parse_sets(args.set))
-    modes = [m.strip() for m in args.mode.split(",") if m.strip()]
-    pin_threads()
     service = compile_service()
-    try:
-        *_, view = debug_update(service, args.model, config, args.bug, args.text, modes)
-    finally:
-        service.stop()
-    print(json.dumps(view.report, indent=2, ensure_ascii=False) if args.json else format_debug(view.report))
-    return 0
+    return _print_lab(args, service, debug_update(service, args.model, config, args.bug, args.text,
+                                                  _items(args.mode, list(MODES))), format_debug)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -117,7 +117,9 @@ class DeployResult:
         if best.speedup is not None:
             why += f" and {best.speedup:.2f}x eager's speed at {self.tokens} tokens"
         size = f", {format_bytes(best.artefact_bytes)}" if best.artefact_bytes else ""
-        return f"Deploy with {best.route}: {why}{size}.{warn}"
+        caveat = " TorchScript is deprecated in this torch: prefer a working export route." \
+            if best.route.startswith("jit.") else ""
+        return f"Deploy with {best.route}: {why}{size}.{caveat}{warn}"
 
     def _rewrite(self) -> str:
         """What to change so that a static graph can hold the model's decisions."""
