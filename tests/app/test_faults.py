@@ -49,7 +49,9 @@ def _leftovers(before_tmp):
     return mp.active_children(), {f for f in new_tmp if not f.startswith("torchinductor_")}
 
 
-def test_a_killed_worker_is_reported_and_replaced_and_nothing_leaks():
+def test_a_killed_worker_is_reported_and_replaced_and_nothing_leaks(tmp_path, monkeypatch):
+    # A temporary directory of this test's own: another test process may be running a worker of its own.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before_tmp, before_threads = set(os.listdir(tempfile.gettempdir())), threading.active_count()
     svc = CompileService(timeout_s=120)
     try:
