@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from torch import nn
@@ -28,6 +29,7 @@ from explorer.deploy.results import Check, RouteResult, Warned
 from explorer.eager.timing import measure
 
 Runner = Callable[[torch.Tensor], torch.Tensor]
+T = TypeVar("T")
 
 
 @dataclass
@@ -116,12 +118,30 @@ def _finish(r: RouteResult, s: Setting, run: Runner, artefact: Path | None, snip
     return r
 
 
-def _failed(r: RouteResult, e: BaseException, started: float) -> RouteResult:
+def _build(r: RouteResult, build: Callable[[], T], user_warnings_only: bool = False) -> T | None:
+    """Run a route's build step timed, with every warning recorded into `r` (only those naming the user's code,
+    if asked); on an exception `r` says what failed and where, and None is returned."""
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = build()
+        except Exception as e:  # the route failing is an outcome: its message, the user's line, the reason
+            out = None
+            r.error, r.where = _one_line(e), _error_where(e)
+            if (why := _reason(e)) and why not in r.error:
+                r.notes.append(why)
     r.seconds = time.perf_counter() - started
-    r.error, r.where = _one_line(e), _error_where(e)
-    if (why := _reason(e)) and why not in r.error:
-        r.notes.append(why)
-    return r
+    r.warnings = [w for w in _warned(caught) if w.where or not user_warnings_only]
+    return out
+
+
+def _clean_torchscript() -> None:
+    """TorchScript keeps every class it compiled for the process: an earlier job's half-compiled classes would
+    turn this model's real error into "Can't redefine method"."""
+    torch._C._jit_clear_class_registry()
+    torch.jit._recursive.concrete_type_store = torch.jit._recursive.ConcreteTypeStore()
+    torch.jit._state._clear_class_state()
 
 
 def _seq_dim(auto: bool) -> tuple[dict[int, object]]:
@@ -131,16 +151,10 @@ def _seq_dim(auto: bool) -> tuple[dict[int, object]]:
 
 def jit_trace(s: Setting) -> RouteResult:
     r = RouteResult("jit.trace")
-    started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            traced = torch.jit.trace(s.model, (s.example,), check_trace=False)
-        except Exception as e:
-            return _failed(r, e, started)
-    r.seconds = time.perf_counter() - started
-    r.warnings = _warned(caught)
+    traced = _build(r, lambda: torch.jit.trace(s.model, (s.example,), check_trace=False))
     _deprecation(r)
+    if traced is None:
+        return r
     if not any(w.category == "TracerWarning" for w in r.warnings):
         r.notes.append("no TracerWarning: nothing told you which decisions the trace froze")
     path = s.workdir / "traced.pt"
@@ -150,23 +164,11 @@ def jit_trace(s: Setting) -> RouteResult:
 
 def jit_script(s: Setting) -> RouteResult:
     r = RouteResult("jit.script")
-    started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            # TorchScript keeps every class it compiled for the process: an earlier job's half-compiled classes
-            # would turn this model's real error into "Can't redefine method".
-            torch._C._jit_clear_class_registry()
-            torch.jit._recursive.concrete_type_store = torch.jit._recursive.ConcreteTypeStore()
-            torch.jit._state._clear_class_state()
-            scripted = torch.jit.script(s.model)
-        except Exception as e:
-            _failed(r, e, started)
-        r.warnings = _warned(caught)
+    _clean_torchscript()
+    scripted = _build(r, lambda: torch.jit.script(s.model))
     _deprecation(r)
-    if r.error:
+    if scripted is None:
         return r
-    r.seconds = time.perf_counter() - started
     path = s.workdir / "scripted.pt"
     torch.jit.save(scripted, str(path))
     return _finish(r, s, scripted, path, 'm = torch.jit.load("scripted.pt"); m(torch.tensor([list(b"your text")]))')
@@ -174,15 +176,9 @@ def jit_script(s: Setting) -> RouteResult:
 
 def _export(s: Setting, auto: bool) -> tuple[torch.export.ExportedProgram | None, RouteResult]:
     r = RouteResult("export (Dim.AUTO)" if auto else "export")
-    started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            ep = torch.export.export(s.model, (s.example,), dynamic_shapes=_seq_dim(auto))
-        except Exception as e:
-            return None, _failed(r, e, started)
-    r.seconds = time.perf_counter() - started
-    r.warnings = [w for w in _warned(caught) if w.where]
+    ep = _build(r, lambda: torch.export.export(s.model, (s.example,), dynamic_shapes=_seq_dim(auto)), True)
+    if ep is None:
+        return None, r
     ranges = {str(k): str(v) for k, v in ep.range_constraints.items()}
     r.notes.append(f"range constraints: {ranges}" if ranges else
                    "range constraints: none: the program was exported for this one length (static)")
@@ -210,14 +206,10 @@ def draft_export(s: Setting) -> RouteResult:
     """`torch.export.draft_export`: always returns a program, and a report of what export would have refused.
     Where the model decides on data, the program holds the decision of the example input."""
     r = RouteResult("export (draft)")
-    started = time.perf_counter()
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("ignore")  # it warns with its whole report; the report is read below
-        try:
-            ep = torch.export.draft_export(s.model, (s.example,), dynamic_shapes=_seq_dim(False))
-        except Exception as e:
-            return _failed(r, e, started)
-    r.seconds = time.perf_counter() - started
+    # It warns with its whole report (no user line): only warnings naming the user's code are kept.
+    ep = _build(r, lambda: torch.export.draft_export(s.model, (s.example,), dynamic_shapes=_seq_dim(False)), True)
+    if ep is None:
+        return r
     report = getattr(ep, "_report", None)
     failures = list(getattr(report, "failures", []) or [])
     for f in failures:
@@ -239,17 +231,15 @@ def onnx(s: Setting) -> RouteResult:
 
     r = RouteResult("onnx")
     path = s.workdir / "model.onnx"
-    started = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            program = torch.onnx.export(s.model, (s.example,), dynamo=True, dynamic_shapes=_seq_dim(False),
-                                        input_names=["ids"], output_names=["logits"], verbose=False)
-            program.save(str(path))
-        except Exception as e:
-            return _failed(r, e, started)
-    r.seconds = time.perf_counter() - started
-    r.warnings = [w for w in _warned(caught) if w.where]
+
+    def export_and_save() -> Path:
+        program = torch.onnx.export(s.model, (s.example,), dynamo=True, dynamic_shapes=_seq_dim(False),
+                                    input_names=["ids"], output_names=["logits"], verbose=False)
+        program.save(str(path))
+        return path
+
+    if _build(r, export_and_save, True) is None:
+        return r
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1  # as eager is timed: one thread
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -272,13 +262,14 @@ def aoti(s: Setting) -> RouteResult:
     r = RouteResult("aoti")
     path = s.workdir / "model-aoti.pt2"
     s.phase("aoti: inductor generates and compiles C++ for the exported program (tens of seconds)")
-    started = time.perf_counter()
-    try:
+
+    def package_and_load() -> Runner:
         torch._inductor.aoti_compile_and_package(ep, package_path=str(path))
-        runner = torch._inductor.aoti_load_package(str(path))
-    except Exception as e:
-        return _failed(r, e, started)
-    r.seconds = time.perf_counter() - started
+        return torch._inductor.aoti_load_package(str(path))
+
+    runner = _build(r, package_and_load, True)
+    if runner is None:
+        return r
     beyond = MAX_TOKENS + 88
     try:  # the declared maximum is not enforced by the package: show it
         runner(torch.zeros(1, beyond, dtype=torch.long))
