@@ -13,8 +13,8 @@ from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.debug.lab import DebugResult, run_debug
 
-MODE_COLUMNS = ["mode", "fails?", "seconds to the error", "exception: first line", "your line it names last",
-                "traceback frames", "traceback lines"]
+MODE_COLUMNS = ["mode", "fails?", "seconds to the error", "your line it names last", "traceback frames",
+                "traceback lines", "exception: first line"]
 NAN_COLUMNS = ["method", "what it names", "your line", "seconds", "x a plain step"]
 
 
@@ -33,22 +33,26 @@ class DebugView:
 def _mode_row(m: dict[str, Any]) -> list[Any]:
     f = m["failure"]
     if f is None:
-        return [m["mode"], "no", "—", f"nothing raised (loss {m['loss']:.3g}, gradients "
-                f"{'finite' if m['grad_finite'] else 'NOT finite'})", "—", "—", "—"]
-    return [m["mode"], "yes", f"{m['seconds']:.2f}", f"{f['exception']}: {f['message']}",
-            f"{f['where']}: {f['source']}" if f["where"] else "none", f["frames"], f["lines"]]
+        return [m["mode"], "no", "—", "—", "—", "—", f"nothing raised (loss {m['loss']:.3g}, gradients "
+                f"{'finite' if m['grad_finite'] else 'NOT finite'})"]
+    return [m["mode"], "yes", f"{m['seconds']:.2f}", f"{f['where']}: {f['source']}" if f["where"] else "none",
+            f["frames"], f["lines"], f"{f['exception']}: {f['message']}"]
 
 
 def comparison_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
     rows = report["comparison"]
+    labels = [f"{c['tokens']} tokens" + (" (non-ASCII)" if not c["text"].isascii() else "") for c in rows]
     fig = go.Figure()
-    fig.add_bar(x=[f"{c['tokens']} tokens" + (" (non-ASCII)" if not c["text"].isascii() else "") for c in rows],
-                y=[c["max_abs_diff"] if c["max_abs_diff"] is not None else 0 for c in rows],
-                text=[c["error"][:60] if c["error"] else f"{c['max_abs_diff']:.3g}" for c in rows],
-                hovertemplate="%{x}: %{text}<extra></extra>")
-    fig.update_layout(title="Bugged vs un-bugged model (same weights): max |diff| of the logits (a bar of 0 = "
-                            "the same; text = the error where it raised)", yaxis_title="max |diff|", height=height,
-                      margin={"l": 60, "r": 20, "t": 60, "b": 40})
+    fig.add_bar(x=labels, y=[c["max_abs_diff"] for c in rows], name="max |diff|",
+                text=[f"{c['max_abs_diff']:.3g}" if c["error"] == "" else "" for c in rows],
+                hovertemplate="%{x}: max |diff| %{y:.3g}<extra></extra>")
+    raised = [(x, c["error"]) for x, c in zip(labels, rows, strict=True) if c["error"]]
+    if raised:
+        fig.add_scatter(x=[x for x, _ in raised], y=[0] * len(raised), mode="markers+text", name="raised",
+                        marker={"symbol": "x", "size": 12}, text=["raised"] * len(raised), textposition="top center",
+                        hovertext=[e for _, e in raised], hovertemplate="%{x}: %{hovertext}<extra></extra>")
+    fig.update_layout(title="Bugged vs un-bugged (same weights)", yaxis_title="max |diff| of the logits",
+                      height=height, margin={"l": 60, "r": 20, "t": 50, "b": 40}, showlegend=False)
     return fig
 
 
@@ -58,7 +62,7 @@ def inspection_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
         label = f"{r['mode']}: {len(r['norms'])} values, {r['graphs']} graph(s), {len(r['graph_breaks'])} break(s)"
         fig.add_scatter(y=r["norms"], mode="lines+markers", name=label)
     name = report["inspection"][0]["module"] if report["inspection"] else ""
-    fig.update_layout(title=f"A forward hook on {name} recording each hidden state's norm", height=height,
+    fig.update_layout(title=f"A hook on {name}: each hidden state's norm", height=height,
                       xaxis_title="hidden state (token, for the RNN's cell)", yaxis_title="norm",
                       margin={"l": 60, "r": 20, "t": 60, "b": 40}, legend={"orientation": "h", "y": -0.25})
     return fig
