@@ -6,7 +6,6 @@ import math
 import sysconfig
 
 import pytest
-import torch
 
 from explorer.compile.protocol import WorkerContext
 from explorer.compile.worker import CompileService
@@ -103,7 +102,6 @@ def test_the_lab_through_the_compile_worker(tmp_path):
     eager_mode, compiled = result.modes
     assert eager_mode.failed and compiled.failed and compiled.failure.where == eager_mode.failure.where
     assert "eager names models/bugs.py" in result.verdict() and "names the same line" in result.verdict()
-    assert torch.is_tensor(to_ids(LONG))
 
 
 def test_bad_choices_are_refused_before_any_work():
