@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.residency import Residency
-from explorer.session import DEFAULT_MODEL, Session
+from explorer.session import DEFAULT_MODEL, RunResult, Session
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
 from explorer.views.debug import MODE_COLUMNS, NAN_COLUMNS, debug_update
 from explorer.views.deploy import DEPLOY_COLUMNS, deploy_update
@@ -217,48 +217,48 @@ def run_lab_compiled(session: Session, enabled: bool, backend: str,
         yield LAB.fill(session=session, status=f"**Cannot compile**: {e}")
 
 
+def _playground_lab(out: Outputs, session: Session, lab: str, updates: Callable[[RunResult], Iterator[Any]],
+                    fields: Callable[[Any, RunResult], dict], progress: gr.Progress) -> Iterator[tuple]:
+    """A lab that works on the Playground's latest run: progress messages to the status line (and the progress
+    bar), then the view's fields; a refused input is said in the status line."""
+    r = session.last
+    if r is None:
+        yield out.fill(status=f"Run an input in the Playground first: the {lab} works on that model and input.")
+        return
+    try:
+        for item in updates(r):
+            if isinstance(item, str):
+                progress(None, desc=item)
+                yield out.fill(status=item)
+            else:
+                yield out.fill(status=item.status, report=item.report, **fields(item, r))
+    except USER_ERRORS as e:
+        yield out.fill(status=f"**Cannot run the {lab}**: {e}")
+
+
 def run_deploy_lab(session: Session, lengths: str, routes: list[str],
                    progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
     """Freeze the Playground's latest run (model, architecture, text) by every chosen route, in the deployment
     worker: progress per route, then the table, the figures and the downloads."""
-    r = session.last
-    if r is None:
-        yield DEPLOY.fill(status="Run an input in the Playground first: this lab freezes that model and input.")
-        return
-    try:
-        items = deploy_update(deploy_service(), r.model, r.config, r.input.text, parse_lengths(lengths),
-                              list(routes), EXPORTS.job_dir())
-        for item in items:
-            if isinstance(item, str):
-                progress(None, desc=item)
-                yield DEPLOY.fill(status=item)
-            else:
-                yield DEPLOY.fill(status=item.status, verdict=item.verdict, table=item.table, diffs=item.diffs,
-                                  autograd=graph_figure(r), exported=item.graph, code=item.code,
-                                  downloads=item.downloads, report=item.report)
-    except USER_ERRORS as e:
-        yield DEPLOY.fill(status=f"**Cannot run the deployment lab**: {e}")
+    yield from _playground_lab(
+        DEPLOY, session, "deployment lab",
+        lambda r: deploy_update(deploy_service(), r.model, r.config, r.input.text, parse_lengths(lengths),
+                                list(routes), EXPORTS.job_dir()),
+        lambda v, r: {"verdict": v.verdict, "table": v.table, "diffs": v.diffs, "autograd": graph_figure(r),
+                      "exported": v.graph, "code": v.code, "downloads": v.downloads},
+        progress)
 
 
 def run_debug_lab(session: Session, bug: str, modes: list[str],
                   progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
     """Inject the chosen bug into the Playground's latest run (model, architecture, text) and run it in each mode
     (compiled ones in the compile worker): progress, then the side-by-side view."""
-    r = session.last
-    if r is None:
-        yield DEBUG.fill(status="Run an input in the Playground first: this lab bugs that model and input.")
-        return
-    try:
-        for item in debug_update(compile_service(), r.model, r.config, bug, r.input.text, list(modes)):
-            if isinstance(item, str):
-                progress(None, desc=item)
-                yield DEBUG.fill(status=item)
-            else:
-                yield DEBUG.fill(status=item.status, verdict=item.verdict, modes=item.modes,
-                                 tracebacks=item.tracebacks, nan=item.nan, comparison=item.comparison,
-                                 inspection=item.inspection, report=item.report)
-    except USER_ERRORS as e:
-        yield DEBUG.fill(status=f"**Cannot run the debugging lab**: {e}")
+    yield from _playground_lab(
+        DEBUG, session, "debugging lab",
+        lambda r: debug_update(compile_service(), r.model, r.config, bug, r.input.text, list(modes)),
+        lambda v, r: {"verdict": v.verdict, "modes": v.modes, "tracebacks": v.tracebacks, "nan": v.nan,
+                      "comparison": v.comparison, "inspection": v.inspection},
+        progress)
 
 
 def _show_model(m: str) -> tuple:
