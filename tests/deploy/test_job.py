@@ -18,9 +18,15 @@ pytestmark = pytest.mark.slow
 
 def test_a_route_past_its_timeout_is_reported_and_the_next_runs_in_a_new_worker(tmp_path):
     service = CompileService(timeout_s=1, name="deployment", advice="Leave out the slow route.")
+    items = []
     try:
-        items = list(run_deploy(service, "transformer", make_config("transformer"), TEXT, [5],
-                                ["onnx", "jit.trace"], str(tmp_path)))
+        for item in run_deploy(service, "transformer", make_config("transformer"), TEXT, [5],
+                               ["onnx", "jit.trace"], str(tmp_path)):
+            items.append(item)
+            # The second route must not time out on a loaded machine: its first progress message comes at most
+            # 0.5 s into it, before the 1 s limit; from then on, a generous limit (read on every poll).
+            if isinstance(item, str) and item.startswith("Route 2/2"):
+                service.timeout_s = 120
     finally:
         service.stop()
     assert any(isinstance(i, str) and i.startswith("Route 1/2, onnx:") for i in items)  # progress per route
