@@ -24,8 +24,24 @@ def pin_threads() -> None:
     torch.set_num_threads(THREADS)
 
 
+_CORES_ENV = "GE_ALLOWED_CORES_"  # internal: set by the app's first process, not an operator's knob
+
+
+def _allowed() -> list[int]:
+    """The cores this app may use. Read once, in the first process, and handed down in the environment: the compile
+    worker and the distributed ranks start from a thread already kept off the measuring core, so their own
+    affinity no longer shows the machine."""
+    inherited = os.environ.get(_CORES_ENV)
+    cores = [int(c) for c in inherited.split(",")] if inherited else sorted(os.sched_getaffinity(0))
+    os.environ[_CORES_ENV] = ",".join(map(str, cores))
+    return cores
+
+
+ALLOWED_CORES = tuple(_allowed())
+
+
 def _cores() -> tuple[frozenset[int], frozenset[int]]:
-    allowed = sorted(os.sched_getaffinity(0))
+    allowed = list(ALLOWED_CORES)
     if len(allowed) < 2:
         return frozenset(allowed), frozenset(allowed)
     return frozenset(allowed[:1]), frozenset(allowed[1:])
