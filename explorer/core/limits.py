@@ -61,6 +61,10 @@ COMPILE_TIMEOUT_S = _limit("compile_timeout_s", 120.0, float,
                            "seconds before a compile job is stopped (the worker is killed and restarted)")
 DEPLOY_TIMEOUT_S = _limit("deploy_timeout_s", 300.0, float,
                           "seconds per deployment route (an export, a package) before its worker is replaced")
+DDP_TIMEOUT_S = _limit("ddp_timeout_s", 900.0, float,
+                       "seconds for one multi-process scenario, all its runs, before its worker is replaced")
+DDP_RUN_S = _limit("ddp_run_s", 300.0, float,
+                   "seconds one start of the training processes may run before every one of them is killed")
 MAX_ARTEFACT_BYTES = _limit("max_artefact_bytes", 64 * 2**20, int,
                             "bytes of one deployment artefact offered for download")
 RECOMPILE_LIMIT = _limit("recompile_limit", 8, int, "dynamo's recompile_limit in the compile worker")

@@ -3,6 +3,7 @@ signal that killed it); per scenario, the runs, a table of costs and a verdict r
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -11,6 +12,11 @@ from typing import Any
 FORWARD, BACKWARD, WAIT, ALLREDUCE, OPTIMIZER, COMPILE, STALLED = (
     "forward", "backward", "waiting for other ranks", "all-reduce", "optimizer", "compile", "stalled in a collective")
 KINDS = (FORWARD, BACKWARD, COMPILE, WAIT, ALLREDUCE, OPTIMIZER, STALLED)
+
+
+def tidy(message: str) -> str:
+    """An error as a person reads it: without the build machine's source paths torch's C++ errors carry."""
+    return re.sub(r"/__w/pytorch/pytorch/(third_party/)?", "", message)
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ class RankReport:
     """What a rank says about itself (sent back as a file: a rank may die before it can say anything)."""
 
     rank: int
+    began_s: float = 0.0  # perf_counter when the rank's work began (the same clock as its segments)
     segments: list[Segment] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # the exception's one line, as the rank's program would have printed it
@@ -76,21 +83,30 @@ class WorldRun:
         report = self.ranks[rank].report
         return None if report is None else report.values.get(key)
 
-    def step_ms(self, kinds: tuple[str, ...] | None = None) -> list[float]:
-        """Per step, the slowest rank's time from its first to its last segment (of `kinds`): the step time
-        everyone pays, since the all-reduce waits for the last rank."""
-        per_step: dict[int, float] = {}
+    def slowest(self, key: str, skip: int = 0) -> list[float]:
+        """Per step, the largest of the ranks' values under `key` (a list per rank), the first `skip` left out:
+        the step time everyone pays, since the all-reduce waits for the last rank."""
+        per_rank = [r.report.values.get(key, [])[skip:] for r in self.ranks if r.report]
+        return [max(s) for s in zip(*per_rank, strict=False)]
+
+    def ending(self) -> str:
+        """How each rank ended, a clause per rank: its steps, its error (step, seconds, first line), or the signal
+        that killed it with the line gloo printed before abort()."""
+        parts = []
         for r in self.ranks:
-            if r.report is None:
-                continue
-            by_step: dict[int, list[Segment]] = {}
-            for s in r.report.segments:
-                if kinds is None or s.kind in kinds:
-                    by_step.setdefault(s.step, []).append(s)
-            for step, segs in by_step.items():
-                ms = (max(s.end_s for s in segs) - min(s.start_s for s in segs)) * 1e3
-                per_step[step] = max(per_step.get(step, 0.0), ms)
-        return [per_step[k] for k in sorted(per_step)]
+            rep = r.report
+            if r.state == "finished":
+                parts.append(f"rank {r.rank} finished {rep.values['steps done']} steps")
+            elif rep is not None and rep.error:
+                parts.append(f"rank {r.rank} raised at step {rep.error_step} after {rep.error_after_s:.1f} s: "
+                             f"\"{rep.error.splitlines()[0][:180]}\"")
+            else:
+                lines = r.stderr_tail.splitlines()
+                cause = next((ln for ln in lines if "mismatch" in ln), "") or next(
+                    (ln for ln in lines if "what()" in ln), "")
+                parts.append(f"rank {r.rank} {r.state}" + (f"; its last words: \"{tidy(cause.strip())[-220:]}\""
+                                                           if cause else ""))
+        return "; ".join(parts)
 
     def kind_ms(self, kind: str) -> list[float]:
         """Every segment of `kind`, any rank, in ms."""

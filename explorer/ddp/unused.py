@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import partial
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -73,14 +74,17 @@ def _unused_names(message: str) -> list[str]:
     return [n.strip() for n in m.group(1).split(",")] if m else []
 
 
-def _phase(ctx: RankContext, name: str, make: Callable[[], DeepSupervised], inputs: list[tuple[torch.Tensor, int]], steps: int,
-           ref_group: dist.ProcessGroup, swap_at: int | None = None, **options: object) -> None:
+def _note_error(values: dict, key: str, model: nn.Module, exact: list[torch.Tensor]) -> None:
+    values[key] = grad_error(model, exact)
+
+
+def _phase(ctx: RankContext, name: str, make: Callable[[], DeepSupervised], inputs: list[tuple[torch.Tensor, int]],
+           steps: int, ref_group: dist.ProcessGroup, swap_at: int | None = None, **options: object) -> None:
     """`steps` DDP steps of `model` on this rank's input (the next rank's from `swap_at` on); gradients checked
     against the exact all-reduce at the first step; the error, if one comes, recorded with its step."""
     v = ctx.report.values
     model, reference = make(), make()  # the same seeded weights: the reference is what DDP starts from
     trainer = Trainer.make(ctx, model, dist.new_group(), **options)
-    exact: list[torch.Tensor] = []
     ms: list[float] = []
     v[f"{name}: first step"] = ctx.step + 1
     try:
@@ -89,13 +93,10 @@ def _phase(ctx: RankContext, name: str, make: Callable[[], DeepSupervised], inpu
             ctx.phase(f"{name}, step {i + 1}/{steps}")
             ids, depth = inputs[(ctx.rank + (i + 1 >= swap_at if swap_at else 0)) % ctx.world_size]
             v.setdefault(f"{name}: depths", []).append(depth)
+            check = None
             if i == 0:
                 exact = exact_grads(reference, (ids,), loss_of, ref_group)
-
-            def check(first: bool = i == 0) -> None:
-                if first:
-                    v[f"{name}: gradient error"] = grad_error(model, exact)
-
+                check = partial(_note_error, v, f"{name}: gradient error", model, exact)
             ms.append(trainer.step((ids,), check=check))
     except RuntimeError as e:
         v[f"{name}: error"] = str(e).strip().splitlines()[0]
@@ -149,7 +150,7 @@ def _said(run: WorldRun, phase: str) -> str:
         broken = [f"rank {r.rank} {r.state}" + (f" ({r.report.error[:120]})" if r.report and r.report.error else "")
                   for r in run.ranks if r.state != "finished"]
         return "; ".join(broken) if broken else "every step completed"
-    rank, error, step = failed[0]
+    _, error, step = failed[0]
     first = run.ranks[0].report.values.get(f"{phase}: first step", 1) if run.ranks[0].report else 1
     return (f"rank(s) {', '.join(str(r) for r, _, _ in failed)} raised at step {step - first + 1}: "
             f"\"{error[:160]}\"")
@@ -166,9 +167,9 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
         exact = "" if err is None else (f" First step's gradients {'exact' if err <= TOLERANCE else 'WRONG'} "
                                         f"(max |DDP - exact all-reduce| = {err:.2g}).")
         parts.append(f"**{phase}**: {_said(main, phase)}.{exact}")
-        rows.append(Cost.of(f"{phase}, exits differ: step", _steps(main, f"{phase}: step ms")))
+        rows.append(Cost.of(f"{phase}, exits differ: step", main.slowest(f"{phase}: step ms")))
     for name in ("plain DDP", "find_unused_parameters=True", "one process alone"):
-        rows.append(Cost.of(f"nothing unused, {name}: step", _steps(cost, f"{name} ms")))
+        rows.append(Cost.of(f"nothing unused, {name}: step", cost.slowest(f"{name} ms")))
     names = sorted({n for r in main.ranks if r.report for n in r.report.values.get(f"{PHASES[0]}: unused", [])})
     if names:
         parts.append(f"Unused parameters DDP named (TORCH_DISTRIBUTED_DEBUG=INFO): {', '.join(names[:8])}"
@@ -177,12 +178,6 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
         parts.append("Every rank exited at the same depth with this architecture: lower the threshold to make them "
                      "differ.")
     return Conclusion(costs(*rows), " ".join(parts))
-
-
-def _steps(run: WorldRun, key: str) -> list[float]:
-    """Per step, the slowest rank's milliseconds (ranks wait for each other in the all-reduce)."""
-    per_rank = [r.report.values.get(key, []) for r in run.ranks if r.report]
-    return [max(s) for s in zip(*per_rank, strict=False)] if per_rank else []
 
 
 SCENARIO = Scenario(

@@ -20,6 +20,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import torch.distributed as dist
 import torch.multiprocessing as tmp
 
 from explorer.core.machine import ALLOWED_CORES
-from explorer.ddp.results import RankOutcome, RankReport, Segment, WorldRun
+from explorer.ddp.results import RankOutcome, RankReport, Segment, WorldRun, tidy
 
 LOOPBACK = "127.0.0.1"
 START_S = 60.0  # a rank imports torch and joins the group: seconds on a loaded 2-core machine
@@ -47,9 +48,8 @@ class RankContext:
 
     def __init__(self, rank: int, world_size: int, store: dist.Store, pg_timeout_s: float) -> None:
         self.rank, self.world_size, self.store, self.pg_timeout_s = rank, world_size, store, pg_timeout_s
-        self.report = RankReport(rank)
+        self.report = RankReport(rank, began_s=time.perf_counter())
         self.step = 0
-        self.began = time.perf_counter()
 
     def phase(self, text: str) -> None:
         """Say what this rank is doing (the launcher shows it while waiting)."""
@@ -61,10 +61,15 @@ class RankContext:
         self.report.segments.append(Segment(self.step, kind, start_s, end))
         return end
 
+    def relabel(self, kind: str, new_kind: str) -> None:
+        """Call this step's `kind` segments `new_kind` (known only afterwards: e.g. a forward that compiled)."""
+        self.report.segments = [replace(s, kind=new_kind) if s.step == self.step and s.kind == kind else s
+                                for s in self.report.segments]
+
     def fail(self, e: BaseException) -> None:
-        self.report.error = f"{type(e).__name__}: {e}".strip()
+        self.report.error = tidy(f"{type(e).__name__}: {e}".strip())
         self.report.error_step = self.step
-        self.report.error_after_s = time.perf_counter() - self.began
+        self.report.error_after_s = time.perf_counter() - self.report.began_s
         self.report.values.setdefault("traceback", traceback.format_exc(limit=-3))
 
 
@@ -112,6 +117,7 @@ def _rank_main(rank: int, world_size: int, port: int, workdir: str, parent: int,
         fn(ctx, *args)
     except Exception as e:  # the scenario's point, often: reported, and the other ranks are not disturbed
         ctx.fail(e)
+    ctx.report.values.setdefault("steps done", ctx.step)
     partial = work / f"rank{rank}.part"
     partial.write_bytes(pickle.dumps(ctx.report))
     partial.rename(work / f"rank{rank}.pkl")
@@ -148,10 +154,12 @@ def launch(label: str, fn: RankFn, args: tuple[Any, ...], world_size: int, pg_ti
     saved = {k: os.environ.get(k) for k in (env or {}) | {"GLOO_SOCKET_IFNAME": ""}}
     os.environ.update({"GLOO_SOCKET_IFNAME": "lo", **(env or {})})  # read by the ranks as they start
     started = time.monotonic()
+    context: Any = None
     procs: list[Any] = []
     try:
-        procs = tmp.start_processes(_rank_main, (world_size, store.port, str(work), os.getpid(), pg_timeout_s, fn,
-                                                 args), nprocs=world_size, join=False, daemon=True).processes
+        context = tmp.start_processes(_rank_main, (world_size, store.port, str(work), os.getpid(), pg_timeout_s, fn,
+                                                   args), nprocs=world_size, join=False, daemon=True)
+        procs = context.processes
     finally:
         for k, v in saved.items():
             if v is None:
@@ -162,7 +170,7 @@ def launch(label: str, fn: RankFn, args: tuple[Any, ...], world_size: int, pg_ti
         while any(p.is_alive() for p in procs) and time.monotonic() - started < wall_s:
             time.sleep(0.25)
             if on_phase is not None:
-                on_phase(_phases(store, world_size, time.monotonic() - started))
+                on_phase(_phases(store, world_size))
         at_limit = [p.is_alive() for p in procs]
         for p in procs:
             if p.is_alive():
@@ -175,13 +183,15 @@ def launch(label: str, fn: RankFn, args: tuple[Any, ...], world_size: int, pg_ti
             if p.is_alive():
                 p.kill()
                 p.join(timeout=10)
+        for q in getattr(context, "error_queues", []):  # their semaphores, else leaked at exit
+            q.close()
         del store  # closes the listening socket
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _phases(store: dist.Store, world_size: int, elapsed: float) -> str:
+def _phases(store: dist.Store, world_size: int) -> str:
     said = []
     for rank in range(world_size):
         key = f"phase/{rank}"
         said.append(f"rank {rank}: {store.get(key).decode()}" if store.check([key]) else f"rank {rank}: starting")
-    return f"{'; '.join(said)} ({elapsed:.0f} s)"
+    return "; ".join(said)

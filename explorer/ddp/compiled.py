@@ -1,0 +1,91 @@
+"""Scenario 5, compiled DDP: `torch.compile` on a DDP model, with each rank's lengths its own.
+
+Dynamo's DDPOptimizer splits the captured graph at DDP's bucket boundaries, so that gradients can still be
+all-reduced while backward runs: the backend is handed one graph per split (counted here). Each rank compiles
+for its own lengths, at its own steps: a rank that recompiles makes the others wait in the all-reduce. The same
+steps run in eager DDP first, for the step-time comparison."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch._dynamo as dynamo
+
+from explorer.compile.observe import CountingBackend, frame_compiles
+from explorer.ddp.results import COMPILE, FORWARD, Cost, WorldRun
+from explorer.ddp.scenario import Conclusion, Launch, Scenario, Setup, costs
+from explorer.ddp.training import Trainer, build
+from explorer.ddp.world import RankContext
+from explorer.lab.batches import sentence
+from models.tokenizer import encode
+
+# Per rank, the lengths of its steps: rank 0 short and slowly varying, rank 1 long and alternating.
+LENGTHS = ((16, 16, 24, 24, 32, 32), (64, 96, 64, 96, 64, 96))
+
+
+def lengths(rank: int, steps: int) -> list[int]:
+    own = LENGTHS[rank % len(LENGTHS)]
+    return [own[i % len(own)] + 8 * (rank // len(LENGTHS)) for i in range(steps)]
+
+
+def _compiled_rank(ctx: RankContext, model: str, config: dict, steps: int, backend: str) -> None:
+    v = ctx.report.values
+    inputs = [torch.tensor([encode(sentence(n, i))]) for i, n in enumerate(lengths(ctx.rank, steps))]
+    # Buckets of a quarter of the gradient: DDP's default (25 MB) holds these models whole, leaving DDPOptimizer
+    # no boundary to split at. Both runs use the same buckets.
+    cap_mb = sum(p.numel() * 4 for p in build(model, config).parameters()) / 4 / 2**20
+    eager = Trainer.make(ctx, build(model, config), bucket_cap_mb=cap_mb)
+    for i, ids in enumerate(inputs):
+        ctx.step += 1
+        ctx.phase(f"eager DDP, step {i + 1}/{steps}")
+        v.setdefault("eager ms", []).append(eager.step((ids,)))
+    dynamo.reset()
+    counter = CountingBackend(backend)
+    compiled = Trainer.make(ctx, build(model, config), bucket_cap_mb=cap_mb)
+    compiled.ddp = torch.compile(compiled.ddp, backend=counter)  # DDPOptimizer: a graph per bucket
+    since = time.time()
+    for i, ids in enumerate(inputs):
+        ctx.step += 1
+        ctx.phase(f"compiled DDP, step {i + 1}/{steps} (compiling: {len(frame_compiles(since))} so far)")
+        before = counter.graphs
+        ms = compiled.step((ids,))
+        if counter.graphs > before:  # this step compiled, in its forward (AOTAutograd compiles backward then too)
+            ctx.relabel(FORWARD, COMPILE)
+            v.setdefault("compiled at step", []).append(i + 1)
+        v.setdefault("compiled ms", []).append(ms)
+    frames = frame_compiles(since)
+    v["graphs"] = counter.graphs
+    v["frame compiles"] = len(frames)
+    v["compile s"] = sum(f.seconds for f in frames)
+
+
+def launches(setup: Setup) -> list[Launch]:
+    return [Launch(f"eager DDP, then torch.compile(DDP) with backend {setup.backend}; rank lengths "
+                   f"{[sorted(set(lengths(r, setup.steps))) for r in range(setup.world_size)]}", _compiled_rank,
+                   (setup.model, setup.config, setup.steps, setup.backend))]
+
+
+def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
+    (run,) = runs
+    last = max((max(r.report.values.get("compiled at step", [0])) for r in run.ranks if r.report), default=0)
+    rows = [Cost.of("eager DDP: step, after the last compile", run.slowest("eager ms", last)),
+            Cost.of(f"compiled DDP ({setup.backend}): step, after the last compile",
+                    run.slowest("compiled ms", last)),
+            Cost.of("compiled DDP: steps that compiled (any rank)", run.slowest("compiled ms", 0)[:last])]
+    if not run.ok:
+        return Conclusion(costs(*rows), f"The run did not complete: {run.ending()}.")
+    per_rank = "; ".join(
+        f"rank {r.rank}: {r.report.values['graphs']} graph(s) from {r.report.values['frame compiles']} frame "
+        f"compile(s) ({r.report.values['compile s']:.1f} s), compiling at step(s) "
+        f"{r.report.values.get('compiled at step', [])}" for r in run.ranks if r.report)
+    verdict = (f"{per_rank}. Steps after the last compile: compiled {rows[1].median_ms if rows[1] else 0:.0f} ms vs "
+               f"eager {rows[0].median_ms if rows[0] else 0:.0f} ms. While one rank compiles, the others wait in "
+               "the all-reduce (see the timeline).") if all(rows[:2]) else f"{per_rank}."
+    return Conclusion(costs(*rows), verdict)
+
+
+SCENARIO = Scenario(
+    "compiled", "Compiled DDP",
+    "torch.compile on a DDP model: graphs split at bucket boundaries, each rank recompiling for its own lengths.",
+    ("rnn", "transformer"), launches, conclude)
