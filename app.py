@@ -27,6 +27,9 @@ from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.inputs import empty_message
 from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
+from explorer.ddp.job import ddp_service, ddp_setup, model_for
+from explorer.ddp.scenarios import SCENARIOS
+from explorer.ddp.world import max_world_size
 from explorer.debug.modes import MODES
 from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
 from explorer.deploy.job import deploy_service
@@ -37,6 +40,7 @@ from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.residency import Residency
 from explorer.session import DEFAULT_MODEL, RunResult, Session
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
+from explorer.views.ddp import COST_COLUMNS, ddp_update
 from explorer.views.debug import MODE_COLUMNS, NAN_COLUMNS, debug_update
 from explorer.views.deploy import DEPLOY_COLUMNS, deploy_update
 from explorer.views.export import ExportDir
@@ -80,6 +84,7 @@ COMPILED = Outputs("session", "status", "cards", "timeline", "breaks", "figure",
 LAB = Outputs("session", "status", "verdict", "table", "lengths", "time", "waste", "report")
 DEPLOY = Outputs("status", "verdict", "table", "diffs", "autograd", "exported", "code", "downloads", "report")
 DEBUG = Outputs("status", "verdict", "modes", "tracebacks", "nan", "comparison", "inspection", "report")
+DDP = Outputs("status", "verdict", "endings", "costs", "timeline", "report")
 MODEL_CHOICE = Outputs(*(f"group:{m}" for m in ZOO), "model")
 RESTORE = Outputs(*MODEL_CHOICE.names, "text", *(f"{m}.{k.name}" for m, k in control_specs()),
                   *COMPILE_OPTIONS)
@@ -259,6 +264,34 @@ def run_debug_lab(session: Session, bug: str, modes: list[str],
         lambda v, r: {"verdict": v.verdict, "modes": v.modes, "tracebacks": v.tracebacks, "nan": v.nan,
                       "comparison": v.comparison, "inspection": v.inspection},
         progress)
+
+
+class _DdpOwner:
+    """The session whose distributed run is going (one at a time, server-wide): closing its page cancels it."""
+
+    session: str | None = None
+
+
+def run_ddp_lab(session: Session, scenario: str, world_size: float, backend: str, request: gr.Request,
+                progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
+    """Run a scenario on the Playground's model (or the scenario's own) in the distributed worker: the ranks'
+    progress in the status line, then the timeline, the endings, the costs and the verdict."""
+    r = session.last
+    try:
+        model, config, which = model_for(scenario, r.model if r else None, r.config if r else None)
+        setup = ddp_setup(scenario, model, config, int(world_size), backend=backend)
+        _DdpOwner.session = request.session_hash
+        for item in ddp_update(ddp_service(), scenario, setup):
+            if isinstance(item, str):
+                progress(None, desc=item)
+                yield DDP.fill(status=item)
+            else:
+                yield DDP.fill(status=f"{item.status} Model: {which}.", verdict=item.verdict, endings=item.endings,
+                               costs=item.costs, timeline=item.timeline, report=item.report)
+    except USER_ERRORS as e:
+        yield DDP.fill(status=f"**Cannot run the scenario**: {e}")
+    finally:
+        _DdpOwner.session = None
 
 
 def _show_model(m: str) -> tuple:
@@ -531,6 +564,36 @@ def _debug_tab(session: gr.State) -> None:
                  concurrency_id="compile", concurrency_limit=1, show_progress="minimal")
 
 
+def _ddp_tab(session: gr.State) -> None:
+    gr.Markdown(
+        "Several training processes on this machine, joined by `torch.distributed` (gloo, loopback), with "
+        "DistributedDataParallel around **the Playground's model** (or the scenario's own, said in the status). "
+        "Each scenario reproduces what dynamic graphs do to DDP, for real: the error each rank meets, the signal "
+        "that kills one, and per rank, step by step, the time computing, communicating and **waiting**. One run "
+        "at a time on the whole server: the processes take every core, and the Playground's timings wait for them."
+    )
+    with gr.Row():
+        with gr.Column(scale=1, min_width=280):
+            scenario = gr.Radio([(s.title, s.name) for s in SCENARIOS.values()], value="unused", label="scenario",
+                                info="; ".join(f"{s.title}: {s.summary}" for s in SCENARIOS.values()))
+            world = gr.Slider(2, max(2, max_world_size()), value=2, step=1, label="processes",
+                              info="one per core this server may use")
+            backend = gr.Radio(["aot_eager", "inductor"], value="aot_eager", label="backend (compiled DDP)",
+                               info="inductor compiles C++ in every rank: minutes")
+            go_btn = gr.Button("Run the scenario", variant="primary")
+        with gr.Column(scale=3):
+            status = gr.Markdown()
+            verdict = gr.Markdown()
+            timeline = gr.Plot(label="per rank: compute, communication, waiting")
+            endings = gr.Markdown()
+            costs = gr.Dataframe(headers=COST_COLUMNS, label="measured costs", interactive=False, wrap=True)
+            raw = gr.JSON(label="raw numbers (the same report as `python -m explorer ddp --json`)", open=False)
+    outputs = DDP.components(status=status, verdict=verdict, endings=endings, costs=costs, timeline=timeline,
+                             report=raw)
+    go_btn.click(run_ddp_lab, [session, scenario, world, backend], outputs, api_visibility="private",
+                 concurrency_id="ddp", concurrency_limit=1, show_progress="minimal")
+
+
 def _downloads_panel(session: gr.State) -> None:
     with gr.Accordion("Download this session", open=False):
         gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
@@ -617,6 +680,8 @@ def build_app() -> gr.Blocks:
             _deploy_tab(session)
         with gr.Tab("Debugging lab"):
             _debug_tab(session)
+        with gr.Tab("Multi-process lab"):
+            _ddp_tab(session)
         _downloads_panel(session)
         _limits_panel()
         _wire_playground(demo, session, playground, compiled, link)
@@ -626,6 +691,7 @@ def build_app() -> gr.Blocks:
         gr.api(_api_batch, api_name="batch", concurrency_id="measure", concurrency_limit=MEASURE_EVENTS)
         gr.api(_api_deploy, api_name="deploy", concurrency_id="deploy", concurrency_limit=1)
         gr.api(_api_debug, api_name="debug", concurrency_id="compile", concurrency_limit=1)
+        gr.api(_api_ddp, api_name="ddp", concurrency_id="ddp", concurrency_limit=1)
     return demo
 
 
@@ -649,8 +715,11 @@ def _api_inspect(model: str, config_json: str, text: str, compare: str = "", bac
 
 
 def _closed(request: gr.Request) -> None:
-    """The tab closed: free its session's model and last run now, not when the state's TTL expires."""
+    """The tab closed: free its session's model and last run now, not when the state's TTL expires; stop its
+    distributed run, if one is going (its processes are reaped with the worker)."""
     RESIDENCY.close(request.session_hash)
+    if _DdpOwner.session == request.session_hash:
+        ddp_service().cancel()
 
 
 def _config_values(config_json: str) -> dict:
@@ -708,6 +777,20 @@ def _api_debug(model: str, config_json: str = "{}", bug: str = "shape", text: st
         config = make_config(model, values)
         chosen = [m.strip() for m in modes.split(",") if m.strip()] or list(MODES)
         *_, view = debug_update(compile_service(), model, config, bug, text, chosen)
+    except USER_ERRORS as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    return view.report
+
+
+def _api_ddp(scenario: str, model: str, config_json: str = "{}", world_size: int = 2, steps: int = 6,
+             backend: str = "aot_eager") -> dict:
+    """The multi-process lab: run `scenario` (unused, stragglers, disagree, uneven, compiled) on `model` with a
+    JSON object of config values in `world_size` processes. Returns the report (`verdict`, `runs` with every
+    rank's segments, values, error and exit, `costs`, `endings`, `machine`), as `python -m explorer ddp --json`."""
+    values = _config_values(config_json)
+    try:
+        setup = ddp_setup(scenario, model, make_config(model, values), int(world_size), int(steps), backend)
+        *_, view = ddp_update(ddp_service(), scenario, setup)
     except USER_ERRORS as e:
         raise gr.Error(str(e), print_exception=False) from None
     return view.report

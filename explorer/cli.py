@@ -1,4 +1,4 @@
-"""Command line: `python -m explorer models`, `inspect`, `batch`, `deploy` and `debug`."""
+"""Command line: `python -m explorer models`, `inspect`, `batch`, `deploy`, `debug` and `ddp`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.machine import pin_threads
+from explorer.ddp.job import ddp_service, ddp_setup
+from explorer.ddp.scenarios import SCENARIOS
+from explorer.ddp.world import max_world_size
 from explorer.debug.modes import MODES
 from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
 from explorer.deploy.job import deploy_service
@@ -26,11 +29,12 @@ from explorer.lab.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
 from explorer.lab.results import LabRun
 from explorer.lab.runner import compile_lab
 from explorer.session import Session
+from explorer.views.ddp import ddp_update
 from explorer.views.debug import debug_update
 from explorer.views.deploy import deploy_update
 from explorer.views.export import html_report, session_csv
 from explorer.views.report import build_report
-from explorer.views.tables import format_debug, format_deploy, format_lab, format_table
+from explorer.views.tables import format_ddp, format_debug, format_deploy, format_lab, format_table
 from models import ZOO, make_config
 from models.bugs import BUGS
 
@@ -175,6 +179,13 @@ def _debug(args: argparse.Namespace) -> int:
                                                   _items(args.mode, list(MODES))), format_debug)
 
 
+def _ddp(args: argparse.Namespace) -> int:
+    setup = ddp_setup(args.scenario, args.model, make_config(args.model, _parse_sets(args.set)), args.world_size,
+                      args.steps, args.backend)
+    service = ddp_service()
+    return _print_lab(args, service, ddp_update(service, args.scenario, setup), format_ddp)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="explorer", description="Graph Explorer: autograd graphs, timing and memory.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -231,6 +242,16 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated, of: {', '.join(MODES)}")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_debug)
+    p = sub.add_parser("ddp", help="train in several processes with DistributedDataParallel (gloo, loopback)")
+    p.add_argument("--scenario", required=True, choices=list(SCENARIOS),
+                   help="; ".join(f"{s.name}: {s.title} ({', '.join(s.models)})" for s in SCENARIOS.values()))
+    p.add_argument("--model", required=True, choices=sorted(ZOO))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
+    p.add_argument("--world-size", type=int, default=2, help=f"processes, 2..{max_world_size()} (one per core)")
+    p.add_argument("--steps", type=int, default=6, help="training steps per phase (2..20)")
+    p.add_argument("--backend", default="aot_eager", choices=BACKENDS, help="the compiled scenario's backend")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_ddp)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

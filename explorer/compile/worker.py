@@ -11,6 +11,7 @@ timing, so compiled and eager figures of different sessions are never taken at t
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import getpass
 import multiprocessing as mp
@@ -87,13 +88,20 @@ class CompileService:
     """The parent side: one worker process, started lazily, replaced after a timeout or crash."""
 
     def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S, name: str = "compile",
-                 advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.") -> None:
+                 advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.",
+                 starts_processes: bool = False) -> None:
         self.timeout_s, self.name, self.advice = timeout_s, name, advice
+        # A daemonic process may not start processes of its own. A worker that does is stopped at exit instead
+        # (atexit runs this before multiprocessing joins its children), and it exits if the app dies (EOF).
+        self._daemon = not starts_processes
+        if starts_processes:
+            atexit.register(self.stop)
         self._ctx = mp.get_context("spawn")
         self._proc: Any = None
         self._tmp = ""
         self._conn: Any = None
         self._jobs = threading.Lock()  # one job at a time
+        self._cancelled = threading.Event()
 
     def _start(self) -> None:
         # Read by inductor when the worker imports it: compile in the worker itself, not in a pool of processes
@@ -105,7 +113,7 @@ class CompileService:
         os.environ.setdefault("TORCH_COMPILE_JOB_ID", "graph-explorer")
         parent, child = self._ctx.Pipe()
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
-        self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp), daemon=True,
+        self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp), daemon=self._daemon,
                                        name="compile-worker")
         self._proc.start()
         child.close()
@@ -139,12 +147,18 @@ class CompileService:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
+    def cancel(self) -> None:
+        """Stop the running job from another thread (its caller went away): the job raises CompileFailure within
+        half a second, and its worker, with every process it started, is stopped."""
+        self._cancelled.set()
+
     def run(self, job: Job[R]) -> Iterator[Progress | R]:
         """Send a job; yield Progress every ~0.5 s, then the job's reply. Raises CompileFailure."""
         queued = time.monotonic()
         while not self._jobs.acquire(timeout=0.5):
             yield Progress(time.monotonic() - queued, f"waiting for the {self.name} worker (another job, or the "
                                                       "start-up warm-up)")
+        self._cancelled.clear()
         try:
             yield from self._run(job)
         finally:
@@ -177,6 +191,8 @@ class CompileService:
         try:
             while True:
                 elapsed = time.monotonic() - start
+                if self._cancelled.is_set():
+                    raise CompileFailure(f"the {self.name} was cancelled; its worker was stopped.")
                 if elapsed - waited > self.timeout_s:
                     raise CompileFailure(
                         f"{self.name} timed out after {self.timeout_s:.0f} s ({phase}); the {self.name} worker was "

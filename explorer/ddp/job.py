@@ -20,6 +20,7 @@ from explorer.ddp.scenario import Setup
 from explorer.ddp.scenarios import SCENARIOS
 from explorer.ddp.world import launch, max_world_size
 from explorer.eager import timing
+from models import make_config
 from models.config import config_dict
 
 MIN_STEPS, MAX_STEPS = 2, 20
@@ -66,7 +67,8 @@ def ddp_service() -> CompileService:
     global _service
     if _service is None:
         _service = CompileService(DDP_TIMEOUT_S, name="distributed run",
-                                  advice="Try fewer processes, a smaller architecture, or another scenario.")
+                                  advice="Try fewer processes, a smaller architecture, or another scenario.",
+                                  starts_processes=True)
     return _service
 
 
@@ -88,6 +90,19 @@ def ddp_setup(scenario: str, model: str, config: object, world_size: int, steps:
         raise InputError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     check_architecture(model, config)
     return Setup(model, config_dict(config), world_size, steps, backend)
+
+
+def model_for(scenario: str, model: str | None, config: object | None) -> tuple[str, object, str]:
+    """The Playground's model and architecture when the scenario runs on it, else the scenario's first model at
+    its default architecture; with a note saying which."""
+    if scenario not in SCENARIOS:
+        raise InputError(f"unknown scenario {scenario!r}; scenarios are: {', '.join(SCENARIOS)}")
+    allowed = SCENARIOS[scenario].models
+    if model in allowed and config is not None:
+        return model, config, f"the Playground's {model} and its architecture"
+    why = f"the Playground's {model} is not one of them" if model else "no Playground run yet"
+    return allowed[0], make_config(allowed[0]), (f"{allowed[0]} at its default architecture (this scenario runs on "
+                                                 f"{' or '.join(allowed)}; {why})")
 
 
 def run_ddp(service: CompileService, scenario: str, setup: Setup) -> Iterator[str | DdpResult]:

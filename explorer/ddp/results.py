@@ -16,6 +16,7 @@ KINDS = (FORWARD, BACKWARD, COMPILE, WAIT, ALLREDUCE, OPTIMIZER, STALLED)
 
 def tidy(message: str) -> str:
     """An error as a person reads it: without the build machine's source paths torch's C++ errors carry."""
+    message = message.replace("Got the following error when running the callback: RuntimeError: ", "")
     return re.sub(r"/__w/pytorch/pytorch/(third_party/)?", "", message)
 
 
@@ -36,12 +37,12 @@ class RankReport:
     """What a rank says about itself (sent back as a file: a rank may die before it can say anything)."""
 
     rank: int
-    began_s: float = 0.0  # perf_counter when the rank's work began (the same clock as its segments)
     segments: list[Segment] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # the exception's one line, as the rank's program would have printed it
     error_step: int | None = None
-    error_after_s: float | None = None  # from the rank's start of work to the exception
+    error_at_s: float | None = None  # perf_counter at the exception
+    error_into_step_s: float | None = None  # from the start of the step it came in
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,13 @@ class RankOutcome:
 
     @property
     def state(self) -> str:
-        if self.exitcode is None:
-            return "killed at the wall-clock limit"
         if self.signal:
             return f"killed by {self.signal} (no Python exception)"
-        if self.report is None:
-            return f"exited with code {self.exitcode} without a report"
-        return "error" if self.report.error else "finished"
+        if self.report is not None:  # it said how its work ended (it may have been killed later, waiting for peers)
+            return "error" if self.report.error else "finished"
+        if self.exitcode is None:
+            return "killed at the wall-clock limit"
+        return f"exited with code {self.exitcode} without a report"
 
 
 @dataclass(frozen=True)
@@ -98,8 +99,8 @@ class WorldRun:
             if r.state == "finished":
                 parts.append(f"rank {r.rank} finished {rep.values['steps done']} steps")
             elif rep is not None and rep.error:
-                parts.append(f"rank {r.rank} raised at step {rep.error_step} after {rep.error_after_s:.1f} s: "
-                             f"\"{rep.error.splitlines()[0][:180]}\"")
+                parts.append(f"rank {r.rank} raised {rep.error_into_step_s:.1f} s into step {rep.error_step}: "
+                             f"\"{rep.error.splitlines()[0][:220]}\"")
             else:
                 lines = r.stderr_tail.splitlines()
                 cause = next((ln for ln in lines if "mismatch" in ln), "") or next(

@@ -98,14 +98,12 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
     rows += [Cost.of(f"{n}: a rank's wait in the all-reduce", _waits(run, n)) for n in SHARDINGS]
     measured = costs(*rows)
     if not run.ok or len(measured) < 4:
-        broken = "; ".join(f"rank {r.rank} {r.state}" + (f": {r.report.error}" if r.report and r.report.error else "")
-                           for r in run.ranks if r.state != "finished")
-        return Conclusion(measured, f"The run did not complete: {broken}.")
+        return Conclusion(measured, f"The run did not complete: {run.ending()}.")
     rr, eq, rr_wait, eq_wait = measured
     comm = run.value("all-reduce alone ms")
     verdict = (f"Round-robin sharding: median step {rr.median_ms:.0f} ms, a rank waits a median "
-               f"{rr_wait.median_ms:.0f} ms per step for the one with the longest sentences. Equal padded tokens: {eq.median_ms:.0f} ms "
-               f"({rr.median_ms / eq.median_ms:.2f}x), waits {eq_wait.median_ms:.0f} ms. The all-reduce itself "
+               f"{rr_wait.median_ms:.0f} ms per step for the one with the longest sentences. Equal padded tokens: "
+               f"{eq.median_ms:.0f} ms ({rr.median_ms / eq.median_ms:.2f}x), waits {eq_wait.median_ms:.0f} ms. The all-reduce itself "
                f"takes {comm:.1f} ms (measured alone). Same {setup.steps} batches for both, {PER_RANK} sentences per "
                f"rank on average, lengths Zipf {MIN_LEN}-{MAX_LEN}.")
     return Conclusion(measured, verdict)

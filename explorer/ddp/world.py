@@ -48,8 +48,17 @@ class RankContext:
 
     def __init__(self, rank: int, world_size: int, store: dist.Store, pg_timeout_s: float) -> None:
         self.rank, self.world_size, self.store, self.pg_timeout_s = rank, world_size, store, pg_timeout_s
-        self.report = RankReport(rank, began_s=time.perf_counter())
-        self.step = 0
+        self.report = RankReport(rank)
+        self._step, self._step_began = 0, time.perf_counter()
+
+    @property
+    def step(self) -> int:
+        """The step being run (segments are recorded under it); setting it starts the step's clock."""
+        return self._step
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self._step, self._step_began = value, time.perf_counter()
 
     def phase(self, text: str) -> None:
         """Say what this rank is doing (the launcher shows it while waiting)."""
@@ -69,7 +78,8 @@ class RankContext:
     def fail(self, e: BaseException) -> None:
         self.report.error = tidy(f"{type(e).__name__}: {e}".strip())
         self.report.error_step = self.step
-        self.report.error_after_s = time.perf_counter() - self.report.began_s
+        self.report.error_at_s = time.perf_counter()
+        self.report.error_into_step_s = self.report.error_at_s - self._step_began
         self.report.values.setdefault("traceback", traceback.format_exc(limit=-3))
 
 

@@ -136,3 +136,18 @@ def format_debug(report: dict[str, Any]) -> str:
                      f"{len(r['graph_breaks'])} graph break(s)")
     lines.append(f"verdict: {report['verdict']}")
     return "\n".join(lines)
+
+
+def format_ddp(report: dict[str, Any]) -> str:
+    """The multi-process lab's report as text (`ddp` without --json)."""
+    m = report["machine"]
+    lines = [f"{report['scenario']} on {report['model']} {report['config']}, {report['world_size']} processes "
+             f"(gloo, loopback, one core and thread each); {m['device']} ({m['cpu']}), torch {m['torch']}"]
+    for i, (run, ending) in enumerate(zip(report["runs"], report["endings"], strict=True)):
+        lines.append(f"run {i + 1}: {run['label']} ({run['wall_s']:.1f} s)")
+        lines.append(f"{'':<4}{ending}")
+    for c in report["costs"]:
+        spread = "" if c["samples"] == 1 else f" (IQR {c['q1_ms']:.1f}-{c['q3_ms']:.1f}, {c['samples']} samples)"
+        lines.append(f"{c['what']}: {c['median_ms']:.1f} ms{spread}" + (f"  [{c['note']}]" if c["note"] else ""))
+    lines.append(f"verdict: {report['verdict']}".replace("**", ""))
+    return "\n".join(lines)
