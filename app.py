@@ -576,8 +576,8 @@ def _ddp_tab(session: gr.State) -> None:
         with gr.Column(scale=1, min_width=280):
             scenario = gr.Radio([(s.title, s.name) for s in SCENARIOS.values()], value="unused", label="scenario",
                                 info="; ".join(f"{s.title}: {s.summary}" for s in SCENARIOS.values()))
-            world = gr.Slider(2, max(2, max_world_size()), value=2, step=1, label="processes",
-                              info="one per core this server may use")
+            world = gr.Dropdown(list(range(2, max(2, max_world_size()) + 1)), value=2, label="processes",
+                                info=f"one per core this server may use ({max_world_size()})")
             backend = gr.Radio(["aot_eager", "inductor"], value="aot_eager", label="backend (compiled DDP)",
                                info="inductor compiles C++ in every rank: minutes")
             go_btn = gr.Button("Run the scenario", variant="primary")

@@ -11,6 +11,7 @@ import time
 
 import torch
 import torch._dynamo as dynamo
+import torch.distributed as dist
 
 from explorer.compile.observe import CountingBackend, frame_compiles
 from explorer.ddp.results import COMPILE, FORWARD, Cost, WorldRun
@@ -32,9 +33,12 @@ def lengths(rank: int, steps: int) -> list[int]:
 def _compiled_rank(ctx: RankContext, model: str, config: dict, steps: int, backend: str) -> None:
     v = ctx.report.values
     inputs = [torch.tensor([encode(sentence(n, i))]) for i, n in enumerate(lengths(ctx.rank, steps))]
-    # Buckets of a quarter of the gradient: DDP's default (25 MB) holds these models whole, leaving DDPOptimizer
-    # no boundary to split at. Both runs use the same buckets.
-    cap_mb = sum(p.numel() * 4 for p in build(model, config).parameters()) / 4 / 2**20
+    # Buckets of a quarter of the gradient: DDP's default (25 MiB) holds these models whole, leaving DDPOptimizer
+    # no boundary to split at. DDPOptimizer refuses a cap below DDP's first bucket (1 MiB): a smaller gradient is
+    # one bucket, one graph. Both runs use the same buckets.
+    grad_mib = sum(p.numel() * 4 for p in build(model, config).parameters()) / 2**20
+    cap_mb = max(grad_mib / 4, dist._DEFAULT_FIRST_BUCKET_BYTES / 2**20)
+    v["gradient MiB"], v["bucket cap MiB"] = grad_mib, cap_mb
     eager = Trainer.make(ctx, build(model, config), bucket_cap_mb=cap_mb)
     for i, ids in enumerate(inputs):
         ctx.step += 1
@@ -79,9 +83,15 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
         f"rank {r.rank}: {r.report.values['graphs']} graph(s) from {r.report.values['frame compiles']} frame "
         f"compile(s) ({r.report.values['compile s']:.1f} s), compiling at step(s) "
         f"{r.report.values.get('compiled at step', [])}" for r in run.ranks if r.report)
-    verdict = (f"{per_rank}. Steps after the last compile: compiled {rows[1].median_ms if rows[1] else 0:.0f} ms vs "
-               f"eager {rows[0].median_ms if rows[0] else 0:.0f} ms. While one rank compiles, the others wait in "
-               "the all-reduce (see the timeline).") if all(rows[:2]) else f"{per_rank}."
+    v = run.ranks[0].report.values
+    buckets = (f"Gradient {v['gradient MiB']:.2f} MiB in buckets of {v['bucket cap MiB']:.2f} MiB"
+               + (" (DDPOptimizer splits no finer than DDP's 1 MiB first bucket: one bucket, one graph per compile; "
+                  "a wider model splits)" if v["gradient MiB"] <= v["bucket cap MiB"] else "") + ". ")
+    eager, compiled = rows[0], rows[1]
+    speed = (f" Steps after the last compile: compiled {compiled.median_ms:.0f} ms vs eager {eager.median_ms:.0f} ms."
+             if eager and compiled else "")
+    verdict = (f"{buckets}{per_rank}.{speed} While one rank compiles, the others wait in the all-reduce (see the "
+               "timeline).")
     return Conclusion(costs(*rows), verdict)
 
 

@@ -103,9 +103,9 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
     comm = run.value("all-reduce alone ms")
     verdict = (f"Round-robin sharding: median step {rr.median_ms:.0f} ms, a rank waits a median "
                f"{rr_wait.median_ms:.0f} ms per step for the one with the longest sentences. Equal padded tokens: "
-               f"{eq.median_ms:.0f} ms ({rr.median_ms / eq.median_ms:.2f}x), waits {eq_wait.median_ms:.0f} ms. The all-reduce itself "
-               f"takes {comm:.1f} ms (measured alone). Same {setup.steps} batches for both, {PER_RANK} sentences per "
-               f"rank on average, lengths Zipf {MIN_LEN}-{MAX_LEN}.")
+               f"{eq.median_ms:.0f} ms ({rr.median_ms / eq.median_ms:.2f}x), waits {eq_wait.median_ms:.0f} ms. "
+               f"The all-reduce itself takes {comm:.1f} ms (measured alone). Same {setup.steps} batches for both, "
+               f"{PER_RANK} sentences per rank on average, lengths Zipf {MIN_LEN}-{MAX_LEN}.")
     return Conclusion(measured, verdict)
 
 

@@ -31,7 +31,7 @@ def _controls(model: str, **overrides):
 def test_api_lists_the_documented_endpoints(app_url):
     api = Client(app_url, verbose=False).view_api(print_info=False, return_format="dict")
     assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch", "/deploy",
-            "/debug"} <= set(api["named_endpoints"])
+            "/debug", "/ddp"} <= set(api["named_endpoints"])
 
 
 def test_inspect_endpoint_returns_the_report(app_url):
@@ -243,3 +243,12 @@ def test_debug_endpoint_runs_the_bug_in_each_mode(app_url):
     assert {n["method"] for n in report["nan"]} == {"detect_anomaly", "forward hooks", "dispatch mode"}
     with pytest.raises(Exception, match="unknown bug"):
         client.predict("rnn", "{}", "typo", "x", "eager", api_name="/debug")
+
+
+def test_ddp_endpoint_runs_a_scenario_in_processes_and_refuses_a_model_it_does_not_take(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("uneven", "rnn", "{}", 2, 2, "aot_eager", api_name="/ddp")
+    assert report["states"] == [["finished", "error"], ["finished", "finished"]]
+    assert "Timed out" in report["endings"][0] and report["verdict"].startswith("**Without Join**")
+    with pytest.raises(Exception, match="runs on early_exit, not transformer"):
+        client.predict("unused", "transformer", "{}", 2, 2, "aot_eager", api_name="/ddp")

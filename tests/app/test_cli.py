@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from explorer.views.tables import format_ddp
+
 REQUIRED_KEYS = [
     "model", "config", "tokens", "params", "graph.nodes", "graph.edges", "eager.forward.median_ms",
     "eager.forward.iqr_ms", "eager.train_step.median_ms", "memory.saved_bytes", "memory.peak_forward_bytes",
@@ -76,6 +78,9 @@ def test_inspect_table():
         (["deploy", "--model", "rnn", "--set", "loop=while"], "loop must be one of"),
         (["debug", "--model", "rnn", "--bug", "typo"], "invalid choice: 'typo'"),
         (["debug", "--model", "rnn", "--bug", "shape", "--mode", "jit"], "unknown mode(s) ['jit']"),
+        (["ddp", "--scenario", "unused", "--model", "rnn"], "runs on early_exit, not rnn"),
+        (["ddp", "--scenario", "uneven", "--model", "rnn", "--world-size", "99"], "number of processes must be 2"),
+        (["ddp", "--scenario", "gossip", "--model", "rnn"], "invalid choice: 'gossip'"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(args, message):
@@ -160,3 +165,16 @@ def test_debug_json_and_table_put_the_modes_side_by_side():
     table = _cli("debug", "--model", "rnn", "--bug", "silent", "--mode", "eager")
     assert table.returncode == 0, table.stderr
     assert "eager                  no error" in table.stdout and "only a comparison shows it" in table.stdout
+
+
+def test_ddp_json_and_table_say_how_each_rank_ended():
+    out = _cli("ddp", "--scenario", "uneven", "--model", "rnn", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    plain, joined = report["runs"]
+    assert report["states"] == [["finished", "error"], ["finished", "finished"]]
+    assert plain["ranks"][1]["report"]["error_step"] == 4 and joined["ranks"][1]["report"]["values"]["steps done"] == 5
+    assert report["machine"]["device"] == "cpu" and report["costs"]
+    table = format_ddp(report)  # what the command prints without --json, from the same report
+    assert "rank 1 raised" in table and "rank 1 finished 5 steps" in table
+    assert table.splitlines()[-1].startswith("verdict: Without Join")
