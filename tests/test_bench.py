@@ -12,7 +12,7 @@ SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in 
 
 
 def test_every_script_is_listed():
-    assert SCRIPTS == ["batching", "compile_costs", "compile_interference", "debug", "deploy", "first_compile",
+    assert SCRIPTS == ["batching", "compile_costs", "compile_interference", "ddp", "debug", "deploy", "first_compile",
                        "load", "soak", "startup", "update_latency"]
 
 
