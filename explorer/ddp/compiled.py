@@ -14,6 +14,7 @@ import torch._dynamo as dynamo
 import torch.distributed as dist
 
 from explorer.compile.observe import CountingBackend, frame_compiles
+from explorer.core.limits import DDP_RUN_S
 from explorer.ddp.results import COMPILE, FORWARD, Cost, WorldRun
 from explorer.ddp.scenario import Conclusion, Launch, Scenario, Setup, costs
 from explorer.ddp.training import Trainer, build
@@ -65,9 +66,11 @@ def _compiled_rank(ctx: RankContext, model: str, config: dict, steps: int, backe
 
 
 def launches(setup: Setup) -> list[Launch]:
+    # A rank's compile stalls the others in the all-reduce for as long as it takes (a 96-step RNN unroll under
+    # inductor: over 30 s here), so the group's timeout is the run's own limit, not the usual 30 s.
     return [Launch(f"eager DDP, then torch.compile(DDP) with backend {setup.backend}; rank lengths "
                    f"{[sorted(set(lengths(r, setup.steps))) for r in range(setup.world_size)]}", _compiled_rank,
-                   (setup.model, setup.config, setup.steps, setup.backend))]
+                   (setup.model, setup.config, setup.steps, setup.backend), pg_timeout_s=DDP_RUN_S)]
 
 
 def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:

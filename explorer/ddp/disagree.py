@@ -109,4 +109,4 @@ SCENARIO = Scenario(
     "disagree", "Ranks that disagree on control flow",
     "One rank's data takes a branch with a collective in it: a hang until the timeout, or inside DDP an abort; then "
     "the fix, deciding together.",
-    ("rnn", "transformer", "early_exit"), launches, conclude)
+    ("rnn", "transformer"), launches, conclude)  # early exit's unused heads would fail DDP first

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from explorer.ddp.results import WAIT, Cost, WorldRun
+from explorer.ddp.results import WAIT, Cost, Segment, WorldRun
 from explorer.ddp.scenario import Conclusion, Launch, Scenario, Setup, costs
 from explorer.ddp.training import Trainer, batch_of, build, loss_of
 from explorer.ddp.world import RankContext
@@ -79,33 +79,43 @@ def launches(setup: Setup) -> list[Launch]:
                    _straggler_rank, (setup.model, setup.config, setup.steps))]
 
 
+def _wait_segments(run: WorldRun, sharding: str) -> list[Segment]:
+    """Every rank's waits in the all-reduce under `sharding`, warm-up excluded."""
+    return [s for r in run.ranks if r.report for s in r.report.segments
+            if s.kind == WAIT and s.step > len(SHARDINGS) and r.report.values["sharding"][s.step - 1] == sharding]
+
+
 def _waits(run: WorldRun, sharding: str) -> list[float]:
-    """Every rank-step's wait (ms) under `sharding`, warm-up excluded."""
-    out = []
-    for r in run.ranks:
-        if r.report is None:
-            continue
-        names = r.report.values.get("sharding", [])
-        for s in r.report.segments:
-            if s.kind == WAIT and s.step > len(SHARDINGS) and names[s.step - 1] == sharding:
-                out.append(s.ms)
-    return out
+    """Per step, the longest any rank waited: the idle time of the rank that had the least to do."""
+    per_step: dict[int, float] = {}
+    for s in _wait_segments(run, sharding):
+        per_step[s.step] = max(per_step.get(s.step, 0.0), s.ms)
+    return [per_step[k] for k in sorted(per_step)]
+
+
+def _idle_share(run: WorldRun, sharding: str) -> float:
+    """The ranks' time waiting over their time in steps, summed over the run."""
+    steps = run.slowest(f"{sharding} ms")
+    return sum(s.ms for s in _wait_segments(run, sharding)) / (run.world_size * sum(steps)) if steps else 0.0
 
 
 def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
     (run,) = runs
     rows = [Cost.of(f"{n}: step (slowest rank)", run.slowest(f"{n} ms")) for n in SHARDINGS]
-    rows += [Cost.of(f"{n}: a rank's wait in the all-reduce", _waits(run, n)) for n in SHARDINGS]
+    rows += [Cost.of(f"{n}: the longest wait in the all-reduce, per step", _waits(run, n),
+                     f"ranks idle {_idle_share(run, n):.0%} of their step time") for n in SHARDINGS]
     measured = costs(*rows)
     if not run.ok or len(measured) < 4:
         return Conclusion(measured, f"The run did not complete: {run.ending()}.")
     rr, eq, rr_wait, eq_wait = measured
     comm = run.value("all-reduce alone ms")
-    verdict = (f"Round-robin sharding: median step {rr.median_ms:.0f} ms, a rank waits a median "
-               f"{rr_wait.median_ms:.0f} ms per step for the one with the longest sentences. Equal padded tokens: "
-               f"{eq.median_ms:.0f} ms ({rr.median_ms / eq.median_ms:.2f}x), waits {eq_wait.median_ms:.0f} ms. "
-               f"The all-reduce itself takes {comm:.1f} ms (measured alone). Same {setup.steps} batches for both, "
-               f"{PER_RANK} sentences per rank on average, lengths Zipf {MIN_LEN}-{MAX_LEN}.")
+    verdict = (f"Round-robin sharding: median step {rr.median_ms:.0f} ms; the rank with the shorter sentences waits a "
+               f"median {rr_wait.median_ms:.0f} ms per step for the other, and ranks sit idle "
+               f"{_idle_share(run, SHARDINGS[0]):.0%} of their step time. Equal padded tokens: {eq.median_ms:.0f} ms "
+               f"({rr.median_ms / eq.median_ms:.2f}x), waits {eq_wait.median_ms:.0f} ms, idle "
+               f"{_idle_share(run, SHARDINGS[1]):.0%}. The all-reduce itself takes {comm:.1f} ms (measured alone). "
+               f"Same {setup.steps} batches for both, {PER_RANK} sentences per rank on average, lengths Zipf "
+               f"{MIN_LEN}-{MAX_LEN}.")
     return Conclusion(measured, verdict)
 
 

@@ -140,8 +140,11 @@ def test_batch_endpoint_runs_the_lab(app_url):
     assert by_name["pad"]["agrees"] and by_name["pad"]["forward_ms"] > 0
     assert by_name["bucket"]["distinct_shapes"] == 3  # lengths 3, 19, 11 in buckets of 8 tokens
     assert not by_name["pack"]["supported"] and "recurrent models only" in by_name["pack"]["note"]
-    generated = client.predict("rnn", "{}", "", 10, "bimodal", 5, 50, 1, 16, "eager", api_name="/batch")
-    assert generated["sentences"] == 10
+    # Ten sentences of ten lengths, 3 to 27 tokens, on a small RNN: short unrolls compile in about a second each.
+    lines = "\n".join("ab" * n for n in range(2, 7)) + "\n" + "\n".join("abc" * n for n in (1, 3, 5, 7, 9))
+    generated = client.predict("rnn", '{"hidden": 8, "embed": 8}', lines, 64, "zipf", 5, 300, 0, 16, "eager",
+                               api_name="/batch")
+    assert generated["sentences"] == 10 and len(set(generated["lengths"])) == 10
     compiled = {s["name"]: s["compiled"] for s in generated["strategies"] if s["supported"]}
     assert compiled["pad"]["forward_ms"] > 0 and compiled["bucket"]["forward_ms"] > 0
     # The unrolled RNN specializes on every length: the loop's 10 lengths pass the recompile limit (8),

@@ -91,8 +91,15 @@ def test_an_architecture_control_rebuilds_the_model_and_the_graph(page: Page, ap
     _shot(page, "03-architecture")
 
 
+def _short_input(page: Page) -> None:
+    """A 9-token input: what a compile or an export of the unrolled RNN costs grows with the unroll."""
+    _type(page, "Hi there.")
+    expect(page.locator(".card .value").first).to_have_text("9", timeout=TIMEOUT)
+
+
 def test_compiling_shows_progress_then_the_compiled_numbers(page: Page, app_url):
     _loaded(page, app_url)
+    _short_input(page)
     page.get_by_role("radio", name="aot_eager").check()
     page.get_by_label("compile", exact=True).check()
     expect(page.get_by_text(re.compile(r"Compiling \(aot_eager"))).to_be_visible(timeout=TIMEOUT)
@@ -213,6 +220,7 @@ def test_a_number_past_a_slider_bound_runs_clamped_and_the_box_agrees_with_the_g
 
 def test_the_deployment_lab_freezes_the_playgrounds_model(page: Page, app_url):
     _loaded(page, app_url)
+    _short_input(page)
     page.get_by_role("tab", name="Deployment lab").click()
     for slow in ("export (Dim.AUTO)", "onnx", "aoti"):
         page.get_by_label(slow, exact=True).uncheck()

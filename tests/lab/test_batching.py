@@ -122,7 +122,7 @@ def test_compile_lab_runs_each_strategy_in_the_worker():
     try:
         session = Session()
         session.configure("rnn", {"hidden": 16, "embed": 8})
-        *_, run = session.run_lab(generate_batch(6, "uniform", 3, 12, seed=0), 4, budget_scale=FAST)
+        *_, run = session.run_lab(generate_batch(3, "uniform", 3, 12, seed=0), 4, budget_scale=FAST)
         lab = run.result
         phases = [p.phase for p in compile_lab(service, run, "aot_eager", budget_scale=FAST)]
         assert phases and all(", aot_eager: " in p for p in phases)
