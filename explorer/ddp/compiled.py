@@ -46,6 +46,9 @@ def _compiled_rank(ctx: RankContext, model: str, config: dict, steps: int, backe
         ctx.phase(f"eager DDP, step {i + 1}/{steps}")
         v.setdefault("eager ms", []).append(eager.step((ids,)))
     dynamo.reset()
+    # The app's compile worker keeps a profile of lengths seen (dynamo's local PGO) that the ranks would inherit:
+    # each rank starts from nothing here, as a fresh training job would, so its recompiles are its own.
+    dynamo.config.automatic_dynamic_local_pgo = False
     counter = CountingBackend(backend)
     compiled = Trainer.make(ctx, build(model, config), bucket_cap_mb=cap_mb)
     compiled.ddp = torch.compile(compiled.ddp, backend=counter)  # DDPOptimizer: a graph per bucket
@@ -88,8 +91,9 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
         f"{r.report.values.get('compiled at step', [])}" for r in run.ranks if r.report)
     v = run.ranks[0].report.values
     buckets = (f"Gradient {v['gradient MiB']:.2f} MiB in buckets of {v['bucket cap MiB']:.2f} MiB"
-               + (" (DDPOptimizer splits no finer than DDP's 1 MiB first bucket: one bucket, one graph per compile; "
-                  "a wider model splits)" if v["gradient MiB"] <= v["bucket cap MiB"] else "") + ". ")
+               + (" (DDPOptimizer splits no finer than DDP's 1 MiB first bucket: this gradient is one bucket, so no "
+                  "split at a bucket boundary; a wider model splits)" if v["gradient MiB"] <= v["bucket cap MiB"]
+                  else "") + ". ")
     eager, compiled = rows[0], rows[1]
     speed = (f" Steps after the last compile: compiled {compiled.median_ms:.0f} ms vs eager {eager.median_ms:.0f} ms."
              if eager and compiled else "")

@@ -241,3 +241,16 @@ def test_the_debugging_lab_shows_the_bug_in_each_mode(page: Page, app_url):
     expect(page.get_by_text(re.compile("^Verdict: shape bug on long inputs: eager names models/bugs.py"))
            ).to_be_visible()
     _shot(page, "11-debugging-lab")
+
+
+def test_the_multi_process_lab_runs_a_scenario_on_the_playgrounds_model(page: Page, app_url):
+    _loaded(page, app_url)  # the Playground's rnn: a model the uneven-inputs scenario takes
+    page.get_by_role("tab", name="Multi-process lab").click()
+    page.get_by_role("radio", name="Uneven inputs").check()
+    page.get_by_role("button", name="Run the scenario").click()
+    expect(page.get_by_text(re.compile("^Verdict: Without Join: rank 0 finished 3 steps; rank 1 raised"))
+           ).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(re.compile("Model: the Playground's rnn and its architecture"))).to_be_visible()
+    expect(page.locator(".js-plotly-plot").filter(visible=True).first).to_be_visible()  # the timeline
+    expect(page.get_by_role("gridcell", name="Join: wall time of the run")).to_be_visible()
+    _shot(page, "12-multi-process-lab")
