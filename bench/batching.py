@@ -60,11 +60,11 @@ def main() -> None:
     p = parser(__doc__, "RESULTS-batching.md")
     p.add_argument("--n", type=int, default=64, help="sentences in the batch")
     args = p.parse_args()
-    n = 6 if args.quick else args.n
+    n = 4 if args.quick else args.n
     models, backends = (["rnn"], ["eager"]) if args.quick else (MODELS, BACKENDS)
     warm_profiler()
     machine.pin_threads()
-    longest = 40 if args.quick else 300  # the quick run only checks the script: short unrolls compile fast
+    longest = 20 if args.quick else 300  # the quick run only checks the script: short unrolls compile fast
     texts = generate_batch(n, "zipf", 5, longest, seed=0)
     m = machine.describe()
     lengths = sorted(len(t.encode()) for t in texts)

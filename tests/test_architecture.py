@@ -10,8 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Lowest first: a module may import its own layer and the layers before it, never one after.
 LAYERS = ["models", "explorer", "explorer.core", "explorer.eager", "explorer.compile", "explorer.lab",
-          "explorer.deploy", "explorer.debug", "explorer.serving", "explorer.session", "explorer.views", "explorer.cli",
-          "explorer.__main__", "app"]
+          "explorer.deploy", "explorer.debug", "explorer.ddp", "explorer.serving", "explorer.session",
+          "explorer.views", "explorer.cli", "explorer.__main__", "app"]
 THIRD_PARTY_OF_MODELS = {"torch"}
 
 

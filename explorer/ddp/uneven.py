@@ -54,8 +54,7 @@ def launches(setup: Setup) -> list[Launch]:
     args = (setup.model, setup.config)
     return [Launch(f"rank r holds {BASE} + {EXTRA}r batches, no Join (process-group timeout {HANG_TIMEOUT_S:g} s)",
                    _uneven_rank, (*args, False), pg_timeout_s=HANG_TIMEOUT_S),
-            Launch("the same, inside torch.distributed.algorithms.Join", _uneven_rank, (*args, True),
-                   pg_timeout_s=HANG_TIMEOUT_S)]
+            Launch("the same, inside torch.distributed.algorithms.Join", _uneven_rank, (*args, True))]
 
 
 def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:

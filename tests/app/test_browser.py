@@ -244,13 +244,13 @@ def test_the_debugging_lab_shows_the_bug_in_each_mode(page: Page, app_url):
 
 
 def test_the_multi_process_lab_runs_a_scenario_on_the_playgrounds_model(page: Page, app_url):
-    _loaded(page, app_url)  # the Playground's rnn: a model the uneven-inputs scenario takes
+    _loaded(page, app_url)  # the Playground's rnn: a model the stragglers scenario takes
     page.get_by_role("tab", name="Multi-process lab").click()
-    page.get_by_role("radio", name="Uneven inputs").check()
+    page.get_by_role("radio", name="Stragglers from variable lengths").check()
     page.get_by_role("button", name="Run the scenario").click()
-    expect(page.get_by_text(re.compile("^Verdict: Without Join: rank 0 finished 3 steps; rank 1 raised"))
-           ).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(re.compile("^Verdict: Round-robin sharding: median step"))).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text(re.compile("Model: the Playground's rnn and its architecture"))).to_be_visible()
+    expect(page.get_by_text(re.compile("rank 0 finished 14 steps; rank 1 finished 14 steps"))).to_be_visible()
+    expect(page.get_by_role("gridcell", name="equal tokens: step (slowest rank)")).to_be_visible()
     expect(page.locator(".js-plotly-plot").filter(visible=True).first).to_be_visible()  # the timeline
-    expect(page.get_by_role("gridcell", name="Join: wall time of the run")).to_be_visible()
     _shot(page, "12-multi-process-lab")

@@ -81,15 +81,15 @@ def _ends_each_way(ctx, mode: str) -> None:
 
 
 def test_a_raise_an_abort_and_a_hang_past_the_limit_are_each_reported_as_such(nothing_left):
-    aborted = launch("abort", _ends_each_way, ("abort",), 2, pg_timeout_s=5, wall_s=60)
+    aborted = launch("abort", _ends_each_way, ("abort",), 2, pg_timeout_s=2, wall_s=60)
     raised, died = aborted.ranks
     assert raised.state == "error" and raised.report.error == "ValueError: rank 0 gives up"
     assert raised.report.values["sum"] == [2.0, 2.0]  # the all-reduce really ran over gloo
     assert raised.report.segments[0].kind == ALLREDUCE
     assert died.state == "killed by SIGABRT (no Python exception)" and died.signal == "SIGABRT"
     assert died.report is None  # it died before it could say anything: the launcher says it
-    hung = launch("hang", _ends_each_way, ("hang",), 2, pg_timeout_s=5, wall_s=12)
-    assert hung.ranks[1].state == "killed at the wall-clock limit" and 12 <= hung.wall_s < 30
+    hung = launch("hang", _ends_each_way, ("hang",), 2, pg_timeout_s=2, wall_s=8)
+    assert hung.ranks[1].state == "killed at the wall-clock limit" and 8 <= hung.wall_s < 30
     assert hung.ranks[0].state == "error"
 
 
