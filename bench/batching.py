@@ -60,7 +60,7 @@ def main() -> None:
     p = parser(__doc__, "RESULTS-batching.md")
     p.add_argument("--n", type=int, default=64, help="sentences in the batch")
     args = p.parse_args()
-    n = 4 if args.quick else args.n
+    n = 2 if args.quick else args.n
     models, backends = (["rnn"], ["eager"]) if args.quick else (MODELS, BACKENDS)
     warm_profiler()
     machine.pin_threads()

@@ -100,11 +100,15 @@ def _stderr_to(path: Path) -> None:
     os.close(fd)
 
 
+_GONE = "a rank is gone"  # set by the launcher when a rank died: nobody waits for it any longer
+
+
 def _together(store: dist.Store, key: str, world_size: int, limit_s: float) -> None:
-    """Wait (on the store, not a collective) until every rank has reached `key`, or `limit_s` has passed."""
+    """Wait (on the store, not a collective) until every rank has reached `key`, `limit_s` has passed, or the
+    launcher has said that a rank died."""
     store.add(key, 1)
     deadline = time.monotonic() + limit_s
-    while store.add(key, 0) < world_size and time.monotonic() < deadline:
+    while store.add(key, 0) < world_size and time.monotonic() < deadline and not store.check([_GONE]):
         time.sleep(0.02)
 
 
@@ -179,6 +183,8 @@ def launch(label: str, fn: RankFn, args: tuple[Any, ...], world_size: int, pg_ti
     try:
         while any(p.is_alive() for p in procs) and time.monotonic() - started < wall_s:
             time.sleep(0.25)
+            if any(p.exitcode not in (None, 0) for p in procs):  # died (a signal, a crash): don't wait for it
+                store.set(_GONE, "1")
             if on_phase is not None:
                 on_phase(_phases(store, world_size))
         at_limit = [p.is_alive() for p in procs]

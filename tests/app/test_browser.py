@@ -250,7 +250,8 @@ def test_the_multi_process_lab_runs_a_scenario_on_the_playgrounds_model(page: Pa
     page.get_by_role("button", name="Run the scenario").click()
     expect(page.get_by_text(re.compile("^Verdict: Round-robin sharding: median step"))).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text(re.compile("Model: the Playground's rnn and its architecture"))).to_be_visible()
-    expect(page.get_by_text(re.compile("rank 0 finished 14 steps; rank 1 finished 14 steps"))).to_be_visible()
+    expect(page.get_by_role("listitem").filter(has_text="rank 0 finished 14 steps; rank 1 finished 14 steps")
+           ).to_be_visible()  # how each rank ended
     expect(page.get_by_role("gridcell", name="equal tokens: step (slowest rank)")).to_be_visible()
     expect(page.locator(".js-plotly-plot").filter(visible=True).first).to_be_visible()  # the timeline
     _shot(page, "12-multi-process-lab")
