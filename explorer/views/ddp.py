@@ -69,8 +69,8 @@ def timeline_figure(result: DdpResult, height_per_row: int = 34) -> go.Figure:
     fig.update_layout(barmode="overlay", title=f"Per rank and run: what each process did ({result.scenario}, "
                       f"{result.world_size} processes)", xaxis_title="ms since the run's first step",
                       yaxis={"categoryorder": "array", "categoryarray": rows[::-1]},
-                      height=140 + height_per_row * max(len(rows), 2), margin={"l": 110, "r": 20, "t": 60, "b": 40},
-                      legend={"orientation": "h", "y": -0.15})
+                      # the legend at the side: below the plot it would cover the axis title of a two-row chart
+                      height=max(300, 120 + height_per_row * len(rows)), margin={"l": 110, "r": 20, "t": 60, "b": 50})
     return fig
 
 
