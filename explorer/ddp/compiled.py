@@ -69,8 +69,9 @@ def _compiled_rank(ctx: RankContext, model: str, config: dict, steps: int, backe
 
 
 def launches(setup: Setup) -> list[Launch]:
-    # A rank's compile stalls the others in the all-reduce for as long as it takes (a 96-step RNN unroll under
-    # inductor: over 30 s here), so the group's timeout is the run's own limit, not the usual 30 s.
+    # A rank's compile stalls the others in the all-reduce for as long as it takes (the RNN's longer unrolls under
+    # inductor: over 36 s for a quarter of its compiling steps, bench/RESULTS-ddp.md), so the group's timeout is the
+    # run's own limit, not the usual 30 s.
     return [Launch(f"eager DDP, then torch.compile(DDP) with backend {setup.backend}; rank lengths "
                    f"{[sorted(set(lengths(r, setup.steps))) for r in range(setup.world_size)]}", _compiled_rank,
                    (setup.model, setup.config, setup.steps, setup.backend), pg_timeout_s=DDP_RUN_S)]
