@@ -62,20 +62,20 @@ def _listening() -> set[str]:
     return listening & held
 
 
-def _leftover_dirs() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob("graph-explorer-ddp-*"))
-
-
 @pytest.fixture
-def nothing_left():
-    before = (_descendants(os.getpid()), _listening(), _leftover_dirs())
+def nothing_left(tmp_path, monkeypatch):
+    """No process, listening socket or file of the run is left: temporary files go to this test's own directory
+    (in this process and in every process it starts), which must be empty again afterwards."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    before = (_descendants(os.getpid()), _listening())
     yield
     deadline = time.monotonic() + 10
     while _descendants(os.getpid()) - before[0] and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _descendants(os.getpid()) - before[0] == set()
     assert _listening() - before[1] == set()
-    assert _leftover_dirs() - before[2] == set()
+    assert list(tmp_path.iterdir()) == []
 
 
 def _ends_each_way(ctx, mode: str) -> None:
