@@ -87,7 +87,7 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
                     "it waits for the slowest rank's forward: the decision is a sync point")]
     verdict = (f"**Outside DDP**: {alone.ending()}. **Inside DDP**: {in_ddp.ending()}. **Decided together**: "
                f"{fixed.ending()}.")
-    return Conclusion(costs(*rows), verdict, timeline_run=0)
+    return Conclusion(costs(*rows), verdict)
 
 
 def _decision_ms(run: WorldRun) -> list[float]:

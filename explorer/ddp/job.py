@@ -43,8 +43,7 @@ class DdpJob(Job[DdpResult]):
                                    DDP_RUN_S, item.env, on_phase=_Phases(ctx, said)))
         end = scenario.conclude(self.setup, runs)
         s = self.setup
-        return DdpResult(self.scenario, s.model, s.config, s.world_size, runs, end.costs, end.verdict,
-                         end.timeline_run)
+        return DdpResult(self.scenario, s.model, s.config, s.world_size, runs, end.costs, end.verdict)
 
 
 class _Phases:

@@ -144,7 +144,6 @@ class DdpResult:
     runs: list[WorldRun]
     costs: list[Cost]
     verdict: str
-    timeline_run: int = 0  # which run the timeline figure shows
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"states": [[r.state for r in run.ranks] for run in self.runs]}

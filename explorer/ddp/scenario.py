@@ -40,7 +40,6 @@ class Launch:
 class Conclusion:
     costs: list[Cost]
     verdict: str
-    timeline_run: int = 0
 
 
 @dataclass(frozen=True)
