@@ -79,6 +79,27 @@ class AutogradGraph:
     def module_counts(self) -> Counter[str]:
         return Counter(n.module for n in self.nodes if not n.is_param)
 
+    def depth(self) -> int:
+        """Operations on the longest path from an input to the loss: how many steps backward must take one
+        after another (an unrolled loop makes it grow with the length, a tree with its height)."""
+        ops = {n.id for n in self.nodes if not n.is_param}
+        into: dict[int, list[int]] = {i: [] for i in ops}
+        for src, dst in self.edges:
+            if src in ops and dst in ops:
+                into[dst].append(src)
+        longest: dict[int, int] = {}
+        for start in ops:  # iterative DFS: an 8,000-node chain is deeper than Python's recursion limit
+            stack = [start]
+            while stack:
+                node = stack[-1]
+                pending = [s for s in into[node] if s not in longest]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                stack.pop()
+                longest[node] = 1 + max((longest[s] for s in into[node]), default=0)
+        return max(longest.values(), default=0)
+
     def summary(self) -> dict[str, Any]:
         ops = [n for n in self.nodes if not n.is_param]
         return {

@@ -1,0 +1,130 @@
+"""What a claim's experiment measured, as plain data: the numbers its verdict reads, the few the card shows, and
+a chart. Measuring (the claim modules), judging (each claim's `judge`) and drawing (views/claims.py) are apart."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from explorer.compile.worker import CompileService
+from explorer.core import machine
+from explorer.eager.timing import Measurement
+
+HOLDS = "holds"
+CONDITION = "holds with a condition"
+NOT_HERE = "does not hold here"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # HOLDS, CONDITION or NOT_HERE
+    why: str  # the condition, or why not, in the numbers' words
+
+    def text(self) -> str:
+        return f"**{self.kind[0].upper() + self.kind[1:]}**: {self.why}"
+
+
+@dataclass
+class Series:
+    """One line or bar series of a chart; `spread` is each point's IQR (drawn as a bar), when measured."""
+
+    name: str
+    x: list[Any]
+    y: list[float | None]
+    spread: list[float] | None = None
+    axis: str = "y"  # "y2": the chart's second (right-hand) axis
+    text: list[str] | None = None  # a label per point
+
+
+@dataclass
+class Chart:
+    kind: str  # "bar" or "line"
+    title: str
+    x_title: str
+    y_title: str
+    series: list[Series]
+    log_x: bool = False
+    log_y: bool = False
+    y2_title: str = ""
+
+
+@dataclass
+class Evidence:
+    """An experiment's outcome: `numbers` are what the verdict reads (names from the domain, units in the name),
+    `shown` the card's three or four (label, value, detail), `chart` its figure."""
+
+    numbers: dict[str, float]
+    shown: list[tuple[str, str, str]]
+    chart: Chart
+    notes: list[str] = field(default_factory=list)  # what the figures are, where it matters
+
+
+@dataclass(frozen=True)
+class Workers:
+    """The worker processes an experiment may use: compiles, exports and distributed runs each have their own."""
+
+    compile: CompileService
+    deploy: CompileService
+    ddp: CompileService
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A thing people say, the experiment that tests it here, and how its numbers decide."""
+
+    id: str
+    statement: str
+    experiment: str  # one sentence: what runs
+    reproduce: str  # where to see it for yourself: a Playground link query ("?model=...") or a tab's name
+    measure: Callable[[Workers], Iterator[str | Evidence]]  # progress messages, then the evidence
+    judge: Callable[[dict[str, float]], Verdict]
+
+
+@dataclass
+class ClaimResult:
+    claim: Claim
+    evidence: Evidence
+    verdict: Verdict
+    measured_at: float  # time.time() when the experiment ended
+    seconds: float  # how long it ran
+    machine: dict[str, Any]
+
+    def label(self) -> str:
+        """Where and when this was measured, for every figure of the card."""
+        m = self.machine
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.measured_at))
+        return (f"Measured on this server at {when} ({self.seconds:.0f} s): {m['device']} ({m['cpu']}), "
+                f"{m['threads']} torch thread(s) per measurement.")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim.id, "statement": self.claim.statement, "experiment": self.claim.experiment,
+                "reproduce": self.claim.reproduce, "verdict": self.verdict.kind, "why": self.verdict.why,
+                "numbers": self.evidence.numbers, "shown": [list(s) for s in self.evidence.shown],
+                "chart": asdict(self.evidence.chart), "notes": self.evidence.notes,
+                "measured_at": self.measured_at, "seconds": self.seconds, "machine": self.machine}
+
+
+def run_claim(claim: Claim, workers: Workers) -> Iterator[str | ClaimResult]:
+    """The experiment's progress messages, then its result with the verdict its numbers give."""
+    start = time.monotonic()
+    evidence: Evidence | None = None
+    for item in claim.measure(workers):
+        if isinstance(item, Evidence):
+            evidence = item
+        else:
+            yield item
+    assert evidence is not None, f"claim {claim.id} measured nothing"
+    yield ClaimResult(claim, evidence, claim.judge(evidence.numbers), time.time(), time.monotonic() - start,
+                      machine.describe())
+
+
+def ms(m: Measurement) -> str:
+    """'3.21 ms (IQR 0.12)': a timing as a card shows it."""
+    return f"{m.median_ms:.2f} ms (IQR {m.iqr_ms:.2f})"
+
+
+def times(ratio: float) -> str:
+    """A ratio as people say it: 3.2x, 0.84x."""
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.0f}x"

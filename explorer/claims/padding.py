@@ -1,0 +1,100 @@
+"""Claim 2: sentences of different lengths can be processed without padding them first, which is more
+efficient. The batching lab's strategies, eagerly, on one Zipf batch, per model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
+from explorer.lab.batches import generate_batch
+from explorer.lab.results import LabResult
+from explorer.lab.runner import iter_lab
+from explorer.lab.strategies import STRATEGIES
+from models import ZOO, build_model, make_config
+
+BATCH = {"n": 64, "distribution": "zipf", "min_len": 5, "max_len": 300, "seed": 0}  # the lab's default batch
+BUCKET_WIDTH = 32
+PADDING_FREE = ("loop", "pack", "nested")  # no position computed for a pad
+
+
+def _lab(model_name: str, texts: list[str]) -> Iterator[str | LabResult]:
+    model = build_model(model_name, make_config(model_name))
+    for item in iter_lab(model, texts, BUCKET_WIDTH):
+        yield f"{model_name}: {item}" if isinstance(item, str) else item
+
+
+def measure(_: Workers) -> Iterator[str | Evidence]:
+    texts = generate_batch(BATCH["n"], BATCH["distribution"], BATCH["min_len"], BATCH["max_len"], BATCH["seed"])
+    numbers: dict[str, float] = {}
+    series = {name: Series(STRATEGIES[name][0], [], [], spread=[]) for name in STRATEGIES}
+    for model_name in ZOO:
+        *_, result = _lab(model_name, texts)
+        assert isinstance(result, LabResult)
+        for s in result.strategies:
+            if s.agrees and s.forward:  # a strategy that ran and computed what the loop computes
+                numbers[f"{model_name}.{s.name}_ms"] = s.forward.median_ms
+                series[s.name].x.append(model_name)
+                series[s.name].y.append(s.forward.median_ms)
+                series[s.name].spread.append(s.forward.iqr_ms)  # type: ignore[union-attr]
+        pad = result.strategy("pad")
+        if pad.agrees:
+            numbers[f"{model_name}.pad_fraction"] = pad.padding_fraction or 0.0
+    lengths = sorted(len(t.encode()) for t in texts)
+    chart = Chart("bar", f"Forward over the batch ({len(texts)} sentences), per strategy", "model",
+                  "ms (median, bars = IQR)", [s for s in series.values() if s.x], log_y=True)
+    shown = [_card(numbers, m) for m in ZOO]
+    notes = [f"{len(texts)} generated sentences, Zipf lengths {lengths[0]}-{lengths[-1]} tokens (median "
+             f"{lengths[len(lengths) // 2]}), bucket width {BUCKET_WIDTH}; eager forward without grad, each "
+             "strategy checked against the per-sample loop (one that disagrees or cannot run is left out)"]
+    yield Evidence(numbers, shown, chart, notes)
+
+
+def _card(x: dict[str, float], model: str) -> tuple[str, str, str]:
+    name, best_ms = _best(x, model)
+    pad = x.get(f"{model}.pad_ms")
+    if pad is None:
+        return model, STRATEGIES[name][0], f"{best_ms:.2f} ms; the only strategy that computes what the loop does"
+    versus = f"padded to the longest: {times(pad / best_ms)} as long" if name != "pad" else "padded"
+    return (model, STRATEGIES[name][0], f"{best_ms:.2f} ms; {versus}, {x[f'{model}.pad_fraction']:.0%} of the "
+            "padded batch is pads")
+
+
+def _best(x: dict[str, float], model: str, among: tuple[str, ...] = tuple(STRATEGIES)) -> tuple[str, float]:
+    """(strategy, ms) of the fastest of `among` that ran correctly on `model`; ("", inf) if none did."""
+    timed = [(x[f"{model}.{s}_ms"], s) for s in among if f"{model}.{s}_ms" in x]
+    ms, name = min(timed, default=(float("inf"), ""))
+    return name, ms
+
+
+def _ran(x: dict[str, float], model: str) -> list[str]:
+    return [s for s in STRATEGIES if f"{model}.{s}_ms" in x]
+
+
+def judge(x: dict[str, float]) -> Verdict:
+    models = sorted({k.split(".")[0] for k in x})
+    # Only where a padded and a padding-free strategy both compute the loop's answer is there a choice to judge.
+    compared = [m for m in models if set(_ran(x, m)) & {"pad", "bucket"} and set(_ran(x, m)) & set(PADDING_FREE)]
+    free_wins = [m for m in compared if _best(x, m, PADDING_FREE)[1] < _best(x, m, ("pad", "bucket"))[1]]
+    slowest_loop = [m for m in compared if max((x[f"{m}.{s}_ms"], s) for s in _ran(x, m))[1] == "loop"]
+    detail = "; ".join(f"{m}: {STRATEGIES[_best(x, m)[0]][0]}" for m in compared)
+    only_loop = [m for m in models if m not in compared]
+    notes = (f" The per-sample loop, which needs no padding either, is the slowest strategy for "
+             f"{', '.join(slowest_loop)}." if slowest_loop else "")
+    notes += (f" Only the loop computes {' and '.join(only_loop)} correctly here (their per-input decisions "
+              "cannot be padded): nothing to compare." if only_loop else "")
+    if not compared:
+        return Verdict(NOT_HERE, f"no model ran both a padded and a padding-free strategy correctly.{notes}")
+    if len(free_wins) == len(compared):
+        return Verdict(HOLDS, f"a padding-free strategy is fastest ({detail}).{notes}")
+    if free_wins:
+        return Verdict(CONDITION, f"only for {', '.join(free_wins)}, where packing or nested tensors run; the others "
+                                  f"are fastest padded ({detail}).{notes}")
+    return Verdict(NOT_HERE, f"padding (to the longest, or within buckets) is fastest ({detail}).{notes}")
+
+
+CLAIM = Claim(
+    id="padding", statement="Sentences of different lengths can be processed without padding them first, which is "
+                            "more efficient.",
+    experiment="The batching lab on one batch of 64 Zipf-length sentences, per model: pad to the longest, bucket, "
+               "pack_padded_sequence, nested jagged tensors and the plain per-sample loop, eagerly.",
+    reproduce="Batching lab tab (generated, zipf, 64 sentences, 5-300 tokens)", measure=measure, judge=judge)
