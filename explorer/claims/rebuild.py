@@ -1,0 +1,84 @@
+"""Claim 3: changing the architecture needs no rebuild of the whole model. In eager mode a new architecture is
+a new Python object and the next call records its graph; under torch.compile the same change is a recompile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from explorer.claims.compiled import run_compiled
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
+from explorer.compile.track import CompiledRun
+from explorer.core.examples import DEFAULT_TEXT
+from explorer.core.inputs import tokenize
+from explorer.core.limits import FORWARD_BUDGET_S
+from explorer.eager.capture import capture_run
+from explorer.eager.timing import measure as time_it
+from explorer.session import Session
+from explorer.views.statelink import LinkState
+from models import build_model, make_config
+from models.config import config_dict
+
+MODEL = "transformer"
+BEFORE, AFTER = {"layers": 2}, {"layers": 3}
+MUCH_FASTER = 10  # eager's new graph at least this many times sooner than the recompile: the claim holds outright
+
+
+def measure(w: Workers) -> Iterator[str | Evidence]:
+    session = Session()
+    runs: list[CompiledRun] = []
+    for values in (BEFORE, AFTER):
+        for item in run_compiled(session, w.compile, MODEL, values):
+            if isinstance(item, str):
+                yield item
+            else:
+                runs.append(item[1])
+    first, change = runs
+    yield "eager: building the new architecture and recording its graph, timed"
+    ids = tokenize(DEFAULT_TEXT).ids
+    config = make_config(MODEL, AFTER)
+    eager = time_it("new architecture to its graph", lambda: capture_run(build_model(MODEL, config), ids),
+                    FORWARD_BUDGET_S * 5)
+    cached = "hit" in change.events[0].cache if change.events else False
+    numbers = {"eager_new_graph_ms": eager.median_ms, "recompile_s": change.compile_s,
+               "recompiles": len(change.events), "recompile_cache_hit": float(cached),
+               "first_compile_s": first.compile_s}
+    reasons = "; ".join(sorted({e.reason for e in change.events})) or "none"
+    chart = Chart("bar", f"{MODEL}: layers {BEFORE['layers']} → {AFTER['layers']}", "what the change costs",
+                  "ms (log scale)", [Series("time", ["eager: build + record the graph", "compiled: recompile",
+                                                     "compiled: first compile"],
+                                            [eager.median_ms, change.compile_s * 1e3, first.compile_s * 1e3],
+                                            spread=[eager.iqr_ms, 0.0, 0.0])], log_y=True)
+    shown = [("eager: new graph", f"{eager.median_ms:.1f} ms", f"build the model and record one forward and "
+              f"backward; {eager.spread()}"),
+             ("compiled: recompile", f"{change.compile_s:.2f} s", f"{len(change.events)} compile(s); inductor's "
+              f"cache {'served it' if cached else 'missed'}"),
+             ("ratio", times(change.compile_s * 1e3 / eager.median_ms) if eager.median_ms else "—",
+              "the recompile against eager's new graph")]
+    notes = [f"{MODEL} at its default config with layers {BEFORE['layers']} then {AFTER['layers']}, on the default "
+             "text; compile seconds are dynamo's own for the change's compiles; eager timed with "
+             "torch.utils.benchmark (a fresh model each call)", f"why it compiled: {reasons}"]
+    yield Evidence(numbers, shown, chart, notes)
+
+
+def judge(x: dict[str, float]) -> Verdict:
+    eager_s = x["eager_new_graph_ms"] / 1e3
+    if x["recompiles"] == 0:
+        return Verdict(NOT_HERE, "the compiled model did not recompile for the change, so there was nothing to "
+                                 "rebuild on either side")
+    ratio = x["recompile_s"] / eager_s if eager_s else float("inf")
+    cache = " (served by inductor's cache on this server)" if x["recompile_cache_hit"] else ""
+    said = (f"eager records the new graph in {x['eager_new_graph_ms']:.1f} ms; torch.compile recompiles in "
+            f"{x['recompile_s']:.2f} s{cache}, {times(ratio)} as long")
+    if ratio >= MUCH_FASTER:
+        return Verdict(HOLDS, said)
+    if ratio > 1:
+        return Verdict(CONDITION, f"{said}: with warm compile caches the gap is small")
+    return Verdict(NOT_HERE, said)
+
+
+CLAIM = Claim(
+    id="rebuild", statement="Changing the architecture needs no rebuild of the whole model.",
+    experiment=f"The {MODEL} with {BEFORE['layers']} then {AFTER['layers']} layers: the time eager mode takes to "
+               "build the new model and record its graph, against the recompile it triggers under torch.compile.",
+    reproduce=LinkState(MODEL, config_dict(make_config(MODEL, AFTER)), DEFAULT_TEXT, compile=True).query(),
+    measure=measure, judge=judge)

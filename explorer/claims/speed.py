@@ -1,0 +1,86 @@
+"""Claim 5: static graphs can be faster. Each model's default input, eager and compiled with inductor, timed
+back to back in the compile worker; the compile seconds it cost and the calls after which they are paid back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from explorer.claims.compiled import run_compiled
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
+from explorer.compile.track import CompiledRun
+from explorer.core.examples import DEFAULT_TEXT
+from explorer.session import Session
+from explorer.views.statelink import LinkState
+from models import ZOO, make_config
+from models.config import config_dict
+
+FASTER = 1.1  # a speed-up below this is within this machine's run-to-run spread
+
+
+def measure(w: Workers) -> Iterator[str | Evidence]:
+    session = Session()
+    numbers: dict[str, float] = {}
+    eager = Series("eager", [], [], spread=[])
+    compiled = Series("compiled (inductor)", [], [], spread=[])
+    shown = []
+    for model in ZOO:
+        run: CompiledRun | None = None
+        for item in run_compiled(session, w.compile, model):
+            if isinstance(item, str):
+                yield item
+            else:
+                _, run = item
+        assert run is not None
+        numbers[f"{model}.compile_s"] = run.total_compile_s
+        if run.speedup is None or run.eager is None or run.compiled is None:
+            shown.append((model, "no compiled code ran", run.fallback or ""))
+            continue
+        numbers[f"{model}.speedup"] = run.speedup
+        numbers[f"{model}.noisy"] = float(run.eager.noisy or run.compiled.noisy)
+        if run.break_even_calls is not None:
+            numbers[f"{model}.break_even_calls"] = run.break_even_calls
+        for series, m in ((eager, run.eager), (compiled, run.compiled)):
+            series.x.append(model)
+            series.y.append(m.median_ms)
+            series.spread.append(m.iqr_ms)  # type: ignore[union-attr]
+        paid = f"paid back after {run.break_even_calls:,} calls" if run.break_even_calls else "never paid back"
+        shown.append((model, times(run.speedup), f"{run.eager.median_ms:.2f} → {run.compiled.median_ms:.2f} ms; "
+                      f"{run.total_compile_s:.1f} s of compiling, {paid}"))
+    chart = Chart("bar", "Forward of the default text: eager vs compiled", "model", "ms (median, bars = IQR)",
+                  [eager, compiled])
+    notes = ["forward without grad, eager and compiled timed back to back in the compile worker; compile seconds "
+             "are dynamo's own (inductor's caches on this server may have served some: the Playground's compile "
+             "timeline says which)"]
+    yield Evidence(numbers, shown[:4], chart, notes)
+
+
+def judge(x: dict[str, float]) -> Verdict:
+    models = [k.split(".")[0] for k in x if k.endswith(".speedup")]
+    noisy = [m for m in models if x[f"{m}.noisy"]]
+    faster = [m for m in models if x[f"{m}.speedup"] >= FASTER and m not in noisy]
+    slower = [m for m in models if m not in faster and m not in noisy]
+
+    def say(ms: list[str], paid: bool = False) -> str:
+        def one(m: str) -> str:
+            calls = x.get(f"{m}.break_even_calls")
+            back = (f", paid back after {calls:,.0f} calls" if calls else ", never paid back") if paid else ""
+            return f"{m} {times(x[f'{m}.speedup'])}{back}"
+        return "; ".join(map(one, ms))
+
+    unread = f"; too noisy to read on this run: {say(noisy)}" if noisy else ""
+    if not faster:
+        why = f"no model ran measurably faster compiled ({say(slower)}){unread}" if slower else (
+            f"no speed-up could be read{unread}" if noisy else "no compiled code ran for any model")
+        return Verdict(NOT_HERE, why)
+    if slower or noisy:
+        not_for = f"; not for {say(slower)}" if slower else ""
+        return Verdict(CONDITION, f"for {say(faster, paid=True)}{not_for}{unread}; the compile seconds come first")
+    return Verdict(HOLDS, f"every model ran faster compiled ({say(faster, paid=True)})")
+
+
+CLAIM = Claim(
+    id="speed", statement="Static graphs can be faster.",
+    experiment="Each model's default text, eager and compiled with torch.compile (inductor), timed back to back; "
+               "the compile seconds and the calls after which they are paid back.",
+    reproduce=LinkState("transformer", config_dict(make_config("transformer")), DEFAULT_TEXT, compile=True).query(),
+    measure=measure, judge=judge)
