@@ -128,3 +128,8 @@ def ms(m: Measurement) -> str:
 def times(ratio: float) -> str:
     """A ratio as people say it: 3.2x, 0.84x."""
     return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.0f}x"
+
+
+def duration(s: float) -> str:
+    """Seconds as people read them: '4.2 ms', '0.34 s', '12 s'."""
+    return f"{s * 1e3:.1f} ms" if s < 0.1 else f"{s:.2f} s" if s < 10 else f"{s:.0f} s"

@@ -1,0 +1,81 @@
+"""Claim 7: static graphs deploy more easily. The deployment lab's routes on every model as written: which
+artefacts work, which fail loudly, which are silently wrong, and how fast the working ones run."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
+from explorer.core.examples import DEFAULT_TEXT
+from explorer.deploy.checks import DEFAULT_LENGTHS
+from explorer.deploy.job import run_deploy
+from explorer.deploy.results import LOUD, SILENT, WORKS, DeployResult
+from models import ZOO, make_config
+
+ROUTES = ("jit.trace", "export", "onnx")
+OUTCOMES = {WORKS: 1.0, LOUD: 0.0, SILENT: -1.0}  # numbers the verdict reads: -1 is the one to fear
+
+
+def measure(w: Workers) -> Iterator[str | Evidence]:
+    numbers: dict[str, float] = {}
+    series = {r: Series(r, [], [], text=[]) for r in ROUTES}
+    with tempfile.TemporaryDirectory(prefix="graph-explorer-claims-") as out:  # no download is kept
+        for model in ZOO:
+            result: DeployResult | None = None
+            for item in run_deploy(w.deploy, model, make_config(model), DEFAULT_TEXT, list(DEFAULT_LENGTHS),
+                                   list(ROUTES), out):
+                if isinstance(item, DeployResult):
+                    result = item
+                else:
+                    yield f"{model}: {item}"
+            assert result is not None
+            for r in result.routes:
+                numbers[f"{model}.{r.route}.outcome"] = OUTCOMES.get(r.outcome, 0.0)
+                if r.outcome == WORKS and r.speedup is not None:
+                    numbers[f"{model}.{r.route}.speedup"] = r.speedup
+                s = series[r.route]
+                s.x.append(model)
+                s.y.append(r.speedup if r.outcome == WORKS and r.speedup else 0.0)
+                s.text.append(times(r.speedup) if r.outcome == WORKS and r.speedup else r.outcome)  # type: ignore[union-attr]
+    chart = Chart("bar", "Deployed artefact's speed against eager (0: it does not work)", "model",
+                  "eager time / artefact time", list(series.values()))
+    shown = [_card(numbers, m) for m in ZOO]
+    lengths = ", ".join(map(str, DEFAULT_LENGTHS))
+    notes = [f"each model at its default config, frozen at the default text and checked at {lengths} tokens and on "
+             "another text of the same length, in the deployment worker; speed at the default text, "
+             "timed back to back with eager"]
+    yield Evidence(numbers, shown, chart, notes)
+
+
+def _card(x: dict[str, float], model: str) -> tuple[str, str, str]:
+    by = {r: x[f"{model}.{r}.outcome"] for r in ROUTES if f"{model}.{r}.outcome" in x}
+    word = {1.0: "works", 0.0: "fails", -1.0: "silently wrong"}
+    working = [r for r, v in by.items() if v == 1.0]
+    fastest = max(working, key=lambda r: x.get(f"{model}.{r}.speedup", 0.0), default=None)
+    value = f"{fastest}, {times(x[f'{model}.{fastest}.speedup'])} eager" if fastest and \
+        f"{model}.{fastest}.speedup" in x else fastest or "no route works"
+    return model, value, "; ".join(f"{r} {word[v]}" for r, v in by.items())
+
+
+def judge(x: dict[str, float]) -> Verdict:
+    models = sorted({k.split(".")[0] for k in x})
+    exported = [m for m in models if any(x.get(f"{m}.{r}.outcome") == 1.0 for r in ("export", "onnx"))]
+    silent = sorted({f"{r} of {m}" for m in models for r in ROUTES if x.get(f"{m}.{r}.outcome") == -1.0})
+    rest = [m for m in models if m not in exported]
+    fear = f"; silently wrong: {', '.join(silent)}" if silent else ""
+    if not exported:
+        return Verdict(NOT_HERE, f"no model exports as written{fear}")
+    if rest:
+        verb = "exports" if len(exported) == 1 else "export"
+        return Verdict(CONDITION, f"only where the control flow does not depend on the data: {', '.join(exported)} "
+                                  f"{verb} as written, {', '.join(rest)} do not (their loops and branches need "
+                                  f"rewriting with scan or torch.cond, or they stay eager){fear}")
+    return Verdict(HOLDS, f"every model exports and runs correctly{fear}")
+
+
+CLAIM = Claim(
+    id="deploying", statement="Static graphs deploy more easily.",
+    experiment="Every model as written, frozen by jit.trace, torch.export and ONNX (run by ONNX Runtime), each "
+               "artefact checked against eager at other lengths and on another text.",
+    reproduce="Deployment lab tab", measure=measure, judge=judge)
