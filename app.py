@@ -17,6 +17,9 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
+from explorer.claims.board import CLAIMS, ClaimBoard
+from explorer.claims.evidence import Claim, Workers
+from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.warmup import warm_compile_cache
@@ -39,6 +42,7 @@ from explorer.lab.batches import DISTRIBUTIONS
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.residency import Residency
 from explorer.session import DEFAULT_MODEL, RunResult, Session
+from explorer.views.claims import ClaimView, cached_view, claim_update
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
 from explorer.views.ddp import COST_COLUMNS, ddp_update
 from explorer.views.debug import MODE_COLUMNS, NAN_COLUMNS, debug_update
@@ -59,6 +63,7 @@ SESSION_TTL_S = 1800  # a session's state is dropped after this long without use
 MEASURE_EVENTS = limits.MAX_QUEUE + 1
 RESIDENCY = Residency(limits.MAX_LIVE_MODELS)  # built models kept across every session of this server
 EXPORTS = ExportDir()  # download files: session reports, deployment artefacts
+CLAIM_BOARD = ClaimBoard()  # each claim's latest result, shown to every visitor of this server for a while
 COMPILE_OPTIONS = ("compile_on", "backend", "dynamic", "mark", "fullgraph")
 
 
@@ -85,6 +90,7 @@ LAB = Outputs("session", "status", "verdict", "table", "lengths", "time", "waste
 DEPLOY = Outputs("status", "verdict", "table", "diffs", "autograd", "exported", "code", "downloads", "report")
 DEBUG = Outputs("status", "verdict", "modes", "tracebacks", "nan", "comparison", "inspection", "report")
 DDP = Outputs("status", "verdict", "endings", "costs", "timeline", "report")
+CLAIM = Outputs("status", "figure", "numbers", "verdict", "report")
 MODEL_CHOICE = Outputs(*(f"group:{m}" for m in ZOO), "model")
 RESTORE = Outputs(*MODEL_CHOICE.names, "text", *(f"{m}.{k.name}" for m, k in control_specs()),
                   *COMPILE_OPTIONS)
@@ -294,6 +300,31 @@ def run_ddp_lab(session: Session, scenario: str, world_size: float, backend: str
         _DdpOwner.session = None
 
 
+def _workers() -> Workers:
+    return Workers(compile_service(), deploy_service(), ddp_service())
+
+
+def _claim_fill(view: ClaimView | None) -> tuple:
+    if view is None:
+        return CLAIM.fill(status="Not measured on this server lately: run the experiment.", figure=None,
+                          numbers="", verdict="", report=None)
+    return CLAIM.fill(status=view.status, figure=view.figure, numbers=_cards_html(view.numbers), verdict=view.verdict,
+                      report=view.report)
+
+
+def run_claim(claim_id: str, again: bool, progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
+    """A claim card's button: the server's recent result, or the experiment with its progress."""
+    try:
+        for item in claim_update(CLAIM_BOARD, _workers(), claim_id, again):
+            if isinstance(item, str):
+                progress(None, desc=item)
+                yield CLAIM.fill(status=item)
+            else:
+                yield _claim_fill(item)
+    except USER_ERRORS as e:
+        yield CLAIM.fill(status=f"**The experiment stopped**: {e}")
+
+
 def _show_model(m: str) -> tuple:
     """Show the chosen model's controls and say what it is."""
     return MODEL_CHOICE.fill(**{f"group:{name}": gr.Group(visible=m == name) for name in ZOO},
@@ -317,7 +348,7 @@ def _restore(request: gr.Request) -> tuple:
     """Apply a state link (URL query parameters), or the default text: setting the (initially empty) input runs
     the Playground once, through its change event. A bad link is said, and the defaults open."""
     try:
-        state = read_link(dict(request.query_params))
+        state = read_link({k: v for k, v in request.query_params.items() if k != "lesson"})  # see _open_lesson
     except USER_ERRORS as e:
         gr.Warning(f"This link could not be restored: {e}. The defaults are shown instead.")
         return RESTORE.fill(text=DEFAULT_TEXT)
@@ -594,6 +625,112 @@ def _ddp_tab(session: gr.State) -> None:
                  concurrency_id="ddp", concurrency_limit=1, show_progress="minimal")
 
 
+@dataclass
+class ClaimCard:
+    """One claim's card: what is claimed, the buttons, and what the experiment measured."""
+
+    header: gr.Markdown
+    run: gr.Button
+    again: gr.Button
+    outputs: list[Any]  # CLAIM's components, in order
+
+
+def _claim_header(c: Claim, number: int) -> str:
+    where = (f'<a href="{html.escape(c.reproduce)}" target="_blank">reproduce it in the Playground</a>'
+             if c.reproduce.startswith("?") else f"reproduce it in the {html.escape(c.reproduce)}")
+    return f"### {number}. “{c.statement}”\n{c.experiment} ({where})"
+
+
+def _claim_card(c: Claim, number: int) -> ClaimCard:
+    header = gr.Markdown(_claim_header(c, number))
+    with gr.Row():
+        run = gr.Button("Run the experiment", variant="primary", scale=0, min_width=200)
+        again = gr.Button("Measure again", scale=0, min_width=160)
+    status = gr.Markdown()
+    with gr.Row():
+        with gr.Column(scale=3):
+            figure = gr.Plot(show_label=False)
+        with gr.Column(scale=2, min_width=280):
+            verdict = gr.Markdown()
+            numbers = gr.HTML()
+    raw = gr.JSON(label="raw numbers (the same as `python -m explorer claim --json`)", open=False)
+    return ClaimCard(header, run, again, CLAIM.components(status=status, figure=figure, numbers=numbers,
+                                                        verdict=verdict, report=raw))
+
+
+def _wire_claim(card: ClaimCard, claim_id: Callable[..., str], inputs: list[Any]) -> None:
+    """Both buttons run the card's claim (from `inputs`: a fixed one, or the lesson's step); one at a time."""
+    for button, again in ((card.run, False), (card.again, True)):
+        def go(*values: Any, again: bool = again, progress: gr.Progress = gr.Progress()) -> Iterator[tuple]:  # noqa: B008
+            yield from run_claim(claim_id(*values), again, progress)
+        button.click(go, inputs, card.outputs, api_visibility="private", concurrency_id="claims",
+                     concurrency_limit=1, show_progress="minimal")
+
+
+def _claims_tab() -> list[Any]:
+    """Every claim's card in order; returns the outputs that the tab's opening fills from the server's board."""
+    gr.Markdown(
+        "What people say about dynamic graphs, each tested **on this server**: one button runs the experiment "
+        "(built from the Playground's and the labs' engines), and a verdict is computed from what it measured. "
+        f"A result is shown to everyone on this server for {limits.CLAIMS_TTL_S / 60:.0f} minutes "
+        "(`GE_CLAIMS_TTL_S`), labelled with when it was measured; *Measure again* runs it anew."
+    )
+    outputs = []
+    for number, c in enumerate(CLAIMS.values(), 1):
+        with gr.Group():
+            card = _claim_card(c, number)
+        _wire_claim(card, lambda c=c: c.id, [])
+        outputs += card.outputs
+    return outputs
+
+
+def _cached_claims() -> tuple:
+    return tuple(x for c in CLAIMS for x in _claim_fill(cached_view(CLAIM_BOARD, c)))
+
+
+@dataclass
+class LessonPanel:
+    number: gr.State
+    text: gr.Markdown
+    link: gr.HTML
+    card: ClaimCard
+
+
+def _lesson_link(number: int) -> str:
+    return (f'<a href="?lesson={number}" target="_blank" title="open the class at this step">🔗 link to step '
+            f"{number}</a>")
+
+
+def _lesson_step(number: int) -> tuple:
+    """Everything a step shows: its text, its card's claim and the server's recent result for it."""
+    s = step(number)
+    c = CLAIMS[s.claim]
+    return (number, step_markdown(number), _lesson_link(number),
+            _claim_header(c, list(CLAIMS).index(c.id) + 1), *_claim_fill(cached_view(CLAIM_BOARD, c.id)))
+
+
+def _lessons_tab() -> LessonPanel:
+    gr.Markdown(f"A {sum(s.minutes for s in STEPS)}-minute class over the claims, one card per step: what to do, "
+                "what to notice, one question for the room. Each step has a link of its own.")
+    number = gr.State(1)
+    with gr.Row():
+        with gr.Column(scale=2, min_width=300):
+            text = gr.Markdown(step_markdown(1))
+            with gr.Row():
+                prev = gr.Button("← previous", scale=0, min_width=120)
+                nxt = gr.Button("next →", variant="primary", scale=0, min_width=120)
+            link = gr.HTML(_lesson_link(1))
+        with gr.Column(scale=3):
+            card = _claim_card(CLAIMS[STEPS[0].claim], 1)
+    panel = LessonPanel(number, text, link, card)
+    outputs = [number, text, link, card.header, *card.outputs]
+    prev.click(lambda n: _lesson_step(max(1, n - 1)), number, outputs, queue=False, api_visibility="private")
+    nxt.click(lambda n: _lesson_step(min(len(STEPS), n + 1)), number, outputs, queue=False,
+              api_visibility="private")
+    _wire_claim(card, lambda n: step(n).claim, [number])
+    return panel
+
+
 def _downloads_panel(session: gr.State) -> None:
     with gr.Accordion("Download this session", open=False):
         gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
@@ -672,16 +809,25 @@ def build_app() -> gr.Blocks:
     with gr.Blocks(title="Graph Explorer") as demo:
         session = gr.State(lambda: Session(residency=RESIDENCY), time_to_live=SESSION_TTL_S)
         present, link = _header()
-        with gr.Tab("Playground"):
-            playground, compiled = _playground_tab()
-        with gr.Tab("Batching lab"):
-            _lab_tab(session)
-        with gr.Tab("Deployment lab"):
-            _deploy_tab(session)
-        with gr.Tab("Debugging lab"):
-            _debug_tab(session)
-        with gr.Tab("Multi-process lab"):
-            _ddp_tab(session)
+        with gr.Tabs() as tabs:
+            with gr.Tab("Playground", id="playground"):
+                playground, compiled = _playground_tab()
+            with gr.Tab("Batching lab", id="batching"):
+                _lab_tab(session)
+            with gr.Tab("Deployment lab", id="deployment"):
+                _deploy_tab(session)
+            with gr.Tab("Debugging lab", id="debugging"):
+                _debug_tab(session)
+            with gr.Tab("Multi-process lab", id="ddp"):
+                _ddp_tab(session)
+            with gr.Tab("Claims", id="claims") as claims_tab:
+                claim_outputs = _claims_tab()
+            with gr.Tab("Lessons", id="lessons"):
+                lesson = _lessons_tab()
+        claims_tab.select(_cached_claims, None, claim_outputs, queue=False, api_visibility="private")
+        demo.load(_open_lesson, None, [tabs, lesson.number, lesson.text, lesson.link, lesson.card.header,
+                                       *lesson.card.outputs], api_visibility="private", concurrency_limit=None,
+                  show_progress="hidden")  # queued: a bad step's warning reaches the page
         _downloads_panel(session)
         _limits_panel()
         _wire_playground(demo, session, playground, compiled, link)
@@ -692,7 +838,21 @@ def build_app() -> gr.Blocks:
         gr.api(_api_deploy, api_name="deploy", concurrency_id="deploy", concurrency_limit=1)
         gr.api(_api_debug, api_name="debug", concurrency_id="compile", concurrency_limit=1)
         gr.api(_api_ddp, api_name="ddp", concurrency_id="ddp", concurrency_limit=1)
+        gr.api(_api_claim, api_name="claim", concurrency_id="claims", concurrency_limit=1)
     return demo
+
+
+def _open_lesson(request: gr.Request) -> tuple:
+    """`?lesson=N` opens the Lessons tab at step N (a bad N is said, and step 1 opens); other links leave it."""
+    raw = request.query_params.get("lesson")
+    if raw is None:
+        return (gr.skip(),) * (5 + len(CLAIM.names))
+    try:
+        shown = _lesson_step(int(raw))
+    except (ValueError, *USER_ERRORS):
+        gr.Warning(f"This link's lesson step {raw!r} does not exist: the lesson has steps 1 to {len(STEPS)}.")
+        shown = _lesson_step(1)
+    return (gr.Tabs(selected="lessons"), *shown)
 
 
 def _api_inspect(model: str, config_json: str, text: str, compare: str = "", backend: str = "",
@@ -793,6 +953,19 @@ def _api_ddp(scenario: str, model: str, config_json: str = "{}", world_size: int
         *_, view = ddp_update(ddp_service(), scenario, setup)
     except USER_ERRORS as e:
         raise gr.Error(str(e), print_exception=False) from None
+    return view.report
+
+
+def _api_claim(claim: str, again: bool = False) -> dict:
+    """Run one claim's experiment (or return this server's recent result of it); returns its report.
+
+    claim: one of shape, padding, rebuild, debugging, speed, overhead, deploying, distributed.
+    again: measure anew even if this server measured it lately."""
+    try:
+        *_, view = claim_update(CLAIM_BOARD, _workers(), claim, bool(again))
+    except USER_ERRORS as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    assert isinstance(view, ClaimView)
     return view.report
 
 

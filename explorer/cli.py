@@ -1,4 +1,4 @@
-"""Command line: `python -m explorer models`, `inspect`, `batch`, `deploy`, `debug` and `ddp`."""
+"""Command line: `python -m explorer models`, `inspect`, `batch`, `deploy`, `debug`, `ddp` and `claim`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from explorer.claims.board import CLAIMS, ClaimBoard
+from explorer.claims.evidence import Workers
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.worker import CompileService, compile_service
@@ -29,12 +31,13 @@ from explorer.lab.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
 from explorer.lab.results import LabRun
 from explorer.lab.runner import compile_lab
 from explorer.session import Session
+from explorer.views.claims import ClaimView, claim_update
 from explorer.views.ddp import ddp_update
 from explorer.views.debug import debug_update
 from explorer.views.deploy import deploy_update
 from explorer.views.export import html_report, session_csv
 from explorer.views.report import build_report
-from explorer.views.tables import format_ddp, format_debug, format_deploy, format_lab, format_table
+from explorer.views.tables import format_claim, format_ddp, format_debug, format_deploy, format_lab, format_table
 from models import ZOO, make_config
 from models.bugs import BUGS
 
@@ -186,6 +189,24 @@ def _ddp(args: argparse.Namespace) -> int:
     return _print_lab(args, service, ddp_update(service, args.scenario, setup), format_ddp)
 
 
+def _claim(args: argparse.Namespace) -> int:
+    pin_threads()
+    workers = Workers(compile_service(), deploy_service(), ddp_service())
+    board = ClaimBoard()
+    reports = []
+    try:
+        for claim_id in list(CLAIMS) if args.claim == "all" else [args.claim]:
+            *_, view = claim_update(board, workers, claim_id)
+            assert isinstance(view, ClaimView)
+            reports.append(view.report)
+    finally:
+        for service in (workers.compile, workers.deploy, workers.ddp):
+            service.stop()
+    out = reports if args.claim == "all" else reports[0]
+    print(json.dumps(out, indent=2, ensure_ascii=False) if args.json else "\n\n".join(map(format_claim, reports)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="explorer", description="Graph Explorer: autograd graphs, timing and memory.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -252,6 +273,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="aot_eager", choices=BACKENDS, help="the compiled scenario's backend")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_ddp)
+    p = sub.add_parser("claim", help="test a claim about dynamic graphs on this machine, with its verdict")
+    p.add_argument("--claim", required=True, choices=[*CLAIMS, "all"],
+                   help="; ".join(f"{c.id}: {c.statement}" for c in CLAIMS.values()) + "; all: each in turn")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_claim)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

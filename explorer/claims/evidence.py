@@ -95,7 +95,7 @@ class ClaimResult:
         """Where and when this was measured, for every figure of the card."""
         m = self.machine
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.measured_at))
-        return (f"Measured on this server at {when} ({self.seconds:.0f} s): {m['device']} ({m['cpu']}), "
+        return (f"Measured on this server at {when} (in {duration(self.seconds)}): {m['device']} ({m['cpu']}), "
                 f"{m['threads']} torch thread(s) per measurement.")
 
     def as_dict(self) -> dict[str, Any]:

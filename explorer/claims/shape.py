@@ -41,7 +41,7 @@ def measure(_: Workers) -> Iterator[str | Evidence]:
     yield "early exit: the example texts, soonest and deepest exit"
     n = tokenize(DEFAULT_TEXT).tokens
     easy, hard = _exit_extremes(n)
-    (ee_nodes, _, ee), (eh_nodes, _, eh) = _graph("early_exit", easy), _graph("early_exit", hard)
+    (ee_nodes, ee_depth, ee), (eh_nodes, eh_depth, eh) = _graph("early_exit", easy), _graph("early_exit", hard)
     yield "tree network: a sentence with and without its comma"
     a, b = DEFAULT_TEXT, DEFAULT_TEXT.replace(",", " ")  # one clause instead of two: another bracketing
     (ta_nodes, ta_depth, _), (tb_nodes, tb_depth, _) = _graph("tree", a), _graph("tree", b)
@@ -49,12 +49,15 @@ def measure(_: Workers) -> Iterator[str | Evidence]:
                "rnn_depth_long": rl_depth, "exit_blocks_easy": ee["blocks run"], "exit_blocks_hard": eh["blocks run"],
                "exit_nodes_easy": ee_nodes, "exit_nodes_hard": eh_nodes, "tree_depth_a": ta_depth,
                "tree_depth_b": tb_depth, "tree_nodes_a": ta_nodes, "tree_nodes_b": tb_nodes}
-    chart = Chart("bar", "Autograd graph nodes: the same model, two inputs", "model", "graph nodes", [
-        Series("first input", ["rnn", "early_exit", "tree"], [rs_nodes, ee_nodes, ta_nodes],
-               text=[f"{SHORT} tokens", f"{ee['blocks run']} blocks run", f"tree depth {ta_depth}"]),
-        Series("second input", ["rnn", "early_exit", "tree"], [rl_nodes, eh_nodes, tb_nodes],
-               text=[f"{LONG} tokens", f"{eh['blocks run']} blocks run", f"tree depth {tb_depth}"]),
-    ])
+    chart = Chart("bar", "The same model, two inputs: the graph's longest path", "model",
+                  "longest path (operations, input to loss)", [
+        Series("first input", ["rnn", "early_exit", "tree"], [rs_depth, ee_depth, ta_depth],
+               text=[f"{SHORT} tokens: {rs_nodes:,} nodes", f"{ee['blocks run']} blocks: {ee_nodes:,} nodes",
+                     f"comma: {ta_nodes:,} nodes"]),
+        Series("second input", ["rnn", "early_exit", "tree"], [rl_depth, eh_depth, tb_depth],
+               text=[f"{LONG} tokens: {rl_nodes:,} nodes", f"{eh['blocks run']} blocks: {eh_nodes:,} nodes",
+                     f"no comma: {tb_nodes:,} nodes"]),
+    ], log_y=True)
     shown = [
         ("RNN graph", f"{rs_nodes:,} → {rl_nodes:,} nodes", f"{SHORT} → {LONG} tokens; longest path {rs_depth} → "
          f"{rl_depth} ops"),

@@ -65,6 +65,8 @@ DDP_TIMEOUT_S = _limit("ddp_timeout_s", 900.0, float,
                        "seconds for one multi-process scenario, all its runs, before its worker is replaced")
 DDP_RUN_S = _limit("ddp_run_s", 300.0, float,
                    "seconds one start of the training processes may run before every one of them is killed")
+CLAIMS_TTL_S = _limit("claims_ttl_s", 3600.0, float,
+                      "seconds a claim's measured result is shown to everyone before a visit measures it again")
 MAX_ARTEFACT_BYTES = _limit("max_artefact_bytes", 64 * 2**20, int,
                             "bytes of one deployment artefact offered for download")
 RECOMPILE_LIMIT = _limit("recompile_limit", 8, int, "dynamo's recompile_limit in the compile worker")

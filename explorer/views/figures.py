@@ -20,7 +20,7 @@ from explorer.eager.graph import AutogradGraph, GraphNode
 from explorer.session import RunRecord, RunResult
 from explorer.views.layout import DrawNode, GraphLayout, layout_graph, module_color_keys
 
-_PALETTE = qualitative.Dark24 + qualitative.Light24
+PALETTE = qualitative.Dark24 + qualitative.Light24
 _ADDED = "#d62728"
 
 
@@ -71,7 +71,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
             x=[d.x for d in nodes], y=[d.y for d in nodes], mode="markers", name=module or "(model)",
             marker={
                 "size": [min(22, 8 + 2 * len(d.members) ** 0.5) for d in nodes],
-                "color": _PALETTE[i % len(_PALETTE)],
+                "color": PALETTE[i % len(PALETTE)],
                 "symbol": ["square" if d.is_param else "circle" for d in nodes],
                 "line": {"width": [3 if d.added else 0.5 for d in nodes],
                          "color": [_ADDED if d.added else "#333" for d in nodes]},
@@ -123,7 +123,7 @@ def history_figure(history: Iterable[RunRecord], height: int = 420) -> go.Figure
     runs = list(history)
     for i, arch in enumerate(dict.fromkeys(r.arch for r in runs)):
         rs = sorted((r for r in runs if r.arch == arch), key=lambda r: r.tokens)
-        color = _PALETTE[i % len(_PALETTE)]
+        color = PALETTE[i % len(PALETTE)]
         for m, dash in (("forward", "solid"), ("train_step", "dot")):
             ms = [getattr(r, m) for r in rs]
             fig.add_trace(go.Scatter(

@@ -151,3 +151,15 @@ def format_ddp(report: dict[str, Any]) -> str:
         lines.append(f"{c['what']}: {c['median_ms']:.1f} ms{spread}" + (f"  [{c['note']}]" if c["note"] else ""))
     lines.append(f"verdict: {report['verdict']}".replace("**", ""))
     return "\n".join(lines)
+
+
+def format_claim(report: dict[str, Any]) -> str:
+    """A claim's report as text (`claim` without --json)."""
+    m = report["machine"]
+    lines = [f"“{report['statement']}”", f"experiment: {report['experiment']}",
+             f"measured in {report['seconds']:.1f} s on {m['device']} ({m['cpu']}), {m['threads']} thread(s), "
+             f"torch {m['torch']}"]
+    lines += [f"  {label}: {value}" + (f"  ({detail})" if detail else "") for label, value, detail in report["shown"]]
+    lines += [f"  note: {n}" for n in report["notes"]]
+    lines.append(f"verdict: {report['verdict']}: {report['why']}")
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""The claims in the issue's order, and the server's board of their latest results: thirty students opening the
+Claims tab see one run of each experiment, labelled with when it was measured, not thirty."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
+from explorer.claims.evidence import Claim, ClaimResult, Workers, run_claim
+from explorer.core.errors import InputError
+from explorer.core.limits import CLAIMS_TTL_S
+
+CLAIMS: dict[str, Claim] = {c.id: c for c in (shape.CLAIM, padding.CLAIM, rebuild.CLAIM, debugging.CLAIM,
+                                              speed.CLAIM, overhead.CLAIM, deploying.CLAIM, distributed.CLAIM)}
+
+
+def claim(claim_id: str) -> Claim:
+    if claim_id not in CLAIMS:
+        raise InputError(f"unknown claim {claim_id!r}; claims are: {', '.join(CLAIMS)}")
+    return CLAIMS[claim_id]
+
+
+class ClaimBoard:
+    """Each claim's latest result, shown to everyone for `ttl_s` seconds; one run of a claim at a time (a second
+    visitor who asks meanwhile waits for that run instead of starting another)."""
+
+    def __init__(self, ttl_s: float = CLAIMS_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._results: dict[str, ClaimResult] = {}
+        self._locks = {c: threading.Lock() for c in CLAIMS}
+
+    def cached(self, claim_id: str) -> ClaimResult | None:
+        """The claim's result if it is younger than the board's time to live."""
+        r = self._results.get(claim(claim_id).id)
+        return r if r is not None and time.time() - r.measured_at < self.ttl_s else None
+
+    def run(self, claim_id: str, workers: Workers, again: bool = False) -> Iterator[str | ClaimResult]:
+        """The cached result, or progress messages and a new one. `again` measures anew unless a run that started
+        after this call (another visitor's) has just finished."""
+        asked = time.time()
+        c = claim(claim_id)
+        if not again and (r := self.cached(c.id)):
+            yield r
+            return
+        lock = self._locks[c.id]
+        if not lock.acquire(blocking=False):
+            yield "Someone else on this server started this experiment: waiting for its result"
+            lock.acquire()
+        try:
+            r = self.cached(c.id)
+            if r is not None and (not again or r.measured_at >= asked):
+                yield r
+                return
+            for item in run_claim(c, workers):
+                if isinstance(item, ClaimResult):
+                    self._results[c.id] = item
+                yield item
+        finally:
+            lock.release()

@@ -1,0 +1,68 @@
+"""A 45-minute class over the claims: one step per card, each with what to do, what to notice and a question
+for the room. The figures come from the cards (measured on this server); the text names none."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from explorer.claims.board import CLAIMS
+from explorer.core.errors import InputError
+
+
+@dataclass(frozen=True)
+class Step:
+    claim: str  # the card this step runs and shows
+    minutes: int  # of the class's 45
+    do: str
+    notice: str
+    question: str
+
+
+STEPS: tuple[Step, ...] = (
+    Step("shape", 5, "Run the experiment, then open the Playground link and type a longer sentence.",
+         "Look at how the RNN's node count follows the length, how many blocks early exit runs for two texts of the "
+         "same length, and what one comma does to the tree's depth. Nothing is rebuilt between the two inputs.",
+         "If the graph is rebuilt on every call, what must that cost, and where would you measure it?"),
+    Step("padding", 6, "Run the experiment; read the bars model by model.",
+         "Whether the fastest strategy pads depends on the model; the per-sample loop needs no padding either, so "
+         "see where it lands; a model with a bar for the loop only cannot be batched correctly at all.",
+         "Why can't the early-exit model or the tree be padded into one batch?"),
+    Step("rebuild", 5, "Run the experiment; compare the first bar with the second.",
+         "Eager mode records the new architecture's graph on its first call; the compiled model recompiles (the "
+         "card says whether a compile cache on this server served it).",
+         "When is a recompile worth paying for?"),
+    Step("debugging", 5, "Run the experiment, then open the Debugging lab and read both tracebacks.",
+         "Which line each traceback ends on, how many lines you must read to get there, and how long the error "
+         "took to arrive: the compiled one comes after tracing, wrapped in the compiler's frames.",
+         "Which traceback would you rather read at 2 a.m.?"),
+    Step("speed", 6, "Run the experiment; read the speed-ups and the break-even calls.",
+         "Which models run faster compiled, by how much, and how many calls it takes to earn back the compile "
+         "seconds.",
+         "For a model served a million times a day, and for one you edit every minute, which mode wins?"),
+    Step("overhead", 7, "Run the experiment (it compiles every point: a few minutes the first time).",
+         "Follow the dotted overhead-share line: where it is high (small batches, long chains of small ops), how "
+         "far apart are eager and compiled? And where it is low?",
+         "Why does fusing operations help a 1-sentence RNN more than a 256-sentence transformer?"),
+    Step("deploying", 6, "Run the experiment; look for bars missing and for 'silently wrong'.",
+         "Which models export as written, and which routes run without an error yet answer wrong on another input "
+         "(a trace freezes the decisions of the one input it saw).",
+         "What would you test before shipping a traced model?"),
+    Step("distributed", 5, "Run the experiment (it starts training processes: half a minute).",
+         "What plain DDP does when two ranks exit at different depths (and what its first step's gradients were), "
+         "what find_unused_parameters changes, and what it costs when nothing is unused.",
+         "What else could make two ranks build different graphs?"),
+)
+
+
+def step(number: int) -> Step:
+    """Step `number`, counted from 1 as the class sees it."""
+    if not 1 <= number <= len(STEPS):
+        raise InputError(f"the lesson has steps 1 to {len(STEPS)}; got {number}")
+    return STEPS[number - 1]
+
+
+def step_markdown(number: int) -> str:
+    s = step(number)
+    c = CLAIMS[s.claim]
+    return (f"### Step {number} of {len(STEPS)} (about {s.minutes} min): “{c.statement}”\n\n"
+            f"**Do:** {s.do}\n\n**Notice:** {s.notice}\n\n**Ask the room:** {s.question}")

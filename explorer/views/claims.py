@@ -1,0 +1,70 @@
+"""The Claims tab's view as plain data: a claim's chart, its numbers, its verdict and where it was measured;
+and the lessons' steps over the same cards (the app wires them; tests call them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from explorer.claims.board import ClaimBoard, claim
+from explorer.claims.evidence import Chart, ClaimResult, Workers
+from explorer.views.figures import PALETTE, iqr_bars
+
+
+@dataclass
+class ClaimView:
+    status: str  # where and when it was measured
+    figure: go.Figure | None
+    numbers: list[tuple[str, str, str]]  # (label, value, detail): the card's three or four figures
+    verdict: str  # markdown: the verdict, then what the figures are
+    report: dict[str, Any]
+
+
+def chart_figure(chart: Chart, height: int = 360) -> go.Figure:
+    """Any claim's chart: bars or lines per series, IQR bars where measured, a second axis where asked."""
+    fig = go.Figure()
+    for i, s in enumerate(chart.series):
+        color = PALETTE[i % len(PALETTE)]
+        common: dict[str, Any] = {"x": s.x, "y": s.y, "name": s.name, "yaxis": "y2" if s.axis == "y2" else "y"}
+        if s.spread is not None:
+            common["error_y"] = iqr_bars([v or 0.0 for v in s.y], s.spread)
+        if chart.kind == "bar" and s.axis != "y2":
+            fig.add_bar(marker_color=color, text=s.text, textposition="outside" if s.text else None,
+                        hovertemplate="%{x}: %{y:.4g}" + ("<br>%{text}" if s.text else "") + f"<extra>{s.name}</extra>",
+                        **common)
+        else:
+            fig.add_scatter(mode="lines+markers", line={"color": color, "dash": "dot" if s.axis == "y2" else "solid"},
+                            text=s.text, hovertemplate="%{x}: %{y:.4g}" + f"<extra>{s.name}</extra>", **common)
+    fig.update_layout(
+        title={"text": chart.title, "font": {"size": 15}}, height=height, barmode="group", plot_bgcolor="white",
+        margin={"l": 70, "r": 70 if chart.y2_title else 20, "t": 50, "b": 50},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "font": {"size": 12}},
+        xaxis={"title": chart.x_title, "type": "log" if chart.log_x else "category"},
+        yaxis={"title": chart.y_title, "type": "log" if chart.log_y else "linear", "gridcolor": "#eee"},
+        font={"size": 13})
+    if chart.y2_title:
+        fig.update_layout(yaxis2={"title": chart.y2_title, "overlaying": "y", "side": "right", "rangemode": "tozero",
+                                  "showgrid": False})
+    return fig
+
+
+def view_of(result: ClaimResult) -> ClaimView:
+    report = result.as_dict()
+    notes = " ".join(f"{n[0].upper()}{n[1:]}." for n in result.evidence.notes[:1])
+    return ClaimView(result.label(), chart_figure(result.evidence.chart), result.evidence.shown,
+                     f"{result.verdict.text()}\n\n<small>{notes}</small>", report)
+
+
+def claim_update(board: ClaimBoard, workers: Workers, claim_id: str, again: bool = False) -> Iterator[str | ClaimView]:
+    """Progress messages while the experiment runs (or waits for another visitor's run), then the view."""
+    for item in board.run(claim_id, workers, again):
+        yield item if isinstance(item, str) else view_of(item)
+
+
+def cached_view(board: ClaimBoard, claim_id: str) -> ClaimView | None:
+    """The claim's view from the server's board, if it was measured recently."""
+    r = board.cached(claim(claim_id).id)
+    return None if r is None else view_of(r)
