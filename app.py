@@ -51,7 +51,7 @@ from explorer.views.export import ExportDir
 from explorer.views.figures import graph_figure
 from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
 from explorer.views.playground import View, control_specs, update, values_for
-from explorer.views.statelink import LinkState, read_link
+from explorer.serving.statelink import LinkState, read_link
 from models import ZOO, Knob, make_config
 from models.bugs import BUGS
 from models.config import config_dict

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Lowest first: a module may import its own layer and the layers before it, never one after.
 LAYERS = ["models", "explorer", "explorer.core", "explorer.eager", "explorer.compile", "explorer.lab",
           "explorer.deploy", "explorer.debug", "explorer.ddp", "explorer.serving", "explorer.session",
-          "explorer.views", "explorer.cli", "explorer.__main__", "app"]
+          "explorer.claims", "explorer.views", "explorer.cli", "explorer.__main__", "app"]
 THIRD_PARTY_OF_MODELS = {"torch"}
 
 

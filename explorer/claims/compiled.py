@@ -6,24 +6,27 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from explorer.claims.evidence import Workers
 from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import CompileFailure, Progress
 from explorer.compile.track import CompiledRun
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.session import RunResult, Session
 
-INDUCTOR = CompileOptions("inductor", "auto", False, False)
+
+def options(quick: bool) -> CompileOptions:
+    """What the claims compile with: inductor, as the app does by default; aot_eager for a quick run."""
+    return CompileOptions("aot_eager" if quick else "inductor", "auto", False, False)
 
 
-def run_compiled(session: Session, service: CompileService, model: str, values: Mapping[str, Any] | None = None,
+def run_compiled(session: Session, w: Workers, model: str, values: Mapping[str, Any] | None = None,
                  text: str = DEFAULT_TEXT) -> Iterator[str | tuple[RunResult, CompiledRun]]:
-    """Configure, run eagerly (graph, timings) and compile with inductor; progress messages, then the pair."""
+    """Configure, run eagerly (graph, timings) and compile; progress messages, then the pair."""
     session.configure(model, values)
-    result = session.run(text)
+    result = session.run(text, budget_scale=0.25 if w.quick else 1.0)
     try:
-        for item in session.run_compiled(service, INDUCTOR, result):
+        for item in session.run_compiled(w.compile, options(w.quick), result):
             if isinstance(item, Progress):
                 yield f"{model} ({result.arch}): {item.phase} ({item.elapsed_s:.0f} s)"
             else:

@@ -26,6 +26,7 @@ from models.bugs import BUGS
 
 MODEL, BUG = "transformer", "shape"
 MODES = ("eager", "compiled (inductor)")
+QUICK_MODES = ("eager", "compiled (eager)")
 
 
 def _named(m: ModeOutcome) -> bool:
@@ -35,7 +36,8 @@ def _named(m: ModeOutcome) -> bool:
 
 def measure(w: Workers) -> Iterator[str | Evidence]:
     result: DebugResult | None = None
-    for item in run_debug(w.compile, MODEL, make_config(MODEL), BUG, DEFAULT_TEXT, list(MODES)):
+    for item in run_debug(w.compile, MODEL, make_config(MODEL), BUG, DEFAULT_TEXT, list(QUICK_MODES if w.quick
+                                                                                      else MODES)):
         if isinstance(item, DebugResult):
             result = item
         else:

@@ -63,11 +63,14 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Workers:
-    """The worker processes an experiment may use: compiles, exports and distributed runs each have their own."""
+    """The worker processes an experiment may use (compiles, exports and distributed runs each have their own),
+    and whether to run the smallest version of it (`quick`: fewer inputs and models, a tracing backend; for tests
+    and `bench --quick`, never shown as the claim's evidence in the app)."""
 
     compile: CompileService
     deploy: CompileService
     ddp: CompileService
+    quick: bool = False
 
 
 @dataclass(frozen=True)

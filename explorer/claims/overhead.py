@@ -98,15 +98,16 @@ def overhead_share(p: GridPoint, per_op_ms: float) -> float:
     return min(1.0, p.ops * per_op_ms / p.eager.median_ms)
 
 
-def grid(w: Workers, budget_scale: float = 1.0, batches: tuple[int, ...] = BATCHES,
-         lengths: tuple[int, ...] = LENGTHS) -> Iterator[str | list[GridPoint]]:
+def grid(w: Workers) -> Iterator[str | list[GridPoint]]:
     """Every model at every point, one job each; progress messages, then the points."""
     points: list[GridPoint] = []
+    batches, lengths = ((1, 8), (4,)) if w.quick else (BATCHES, LENGTHS)
+    backend, scale = ("eager", 0.25) if w.quick else ("inductor", 1.0)
     for model in MODELS:
         for length in lengths:
             for batch in batches:
                 try:
-                    for item in w.compile.run(PointJob(model, batch, length, budget_scale=budget_scale)):
+                    for item in w.compile.run(PointJob(model, batch, length, backend, scale)):
                         if isinstance(item, Progress):
                             yield f"{model}, {batch} x {length} tokens: {item.phase} ({item.elapsed_s:.0f} s)"
                         else:

@@ -14,7 +14,7 @@ from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import capture_run
 from explorer.eager.timing import measure as time_it
 from explorer.session import Session
-from explorer.views.statelink import LinkState
+from explorer.serving.statelink import LinkState
 from models import build_model, make_config
 from models.config import config_dict
 
@@ -27,7 +27,7 @@ def measure(w: Workers) -> Iterator[str | Evidence]:
     session = Session()
     runs: list[CompiledRun] = []
     for values in (BEFORE, AFTER):
-        for item in run_compiled(session, w.compile, MODEL, values):
+        for item in run_compiled(session, w, MODEL, values):
             if isinstance(item, str):
                 yield item
             else:
@@ -37,7 +37,7 @@ def measure(w: Workers) -> Iterator[str | Evidence]:
     ids = tokenize(DEFAULT_TEXT).ids
     config = make_config(MODEL, AFTER)
     eager = time_it("new architecture to its graph", lambda: capture_run(build_model(MODEL, config), ids),
-                    FORWARD_BUDGET_S * 5)
+                    FORWARD_BUDGET_S * (1 if w.quick else 5))
     cached = "hit" in change.events[0].cache if change.events else False
     numbers = {"eager_new_graph_ms": eager.median_ms, "recompile_s": change.compile_s,
                "recompiles": len(change.events), "recompile_cache_hit": float(cached),

@@ -10,7 +10,7 @@ from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.inputs import text_of_length, tokenize
 from explorer.deploy.checks import structure
 from explorer.eager.capture import capture_run
-from explorer.views.statelink import LinkState
+from explorer.serving.statelink import LinkState
 from models import build_model, make_config
 from models.config import config_dict
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.compiled import run_compiled
+from explorer.claims.compiled import options, run_compiled
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.session import Session
-from explorer.views.statelink import LinkState
+from explorer.serving.statelink import LinkState
 from models import ZOO, make_config
 from models.config import config_dict
 
@@ -21,11 +21,11 @@ def measure(w: Workers) -> Iterator[str | Evidence]:
     session = Session()
     numbers: dict[str, float] = {}
     eager = Series("eager", [], [], spread=[])
-    compiled = Series("compiled (inductor)", [], [], spread=[])
+    compiled = Series(f"compiled ({options(w.quick).backend})", [], [], spread=[])
     shown = []
-    for model in ZOO:
+    for model in ("transformer",) if w.quick else ZOO:
         run: CompiledRun | None = None
-        for item in run_compiled(session, w.compile, model):
+        for item in run_compiled(session, w, model):
             if isinstance(item, str):
                 yield item
             else:

@@ -1,0 +1,196 @@
+"""The claims: each experiment runs for real (its quick version) and gives numbers its verdict agrees with; each
+verdict follows its numbers (change one and the verdict changes); the server's board runs a claim once for
+everyone; the lessons step through every claim."""
+
+import threading
+
+import pytest
+
+from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
+from explorer.claims.board import CLAIMS, ClaimBoard
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, ClaimResult, Workers, run_claim
+from explorer.claims.lessons import STEPS, step, step_markdown
+from explorer.compile.worker import CompileService
+from explorer.core.errors import InputError
+from explorer.ddp.job import ddp_service
+from explorer.deploy.job import deploy_service
+from explorer.views.claims import chart_figure, view_of
+
+
+@pytest.fixture(scope="module")
+def workers():
+    w = Workers(CompileService(), deploy_service(), ddp_service(), quick=True)
+    yield w
+    for service in (w.compile, w.deploy, w.ddp):
+        service.stop()
+
+
+def _result(claim_id: str, w: Workers) -> ClaimResult:
+    *progress, result = run_claim(CLAIMS[claim_id], w)
+    assert isinstance(result, ClaimResult) and all(isinstance(p, str) for p in progress)
+    return result
+
+
+def test_the_claims_are_the_issues_eight_in_order_and_each_lesson_step_is_one_of_them():
+    assert list(CLAIMS) == ["shape", "padding", "rebuild", "debugging", "speed", "overhead", "deploying",
+                            "distributed"]
+    assert [s.claim for s in STEPS] == list(CLAIMS) and sum(s.minutes for s in STEPS) == 45
+    assert "Step 3 of 8" in step_markdown(3) and CLAIMS["rebuild"].statement in step_markdown(3)
+    with pytest.raises(InputError, match="steps 1 to 8"):
+        step(9)
+
+
+def test_shape_claim_measures_the_graphs_and_holds_for_every_model(workers):
+    r = _result("shape", workers)
+    x = r.evidence.numbers
+    assert x["rnn_nodes_long"] > x["rnn_nodes_short"] and x["rnn_depth_long"] > x["rnn_depth_short"]
+    assert x["exit_blocks_easy"] < x["exit_blocks_hard"] and x["tree_depth_a"] != x["tree_depth_b"]
+    assert r.verdict.kind == HOLDS
+    figure = chart_figure(r.evidence.chart)
+    assert [len(t.y) for t in figure.data] == [3, 3] and "longest path" in figure.layout.yaxis.title.text
+    view = view_of(r)
+    assert "Measured on this server at" in view.status and "cpu (" in view.status
+    assert view.report["verdict"] == HOLDS and len(view.numbers) == 3
+
+
+def test_shape_verdict_follows_its_numbers():
+    x = {"rnn_nodes_short": 94, "rnn_nodes_long": 814, "exit_blocks_easy": 3, "exit_blocks_hard": 6,
+         "tree_depth_a": 79, "tree_depth_b": 124}
+    assert shape.judge(x).kind == HOLDS
+    assert shape.judge(x | {"tree_depth_b": 79}).kind == CONDITION
+    assert shape.judge(x | {"tree_depth_b": 79, "exit_blocks_hard": 3, "rnn_nodes_long": 94}).kind == NOT_HERE
+
+
+@pytest.mark.slow
+def test_padding_claim_runs_the_batching_lab_per_model(workers):
+    r = _result("padding", workers)
+    x = r.evidence.numbers
+    assert {"rnn.loop_ms", "rnn.pad_ms", "rnn.pack_ms", "tree.loop_ms"} <= set(x)
+    assert "tree.pad_ms" not in x  # the tree cannot be padded: only its loop is compared
+    assert r.verdict == padding.judge(x) and "Only the loop computes tree" in r.verdict.why
+
+
+def test_padding_verdict_follows_its_numbers():
+    x = {"rnn.pad_ms": 30.0, "rnn.pack_ms": 12.0, "rnn.loop_ms": 100.0, "rnn.pad_fraction": 0.9,
+         "transformer.pad_ms": 500.0, "transformer.bucket_ms": 22.0, "transformer.loop_ms": 99.0}
+    v = padding.judge(x)
+    assert v.kind == CONDITION and "only for rnn" in v.why and "slowest strategy for rnn" in v.why
+    assert padding.judge(x | {"transformer.loop_ms": 20.0}).kind == HOLDS
+    assert padding.judge(x | {"rnn.pack_ms": 40.0}).kind == NOT_HERE
+
+
+@pytest.mark.slow
+def test_rebuild_claim_times_the_eager_graph_and_the_recompile(workers):
+    r = _result("rebuild", workers)
+    x = r.evidence.numbers
+    assert x["recompiles"] >= 1 and x["recompile_s"] > 0 and x["eager_new_graph_ms"] > 0
+    assert r.verdict == rebuild.judge(x)
+
+
+def test_rebuild_verdict_follows_its_numbers():
+    x = {"eager_new_graph_ms": 10.0, "recompile_s": 10.0, "recompiles": 1, "recompile_cache_hit": 0.0}
+    assert rebuild.judge(x).kind == HOLDS
+    assert rebuild.judge(x | {"recompile_s": 0.05}).kind == CONDITION
+    assert rebuild.judge(x | {"recompile_s": 0.005}).kind == NOT_HERE
+    assert rebuild.judge(x | {"recompiles": 0}).kind == NOT_HERE
+
+
+@pytest.mark.slow
+def test_debugging_claim_names_the_injected_line_eagerly(workers):
+    r = _result("debugging", workers)
+    x = r.evidence.numbers
+    assert x["eager.failed"] and x["eager.named"] and x["compiled.failed"]
+    assert x["compiled.lines"] > x["eager.lines"]
+    assert r.verdict == debugging.judge(x)
+
+
+def test_debugging_verdict_follows_its_numbers():
+    x = {"eager.failed": 1.0, "eager.named": 1.0, "eager.seconds": 0.004, "eager.lines": 26, "compiled.failed": 1.0,
+         "compiled.named": 1.0, "compiled.seconds": 0.3, "compiled.lines": 250}
+    assert debugging.judge(x).kind == HOLDS
+    assert debugging.judge(x | {"compiled.lines": 30}).kind == CONDITION
+    assert debugging.judge(x | {"eager.named": 0.0}).kind == NOT_HERE
+
+
+@pytest.mark.slow
+def test_speed_claim_reports_speed_up_and_compile_seconds(workers):
+    r = _result("speed", workers)
+    x = r.evidence.numbers
+    assert x["transformer.compile_s"] > 0 and x["transformer.speedup"] > 0
+    assert r.verdict == speed.judge(x)
+
+
+def test_speed_verdict_follows_its_numbers():
+    x = {"rnn.speedup": 2.5, "rnn.noisy": 0.0, "rnn.break_even_calls": 9000, "tree.speedup": 4.0, "tree.noisy": 0.0}
+    assert speed.judge(x).kind == HOLDS
+    v = speed.judge(x | {"tree.noisy": 1.0})
+    assert v.kind == CONDITION and "too noisy" in v.why
+    assert speed.judge(x | {"rnn.speedup": 0.9, "tree.speedup": 1.0}).kind == NOT_HERE
+
+
+@pytest.mark.slow
+def test_overhead_claim_measures_the_grid_and_the_overhead_share(workers):
+    r = _result("overhead", workers)
+    x = r.evidence.numbers
+    shares = {k: v for k, v in x.items() if k.endswith(".share")}
+    assert len(shares) == 4 and all(0 < v <= 1 for v in shares.values())
+    assert shares["rnn.1x4.share"] == pytest.approx(1.0)  # the smallest point defines the per-op cost
+    assert r.verdict == overhead.judge(x)
+    assert any(s.axis == "y2" for s in r.evidence.chart.series)
+
+
+def test_overhead_verdict_follows_its_numbers():
+    x = {"rnn.1x4.share": 1.0, "rnn.1x4.speedup": 3.0, "rnn.256x32.share": 0.1, "rnn.256x32.speedup": 1.0}
+    assert overhead.judge(x).kind == CONDITION
+    assert overhead.judge(x | {"rnn.256x32.speedup": 1.5}).kind == HOLDS
+    assert overhead.judge(x | {"rnn.1x4.speedup": 1.0}).kind == NOT_HERE
+
+
+@pytest.mark.slow
+def test_deploying_claim_finds_the_silently_wrong_trace(workers):
+    r = _result("deploying", workers)
+    x = r.evidence.numbers
+    assert x["transformer.export.outcome"] == 1.0 and x["tree.jit.trace.outcome"] == -1.0
+    assert r.verdict.kind == CONDITION and "jit.trace of tree" in r.verdict.why
+
+
+def test_deploying_verdict_follows_its_numbers():
+    x = {"transformer.export.outcome": 1.0, "tree.export.outcome": 0.0, "tree.jit.trace.outcome": -1.0}
+    assert deploying.judge(x).kind == CONDITION
+    assert deploying.judge(x | {"tree.export.outcome": 1.0}).kind == HOLDS
+    assert deploying.judge(x | {"transformer.export.outcome": 0.0}).kind == NOT_HERE
+
+
+@pytest.mark.slow
+def test_distributed_claim_fails_plain_ddp_and_not_find_unused(workers):
+    r = _result("distributed", workers)
+    x = r.evidence.numbers
+    assert x["depths_differ"] and x["plain.raised"] and x["plain.grad_error"] > distributed.TOLERANCE
+    assert not x["find_unused.raised"] and r.verdict.kind == HOLDS
+
+
+def test_distributed_verdict_follows_its_numbers():
+    x = {"depths_differ": 1.0, "plain.raised": 1.0, "plain.grad_error": 1.4, "find_unused.raised": 0.0,
+         "find_unused.grad_error": 0.0, "plain_ms": 25.0, "find_unused_ms": 26.0}
+    assert distributed.judge(x).kind == HOLDS
+    assert distributed.judge(x | {"find_unused.raised": 1.0}).kind == CONDITION
+    assert distributed.judge(x | {"depths_differ": 0.0}).kind == NOT_HERE
+
+
+def test_the_board_runs_a_claim_once_for_everyone_until_it_expires(workers):
+    board = ClaimBoard(ttl_s=3600)
+    got: list[ClaimResult] = []
+    threads = [threading.Thread(target=lambda: got.append(list(board.run("shape", workers))[-1])) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got[0] is got[1] is got[2]  # one experiment, whoever asked first; the others waited for it
+    assert list(board.run("shape", workers)) == [got[0]] and board.cached("shape") is got[0]
+    again = list(board.run("shape", workers, again=True))[-1]
+    assert again is not got[0] and board.cached("shape") is again
+    expired = ClaimBoard(ttl_s=1e-9)
+    first = list(expired.run("shape", workers))[-1]
+    assert expired.cached("shape") is None and list(expired.run("shape", workers))[-1] is not first
+    with pytest.raises(InputError, match="unknown claim"):
+        list(board.run("nope", workers))
