@@ -41,6 +41,7 @@ from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.residency import Residency
+from explorer.serving.statelink import LinkState, read_link
 from explorer.session import DEFAULT_MODEL, RunResult, Session
 from explorer.views.claims import ClaimView, cached_view, claim_update
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
@@ -51,7 +52,6 @@ from explorer.views.export import ExportDir
 from explorer.views.figures import graph_figure
 from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
 from explorer.views.playground import View, control_specs, update, values_for
-from explorer.serving.statelink import LinkState, read_link
 from models import ZOO, Knob, make_config
 from models.bugs import BUGS
 from models.config import config_dict
@@ -653,7 +653,8 @@ def _claim_card(c: Claim, number: int) -> ClaimCard:
         with gr.Column(scale=2, min_width=280):
             verdict = gr.Markdown()
             numbers = gr.HTML()
-    raw = gr.JSON(label="raw numbers (the same as `python -m explorer claim --json`)", open=False)
+    with gr.Accordion("raw numbers (the same as `python -m explorer claim --json`)", open=False):
+        raw = gr.JSON(show_label=False)
     return ClaimCard(header, run, again, CLAIM.components(status=status, figure=figure, numbers=numbers,
                                                         verdict=verdict, report=raw))
 

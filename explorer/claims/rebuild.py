@@ -13,8 +13,8 @@ from explorer.core.inputs import tokenize
 from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import capture_run
 from explorer.eager.timing import measure as time_it
-from explorer.session import Session
 from explorer.serving.statelink import LinkState
+from explorer.session import Session
 from models import build_model, make_config
 from models.config import config_dict
 

@@ -9,8 +9,8 @@ from explorer.claims.compiled import options, run_compiled
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
-from explorer.session import Session
 from explorer.serving.statelink import LinkState
+from explorer.session import Session
 from models import ZOO, make_config
 from models.config import config_dict
 

@@ -23,7 +23,15 @@ class ClaimView:
     report: dict[str, Any]
 
 
-def chart_figure(chart: Chart, height: int = 360) -> go.Figure:
+def _wrapped(title: str, width: int = 46) -> str:
+    """A title in lines of at most `width` characters: plotly does not wrap, and a narrow card would clip it."""
+    lines = [""]
+    for word in title.split():
+        lines[-1:] = [f"{lines[-1]} {word}".strip()] if len(lines[-1]) + len(word) < width else [lines[-1], word]
+    return "<br>".join(lines)
+
+
+def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
     """Any claim's chart: bars or lines per series, IQR bars where measured, a second axis where asked."""
     fig = go.Figure()
     for i, s in enumerate(chart.series):
@@ -32,15 +40,17 @@ def chart_figure(chart: Chart, height: int = 360) -> go.Figure:
         if s.spread is not None:
             common["error_y"] = iqr_bars([v or 0.0 for v in s.y], s.spread)
         if chart.kind == "bar" and s.axis != "y2":
-            fig.add_bar(marker_color=color, text=s.text, textposition="outside" if s.text else None,
+            fig.add_bar(marker_color=color, text=s.text, textposition="outside" if s.text else None, textangle=0,
+                        textfont={"size": 12}, cliponaxis=False,
                         hovertemplate="%{x}: %{y:.4g}" + ("<br>%{text}" if s.text else "") + f"<extra>{s.name}</extra>",
                         **common)
         else:
             fig.add_scatter(mode="lines+markers", line={"color": color, "dash": "dot" if s.axis == "y2" else "solid"},
                             text=s.text, hovertemplate="%{x}: %{y:.4g}" + f"<extra>{s.name}</extra>", **common)
     fig.update_layout(
-        title={"text": chart.title, "font": {"size": 15}}, height=height, barmode="group", plot_bgcolor="white",
-        margin={"l": 70, "r": 70 if chart.y2_title else 20, "t": 50, "b": 50},
+        title={"text": _wrapped(chart.title), "font": {"size": 15}}, height=height, barmode="group",
+        plot_bgcolor="white",
+        margin={"l": 70, "r": 70 if chart.y2_title else 20, "t": 70, "b": 50},
         legend={"orientation": "h", "yanchor": "top", "y": -0.18, "font": {"size": 12}},
         xaxis={"title": chart.x_title, "type": "log" if chart.log_x else "category"},
         yaxis={"title": chart.y_title, "type": "log" if chart.log_y else "linear", "gridcolor": "#eee"},

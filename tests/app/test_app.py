@@ -256,3 +256,15 @@ def test_ddp_endpoint_runs_a_scenario_in_processes_and_refuses_a_model_it_does_n
     assert report["verdict"].startswith("Round-robin sharding") and report["costs"][0]["samples"] == 2
     with pytest.raises(Exception, match="runs on early_exit, not transformer"):
         client.predict("unused", "transformer", "{}", 2, 2, "aot_eager", api_name="/ddp")
+
+
+def test_claim_endpoint_runs_a_claim_and_refuses_an_unknown_one(app_url):
+    client = Client(app_url, verbose=False)
+    report = client.predict("shape", False, api_name="/claim")
+    assert report["claim"] == "shape" and report["verdict"] == "holds"
+    assert report["numbers"]["rnn_nodes_long"] > report["numbers"]["rnn_nodes_short"]
+    assert report["machine"]["device"] == "cpu" and report["measured_at"] > 0
+    again = client.predict("shape", False, api_name="/claim")
+    assert again["measured_at"] == report["measured_at"]  # the server's recent result, not a second run
+    with pytest.raises(Exception, match="unknown claim 'nope'"):
+        client.predict("nope", False, api_name="/claim")

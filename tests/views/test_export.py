@@ -11,9 +11,9 @@ import pytest
 
 from explorer.core import limits, machine
 from explorer.core.errors import InputError
+from explorer.serving.statelink import LinkState, read_link
 from explorer.session import Session
 from explorer.views.export import CSV_COLUMNS, ExportDir, html_report, session_csv
-from explorer.serving.statelink import LinkState, read_link
 from models import make_config
 from models.config import config_dict
 
