@@ -19,6 +19,7 @@ from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.compile.worker import CompileService
 from explorer.core.budget import check_architecture
 from explorer.core.errors import InputError
+from explorer.core.fmt import count
 from explorer.core.inputs import TokenizedText, tokenize
 from explorer.core.limits import FORWARD_BUDGET_S, HISTORY_LENGTH, TRAIN_BUDGET_S
 from explorer.eager.capture import Capture, capture_run, forward, train_loss, train_step
@@ -171,7 +172,8 @@ class Session:
         if other is not None:
             before = capture_run(model, other.ids).graph
             diff = diff_graphs(before, capture.graph,
-                               f"input A ({other.tokens} tokens) -> input B ({inp.tokens} tokens)")
+                               f"the comparison input ({count(other.tokens, 'token')}) -> this input "
+                               f"({count(inp.tokens, 'token')})")
         elif self.last is not None:
             prev = self.last
             diff = diff_graphs(prev.capture.graph, capture.graph, _change_label(prev, self, inp))
@@ -236,4 +238,4 @@ def _change_label(prev: RunResult, session: Session, inp: TokenizedText) -> str:
         before, after = config_dict(prev.config), config_dict(session.config)
         changed = ", ".join(f"{k} {before[k]}->{after[k]}" for k in after if before[k] != after[k])
         return f"architecture change ({changed})"
-    return f"previous input ({prev.tokens} tokens) -> this input ({inp.tokens} tokens)"
+    return f"previous input ({count(prev.tokens, 'token')}) -> this input ({count(inp.tokens, 'token')})"

@@ -27,3 +27,8 @@ def format_flops(s: dict[str, Any]) -> str:
     if not s["flops_total"]:
         return "not counted"
     return f"{s['flops_total'] / 1e9:.3f} ({s['flops_useful'] / s['flops_total']:.0%})"
+
+
+def count(n: int, noun: str) -> str:
+    """'1 token', '42 tokens': a count as a sentence says it."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

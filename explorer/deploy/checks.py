@@ -10,6 +10,7 @@ from torch import nn
 
 from explorer.core.errors import InputError
 from explorer.core.examples import EXAMPLES
+from explorer.core.fmt import count
 from explorer.core.inputs import text_of_length, tokenize
 from explorer.core.limits import MAX_TOKENS
 from explorer.eager.trace import ModuleTrace
@@ -58,8 +59,8 @@ def check_inputs(model_name: str, model: nn.Module, text: str, lengths: list[int
     current length: the one whose structure differs most readily from the current input's, if any does."""
     current = tokenize(text)
     n = len(current.ids[0])
-    inputs = [CheckInput(f"{n} tokens (the current input)", current.ids[0].tolist())]
-    inputs += [CheckInput(f"{k} tokens", tokenize(text_of_length(current.text, k)).ids[0].tolist())
+    inputs = [CheckInput(f"{count(n, 'token')} (the current input)", current.ids[0].tolist())]
+    inputs += [CheckInput(count(k, "token"), tokenize(text_of_length(current.text, k)).ids[0].tolist())
                for k in lengths if k != n]
     mine = structure(model_name, model, current.ids)
     candidates = [current.text[::-1], *(text_of_length(t, n) for t in EXAMPLES.values())]
@@ -68,5 +69,5 @@ def check_inputs(model_name: str, model: nn.Module, text: str, lengths: list[int
         pick = next((o for o in others if structure(model_name, model, o.ids) != mine), others[0])
         theirs = structure(model_name, model, pick.ids)
         how = f"{_describe(theirs)}, not {_describe(mine)}" if theirs != mine else f"same {_describe(mine)}"
-        inputs.append(CheckInput(f"{n} tokens, another text ({how})", pick.ids[0].tolist()))
+        inputs.append(CheckInput(f"{count(n, 'token')}, another text ({how})", pick.ids[0].tolist()))
     return inputs

@@ -117,8 +117,14 @@ class LabResult:
             return "No strategy both ran and agreed with the per-sample loop."
         best_ms, best_title, best = min(candidates, key=lambda c: c[0])
         loop_ms = self.strategy("loop").forward.median_ms
-        parts = [f"Fastest correct forward: **{best_title}**, {best_ms:.2f} ms, {loop_ms / best_ms:.1f}x the "
-                 f"speed of the per-sample loop, computing {best.padding_fraction:.0%} padding"]
+        if best.name == "loop":
+            others = len(candidates) - 1
+            parts = [f"Fastest correct forward: **the per-sample loop** itself, {best_ms:.2f} ms" + (
+                f" ({others} other correct figure{'s' if others != 1 else ''} slower)" if others else
+                ": no other strategy computes what it computes")]
+        else:
+            parts = [f"Fastest correct forward: **{best_title}**, {best_ms:.2f} ms, {loop_ms / best_ms:.1f}x the "
+                     f"speed of the per-sample loop, computing {best.padding_fraction:.0%} padding"]
         pad_ = self.strategy("pad")
         if pad_.agrees and pad_ is not best:
             parts.append(f"padding to the longest computes {pad_.padding_fraction:.0%} pad positions and takes "

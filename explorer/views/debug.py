@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from explorer.compile.worker import CompileService
 from explorer.core import machine
+from explorer.core.fmt import count
 from explorer.debug.lab import DebugResult, run_debug
 
 MODE_COLUMNS = ["mode", "fails?", "seconds to the error", "your line it names last", "traceback frames",
@@ -41,7 +42,7 @@ def _mode_row(m: dict[str, Any]) -> list[Any]:
 
 def comparison_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
     rows = report["comparison"]
-    labels = [f"{c['tokens']} tokens" + (" (non-ASCII)" if not c["text"].isascii() else "") for c in rows]
+    labels = [count(c["tokens"], "token") + (" (non-ASCII)" if not c["text"].isascii() else "") for c in rows]
     fig = go.Figure()
     fig.add_bar(x=labels, y=[c["max_abs_diff"] for c in rows], name="max |diff|",
                 text=[f"{c['max_abs_diff']:.3g}" if c["error"] == "" else "" for c in rows],

@@ -5,6 +5,8 @@ Plotting only: every number drawn here was measured elsewhere and arrives in a R
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -116,36 +118,48 @@ def fx_figure(event: CompileEvent, height: int = 460) -> go.Figure:
     return draw_graph(fx_graph(event.fx), title, height=height)
 
 
-def history_figure(history: Iterable[RunRecord], height: int = 420) -> go.Figure:
-    """Latency and memory against input length, one series per architecture."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("eager latency (median, bars = IQR)", "peak memory of a train step"))
+LEGEND_ARCHS = 6  # architectures named in the history's legend; older ones are drawn in grey, unnamed
+
+
+def history_figure(history: Iterable[RunRecord], height: int = 460) -> go.Figure:
+    """Latency and memory against input length, one colour per architecture: forward solid, train step dotted.
+    The latest LEGEND_ARCHS architectures are coloured and named (one legend entry each); older ones stay as grey
+    context, so that the legend never takes over the plot."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14,
+                        subplot_titles=("eager latency: forward solid, train step dotted (median, bars = IQR)",
+                                        "peak memory of a train step"))
     runs = list(history)
-    for i, arch in enumerate(dict.fromkeys(r.arch for r in runs)):
+    archs = list(dict.fromkeys(r.arch for r in reversed(runs)))  # the latest first
+    for i, arch in enumerate(archs):
+        named = i < LEGEND_ARCHS
         rs = sorted((r for r in runs if r.arch == arch), key=lambda r: r.tokens)
-        color = PALETTE[i % len(PALETTE)]
+        color = PALETTE[i % len(PALETTE)] if named else "#c8c8c8"
         for m, dash in (("forward", "solid"), ("train_step", "dot")):
             ms = [getattr(r, m) for r in rs]
             fig.add_trace(go.Scatter(
                 x=[r.tokens for r in rs], y=[x.median_ms for x in ms],
-                error_y=iqr_bars([x.median_ms for x in ms], [x.iqr_ms for x in ms]),
-                mode="lines+markers", line={"color": color, "dash": dash},
-                name=f"{arch}: {m.replace('_', ' ')}", legendgroup=arch,
-                hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + f"{arch} {m}</extra>",
+                error_y=iqr_bars([x.median_ms for x in ms], [x.iqr_ms for x in ms]) if named else None,
+                mode="lines+markers", line={"color": color, "dash": dash, "width": 2 if named else 1},
+                name=arch, legendgroup=arch, showlegend=named and m == "forward",
+                hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + f"{arch} {m.replace('_', ' ')}</extra>",
             ), row=1, col=1)
         with_mem = [r for r in rs if r.memory is not None]
         fig.add_trace(go.Scatter(
             x=[r.tokens for r in with_mem], y=[r.memory.train / 2**20 for r in with_mem],
-            mode="lines+markers", line={"color": color}, name=f"{arch}: peak train", legendgroup=arch,
+            mode="lines+markers", line={"color": color, "width": 2 if named else 1}, name=arch, legendgroup=arch,
             showlegend=False, hovertemplate="%{x} tokens: %{y:.2f} MiB<extra>" + arch + "</extra>",
         ), row=2, col=1)
     threads = runs[-1].forward.threads if runs else 1
-    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 40, "b": 30},
-                      legend={"font": {"size": 10}}, plot_bgcolor="white",
-                      title={"text": f"This session's runs (cpu, {threads} thread(s))", "font": {"size": 13}})
+    older = f"; {len(archs) - LEGEND_ARCHS} older architecture(s) in grey" if len(archs) > LEGEND_ARCHS else ""
+    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 60, "b": 30}, plot_bgcolor="white",
+                      legend={"font": {"size": 11}, "orientation": "h", "yanchor": "top", "y": -0.12},
+                      title={"text": f"This session's runs (cpu, {threads} thread(s)){older}", "font": {"size": 13}})
+    fig.update_annotations(font_size=12)
     fig.update_yaxes(title_text="ms", row=1, col=1, gridcolor="#eee", rangemode="tozero")
     fig.update_yaxes(title_text="MiB", row=2, col=1, gridcolor="#eee", rangemode="tozero")
-    fig.update_xaxes(title_text="input length (tokens)", row=2, col=1, gridcolor="#eee")
+    longest = max((r.tokens for r in runs), default=1)
+    fig.update_xaxes(title_text="input length (tokens)", row=2, col=1, gridcolor="#eee", **whole_ticks(longest))
+    fig.update_xaxes(row=1, col=1, **whole_ticks(longest))
     return fig
 
 
@@ -196,12 +210,22 @@ def _bar_layout(fig: go.Figure, title: str, y_title: str, height: int) -> go.Fig
     return fig
 
 
+def whole_ticks(top: float, ticks: int = 6) -> dict[str, Any]:
+    """Axis ticks on whole numbers only (a count of tokens or sentences has no 41.5)."""
+    return {"tick0": 0, "dtick": max(1, math.ceil(top / ticks)), "tickformat": ",d"}
+
+
 def lab_lengths_figure(report: dict[str, Any], height: int = 300) -> go.Figure:
-    """Histogram of the batch's sentence lengths."""
-    fig = go.Figure(go.Histogram(x=report["lengths"], nbinsx=30, marker_color="#1f77b4",
-                                 hovertemplate="%{x} tokens: %{y} sentences<extra></extra>"))
+    """Histogram of the batch's sentence lengths (about 30 bins of whole tokens)."""
+    lengths = report["lengths"]
+    low, high = min(lengths), max(lengths)
+    size = max(1, math.ceil((high - low + 1) / 30))
+    counts = Counter((n - low) // size for n in lengths)
+    fig = go.Figure(go.Histogram(x=lengths, xbins={"start": low - 0.5, "end": high + 0.5, "size": size},
+                                 marker_color="#1f77b4", hovertemplate="%{x} tokens: %{y} sentences<extra></extra>"))
     _bar_layout(fig, f"{report['sentences']} sentences, {report['tokens']} tokens", "sentences", height)
-    fig.update_xaxes(title_text="length (tokens)")
+    fig.update_xaxes(title_text="length (tokens)", **whole_ticks(high))
+    fig.update_yaxes(**whole_ticks(max(counts.values())))
     return fig
 
 

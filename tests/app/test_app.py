@@ -31,7 +31,7 @@ def _controls(model: str, **overrides):
 def test_api_lists_the_documented_endpoints(app_url):
     api = Client(app_url, verbose=False).view_api(print_info=False, return_format="dict")
     assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch", "/deploy",
-            "/debug", "/ddp"} <= set(api["named_endpoints"])
+            "/debug", "/ddp", "/claim"} <= set(api["named_endpoints"])
 
 
 def test_inspect_endpoint_returns_the_report(app_url):
