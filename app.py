@@ -98,18 +98,32 @@ RESTORE = Outputs(*MODEL_CHOICE.names, "text", *(f"{m}.{k.name}" for m, k in con
 CSS = """
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 8px; }
 .card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 10px; }
-.card .label { font-size: 0.8em; opacity: 0.75; }
+.card .label { font-size: 0.8em; color: var(--ge-subdued); }
 .card .value { font-size: 1.45em; font-weight: 600; }
-.card .detail { font-size: 0.75em; opacity: 0.7; }
-.explain { font-size: 0.92em; opacity: 0.85; }
-/* Presentation mode: everything larger for a projector (set from the toggle, see _PRESENT_JS). */
-body.ge-presentation .gradio-container { zoom: 1.3; }
+.card .detail { font-size: 0.75em; color: var(--ge-subdued); }
+.explain { font-size: 0.92em; }
+/* Help text dark enough to read on a projector (WCAG AA contrast: Gradio's default grey is too light). */
+.gradio-container { --ge-subdued: var(--neutral-600); --block-info-text-color: var(--neutral-600); }
+.dark .gradio-container, .gradio-container.dark { --ge-subdued: var(--neutral-300);
+  --block-info-text-color: var(--neutral-300); }
+.mono textarea { font-family: var(--font-mono); }
+/* Presentation mode, for a projector: larger text through the theme's own sizes (not a CSS zoom, which would cut
+   off the figures and move their hover targets), and no side text (help lines, examples, explanations), so that
+   the current input's graph and cards reach the first screen. The figures re-fit to their new width (_PRESENT_JS). */
+body.ge-presentation .gradio-container { --text-xxs: 12px; --text-xs: 13px; --text-sm: 16px; --text-md: 18px;
+  --text-lg: 21px; --text-xl: 26px; --text-xxl: 30px; --block-label-text-size: 15px; --block-info-text-size: 15px;
+  --block-title-text-size: 16px; --section-header-text-size: 18px; }
+body.ge-presentation .ge-aside, body.ge-presentation .explain, body.ge-presentation .info-text,
+body.ge-presentation .card .detail { display: none; }
 """
-_PRESENT_JS = "(on) => { document.body.classList.toggle('ge-presentation', on); return []; }"
-# Number boxes settle as a person means them: Enter settles like leaving the box (a slider's `release` fires on
-# blur, not on Enter); a value past the box's bounds is clamped to them, and an empty or non-numeric entry puts
-# back the value the box had, before the control reports it. Otherwise Gradio refuses 99 on the server while
-# the box shows its clamped 4, and the controls disagree with the graph on screen.
+# The page's figures are Plotly's, with `responsive` on: after the class changes the layout, each one is re-fitted
+# to its container (Gradio sets window.Plotly once the first figure has loaded).
+_PRESENT_JS = """(on) => {
+  document.body.classList.toggle('ge-presentation', on);
+  requestAnimationFrame(() => document.querySelectorAll('.js-plotly-plot').forEach(
+    (el) => window.Plotly && window.Plotly.Plots.resize(el)));
+  return [];
+}"""
 _PAGE_JS = """() => {
   const box = (t) => t instanceof HTMLInputElement && t.type === 'number';
   document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && box(e.target)) e.target.blur(); });
@@ -341,7 +355,7 @@ def _link(model: str, text: str, *rest: Any) -> str:
     except USER_ERRORS:
         return ""
     return (f'<a href="{html.escape(query)}" target="_blank" title="copy this link to hand out exactly this '
-            'example">🔗 link to exactly this state</a>')
+            'example">🔗 link to this state</a>')
 
 
 def _restore(request: gr.Request) -> tuple:
@@ -394,12 +408,12 @@ class CompiledPanel:
 
 def _header() -> tuple[gr.Checkbox, gr.HTML]:
     with gr.Row(equal_height=True):
-        gr.Markdown(
-            "# Graph Explorer\n"
-            "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
-            "and change the architecture: the graph below is the real one of that exact run, with its "
-            "measured eager latency and memory.", scale=4,
-        )
+        with gr.Column(scale=4):
+            gr.Markdown("# Graph Explorer")
+            gr.Markdown(
+                "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
+                "and change the architecture: the graph below is the real one of that exact run, with its "
+                "measured eager latency and memory.", elem_classes="ge-aside")
         with gr.Column(scale=1, min_width=220):
             present = gr.Checkbox(False, label="presentation mode", info="larger everything, for a projector")
             link = gr.HTML(label="link to this state")
@@ -426,15 +440,16 @@ def _playground_tab() -> tuple[Playground, CompiledPanel]:
             text = gr.Textbox("", label="input (each UTF-8 byte is one token)", lines=2,
                               max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens. Every edit runs it "
                               "(Enter adds a newline: a token too).")
-            example = gr.Radio(list(EXAMPLES), label="examples of very different lengths", value=None)
+            example = gr.Radio(list(EXAMPLES), label="examples of very different lengths", value=None,
+                               elem_classes="ge-aside")
             compare = gr.Textbox("", label="compare with (optional): the graph is diffed against this input",
-                                 lines=1, placeholder="e.g. a shorter sentence")
+                                 lines=1, placeholder="e.g. a shorter sentence", elem_classes="ge-aside")
             status = gr.Markdown()
             cards = gr.HTML()
             gr.Markdown(
                 "**What you see**: the autograd graph PyTorch recorded for this exact input, one node per "
-                "operation backward will run, coloured by the module that made it, forward from top to "
-                "bottom (hover for shapes and saved bytes). **Try** a 1-token input and then a paragraph, "
+                "operation backward will run, coloured by the module that made it, forward from left to "
+                "right (hover for shapes and saved bytes). **Try** a 1-token input and then a paragraph, "
                 "change the cell or the layers, and watch the graph, the cards and the history change.",
                 elem_classes="explain")
             graph = gr.Plot(label="autograd graph")
@@ -443,7 +458,7 @@ def _playground_tab() -> tuple[Playground, CompiledPanel]:
             with gr.Row():
                 history = gr.Plot(label="history")
                 with gr.Column():
-                    diff = gr.Textbox(label="diff", lines=10, interactive=False)
+                    diff = gr.Textbox(label="diff", lines=10, interactive=False, elem_classes="mono")
                     raw = gr.JSON(label="raw numbers (the same report as `python -m explorer inspect --json`)",
                                   open=False)
             compiled = _compiled_panel()
@@ -635,14 +650,16 @@ class ClaimCard:
     outputs: list[Any]  # CLAIM's components, in order
 
 
-def _claim_header(c: Claim, number: int) -> str:
+def _claim_header(c: Claim, number: int | None) -> str:
+    """The card's claim and experiment; in a lesson (`number` None) the experiment only: the step states the claim."""
     where = (f'<a href="{html.escape(c.reproduce)}" target="_blank">reproduce it in the Playground</a>'
              if c.reproduce.startswith("?") else f"reproduce it in the {html.escape(c.reproduce)}")
-    return f"### {number}. “{c.statement}”\n{c.experiment} ({where})"
+    claim = f"### {number}. “{c.statement}”\n" if number is not None else ""
+    return f"{claim}{c.experiment} ({where})"
 
 
-def _claim_card(c: Claim, number: int) -> ClaimCard:
-    header = gr.Markdown(_claim_header(c, number))
+def _claim_card(c: Claim, number: int | None) -> ClaimCard:
+    header = gr.Markdown(_claim_header(c, number), elem_classes=None if number else "ge-aside")
     with gr.Row():
         run = gr.Button("Run the experiment", variant="primary", scale=0, min_width=200)
         again = gr.Button("Measure again", scale=0, min_width=160)
@@ -674,8 +691,8 @@ def _claims_tab() -> list[Any]:
         "What people say about dynamic graphs, each tested **on this server**: one button runs the experiment "
         "(built from the Playground's and the labs' engines), and a verdict is computed from what it measured. "
         f"A result is shown to everyone on this server for {limits.CLAIMS_TTL_S / 60:.0f} minutes "
-        "(`GE_CLAIMS_TTL_S`), labelled with when it was measured; *Measure again* runs it anew."
-    )
+        "(`GE_CLAIMS_TTL_S`), labelled with when it was measured; *Measure again* runs it anew.",
+        elem_classes="explain")
     outputs = []
     for number, c in enumerate(CLAIMS.values(), 1):
         with gr.Group():
@@ -706,13 +723,13 @@ def _lesson_step(number: int) -> tuple:
     """Everything a step shows: its text, its card's claim and the server's recent result for it."""
     s = step(number)
     c = CLAIMS[s.claim]
-    return (number, step_markdown(number), _lesson_link(number),
-            _claim_header(c, list(CLAIMS).index(c.id) + 1), *_claim_fill(cached_view(CLAIM_BOARD, c.id)))
+    return (number, step_markdown(number), _lesson_link(number), _claim_header(c, None),
+            *_claim_fill(cached_view(CLAIM_BOARD, c.id)))
 
 
 def _lessons_tab() -> LessonPanel:
     gr.Markdown(f"A {sum(s.minutes for s in STEPS)}-minute class over the claims, one card per step: what to do, "
-                "what to notice, one question for the room. Each step has a link of its own.")
+                "what to notice, one question for the room. Each step has a link of its own.", elem_classes="explain")
     number = gr.State(1)
     with gr.Row():
         with gr.Column(scale=2, min_width=300):
@@ -722,7 +739,7 @@ def _lessons_tab() -> LessonPanel:
                 nxt = gr.Button("next →", variant="primary", scale=0, min_width=120)
             link = gr.HTML(_lesson_link(1))
         with gr.Column(scale=3):
-            card = _claim_card(CLAIMS[STEPS[0].claim], 1)
+            card = _claim_card(CLAIMS[STEPS[0].claim], None)
     panel = LessonPanel(number, text, link, card)
     outputs = [number, text, link, card.header, *card.outputs]
     prev.click(lambda n: _lesson_step(max(1, n - 1)), number, outputs, queue=False, api_visibility="private")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
-from explorer.ddp.job import ddp_setup, run_ddp
+from explorer.ddp.job import MIN_STEPS, ddp_setup, run_ddp
 from explorer.ddp.results import DdpResult, WorldRun
 from explorer.ddp.unused import PHASES, TOLERANCE
 from models import make_config
@@ -26,7 +26,7 @@ def _phase(run: WorldRun, phase: str) -> tuple[float, float]:
 
 
 def measure(w: Workers) -> Iterator[str | Evidence]:
-    setup = ddp_setup("unused", MODEL, make_config(MODEL), WORLD)
+    setup = ddp_setup("unused", MODEL, make_config(MODEL), WORLD, MIN_STEPS if w.quick else 6)
     result: DdpResult | None = None
     for item in run_ddp(w.ddp, "unused", setup):
         if isinstance(item, DdpResult):

@@ -64,5 +64,5 @@ def step(number: int) -> Step:
 def step_markdown(number: int) -> str:
     s = step(number)
     c = CLAIMS[s.claim]
-    return (f"### Step {number} of {len(STEPS)} (about {s.minutes} min): “{c.statement}”\n\n"
+    return (f"### Step {number} of {len(STEPS)} (about {s.minutes} min)\n\n**“{c.statement}”**\n\n"
             f"**Do:** {s.do}\n\n**Notice:** {s.notice}\n\n**Ask the room:** {s.question}")

@@ -75,10 +75,13 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
     assert sum(len(t["x"]) for t in drawn["data"][1:]) == report["graph"]["nodes"]  # small: every node drawn
     assert json.loads(history["plot"])["data"][0]["x"] == [2]
     assert diff.startswith("First run")
+    first_arch = report["arch"]
     out = client.predict("tree", "ab cd ef.", "", *_controls("tree", hidden=8), api_name="/edit")
     report = out[4]
     assert report["run"] == 2 and report["config"]["hidden"] == 8
-    assert json.loads(out[2]["plot"])["data"][0]["x"] == [2]  # the first architecture's series
+    series = json.loads(out[2]["plot"])["data"]
+    assert series[0]["name"] == report["arch"] and series[0]["x"] == [9]  # the latest architecture comes first
+    assert next(t for t in series if t["name"] == first_arch)["x"] == [2]  # and the first one is still drawn
     assert "hidden 64->8" in out[3]
     assert report["diff"]["label"].startswith("architecture change (hidden 64->8)")
     assert report["trace"]["compose"] == 8

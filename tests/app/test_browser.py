@@ -135,7 +135,7 @@ def test_a_state_link_restores_model_config_text_and_presentation(page: Page, ap
     expect(page.locator(".card .value").first).to_have_text("13", timeout=TIMEOUT)
     expect(page.get_by_label(INPUT)).to_have_value("Hand this out")
     expect(page.get_by_role("spinbutton", name="layers").first).to_have_value("3")
-    href = page.get_by_role("link", name="link to exactly this state").get_attribute("href")
+    href = page.get_by_role("link", name="link to this state").get_attribute("href")
     assert "model=transformer" in href and "layers=3" in href and "heads=2" in href
     page.get_by_label("presentation mode").check()
     expect(page.locator("body.ge-presentation")).to_have_count(1)
@@ -269,7 +269,7 @@ def test_a_claim_card_runs_its_experiment_and_a_lesson_step_shows_it(page: Page,
     # A teacher's link to step 3; back to step 1, whose card shows the result measured above (the server's board).
     page.goto(app_url + "?lesson=3")
     expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
-    expect(page.get_by_text("3. “Changing the architecture needs no rebuild")).to_be_visible()
+    expect(page.get_by_text("“Changing the architecture needs no rebuild of the whole model.”")).to_be_visible()
     page.get_by_role("button", name="next →").click()
     expect(page.get_by_text("Step 4 of 8")).to_be_visible()
     for _ in range(3):
@@ -277,3 +277,40 @@ def test_a_claim_card_runs_its_experiment_and_a_lesson_step_shows_it(page: Page,
     expect(page.get_by_text("Step 1 of 8")).to_be_visible()
     expect(page.get_by_text(re.compile(r"^Holds: the RNN's graph grows")).first).to_be_visible()
     _shot(page, "lesson-step")
+
+
+_NODE_POINTS = """(gd) => {
+  const L = gd._fullLayout, out = [];
+  gd._fullData.forEach((t) => {
+    if (t.mode !== 'markers' || !t.text) return;
+    for (let i = 0; i < t.x.length; i++) {
+      out.push({text: String(t.text[i]).split('<br>')[0].replace(/<[^>]+>/g, ''),
+                x: L.xaxis.l2p(t.x[i]) + L._size.l, y: L.yaxis.l2p(t.y[i]) + L._size.t});
+    }
+  });
+  const r = gd.getBoundingClientRect();
+  const apart = out.filter((p) => out.every((q) => q === p || Math.hypot(p.x - q.x, p.y - q.y) > 24));
+  return {left: r.left, top: r.top, width: r.width, svg: gd.querySelector('.main-svg').getBoundingClientRect().width,
+          points: apart.slice(0, 8)};
+}"""
+
+
+def _hover_known_nodes(page: Page) -> int:
+    """Hover nodes at the pixels Plotly placed them; each tooltip must name that node. Returns how many."""
+    graph = page.locator(".js-plotly-plot").first
+    graph.scroll_into_view_if_needed()
+    info = graph.evaluate(_NODE_POINTS)
+    assert info["svg"] <= info["width"] + 1  # the figure fits its box: nothing cut off on the right
+    for p in info["points"]:
+        page.mouse.move(info["left"] + p["x"], info["top"] + p["y"])
+        expect(page.locator(".hoverlayer .hovertext").first).to_contain_text(p["text"], timeout=5_000)
+    return len(info["points"])
+
+
+def test_hover_names_the_node_under_the_pointer_in_both_modes(page: Page, app_url):
+    _loaded(page, app_url)
+    assert _hover_known_nodes(page) >= 4
+    page.get_by_label("presentation mode").check()
+    page.wait_for_timeout(1000)  # the figures re-fit to their new width
+    assert _hover_known_nodes(page) >= 4
+    _shot(page, "presentation-hover")

@@ -121,7 +121,7 @@ def test_batch_table_from_typed_lines(tmp_path):
     out = _cli("batch", "--model", "tree", "--lines", str(lines))
     assert out.returncode == 0, out.stderr
     assert "3 sentences" in out.stdout and "not supported: this model has no padded form" in out.stdout
-    assert "verdict: Fastest correct forward: per-sample loop" in out.stdout
+    assert "verdict: Fastest correct forward: the per-sample loop itself" in out.stdout
 
 
 @pytest.mark.slow
