@@ -102,10 +102,17 @@ CSS = """
 .card .value { font-size: 1.45em; font-weight: 600; }
 .card .detail { font-size: 0.75em; color: var(--ge-subdued); }
 .explain { font-size: 0.92em; }
-/* Help text dark enough to read on a projector (WCAG AA contrast: Gradio's default grey is too light). */
-.gradio-container { --ge-subdued: var(--neutral-600); --block-info-text-color: var(--neutral-600); }
-.dark .gradio-container, .gradio-container.dark { --ge-subdued: var(--neutral-300);
-  --block-info-text-color: var(--neutral-300); }
+/* WCAG 2 AA contrast (4.5:1) for everything on the page, which a projector washes out further: Gradio's default
+   greys (help lines, slider bounds, the footer), its orange primary buttons with white text, and its link blue on a
+   grey group are all lighter than that (axe-core, tests/app/test_browser.py). Light theme only: dark keeps its own. */
+:root .gradio-container:not(.dark) { --ge-subdued: var(--neutral-600); --block-info-text-color: var(--neutral-600);
+  --body-text-color-subdued: var(--neutral-600); --link-text-color: #1d4ed8; --link-text-color-hover: #1e3a8a;
+  --link-text-color-visited: #5b21b6; --button-primary-background-fill: #c2410c;
+  --button-primary-background-fill-hover: #9a3412; --button-primary-text-color: white; }
+.dark .gradio-container, .gradio-container.dark { --ge-subdued: var(--neutral-300); }
+.gradio-container:not(.dark) .show-api, .gradio-container:not(.dark) .built-with { color: var(--neutral-700); }
+.gradio-container .json-node:not(.dark-mode) { --text-color: #9a3412; --string-color: #b45309; --number-color: #0e7490;
+  --bracket-color: #285e61; --square-bracket-color: #9f1239; --punctuation-color: #3f6f6e; --line-number-color: #4b5563; }
 .mono textarea { font-family: var(--font-mono); }
 /* Presentation mode, for a projector: larger text through the theme's own sizes (not a CSS zoom, which would cut
    off the figures and move their hover targets), and no side text (help lines, examples, explanations), so that
@@ -125,6 +132,12 @@ _PRESENT_JS = """(on) => {
   return [];
 }"""
 _PAGE_JS = """() => {
+  // Gradio 6.31 marks an empty plot or JSON with a bare <div aria-label="Empty value">: ARIA forbids a label on a div
+  // without a role (axe's aria-prohibited-attr). It is an image of nothing: say so.
+  const label = () => document.querySelectorAll('div.empty[aria-label]:not([role])').forEach(
+    (d) => d.setAttribute('role', 'img'));
+  new MutationObserver(label).observe(document.body, {childList: true, subtree: true});
+  label();
   const box = (t) => t instanceof HTMLInputElement && t.type === 'number';
   document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && box(e.target)) e.target.blur(); });
   document.addEventListener('focusin', (e) => { if (box(e.target)) e.target.dataset.settled = e.target.value; });

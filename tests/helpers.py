@@ -1,6 +1,7 @@
 """What several tests share: the real app in its own process (the launcher the benchmarks use too), Debian's
 Chromium for the browser tests (installed by the suite itself when missing, never a test tool's own browser
-download), and source lines derived from the code rather than typed."""
+download), axe-core for the accessibility audit (from the npm registry, pinned), and source lines derived from the
+code rather than typed."""
 
 from __future__ import annotations
 
@@ -19,18 +20,39 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
         "--disable-component-update", "--disable-sync"]
 
 
-def ensure_chromium() -> str:
-    """The path of Debian's chromium, installing it with apt-get if needed; raises with the reason if not."""
-    if CHROMIUM.exists():
-        return str(CHROMIUM)
+AXE_VERSION = "4.14.1"
+AXE_DIR = ROOT / ".cache" / "axe-core"
+
+
+def _apt_install(*packages: str) -> None:
     apt = shutil.which("apt-get")
     if apt is None or os.geteuid() != 0:
-        raise RuntimeError("the browser tests need Debian's chromium: run `apt-get install chromium` as root")
+        raise RuntimeError(f"the browser tests need {' '.join(packages)}: run `apt-get install` them as root")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in ([apt, "update", "-q"], [apt, "install", "-y", "-q", "--no-install-recommends", *PACKAGES]):
+    for cmd in ([apt, "update", "-q"], [apt, "install", "-y", "-q", "--no-install-recommends", *packages]):
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}")
+
+
+def ensure_axe() -> Path:
+    """axe-core's browser script, installed from the npm registry (npm from Debian if missing) into .cache/."""
+    script = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
+    if script.exists():
+        return script
+    if shutil.which("npm") is None:
+        _apt_install("npm")
+    done = subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund", "--prefix", str(AXE_DIR),
+                           f"axe-core@{AXE_VERSION}"], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0 or not script.exists():
+        raise RuntimeError(f"npm install axe-core@{AXE_VERSION} failed: {done.stderr.strip()[-500:]}")
+    return script
+
+
+def ensure_chromium() -> str:
+    """The path of Debian's chromium, installing it with apt-get if needed; raises with the reason if not."""
+    if not CHROMIUM.exists():
+        _apt_install(*PACKAGES)
     return str(CHROMIUM)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.helpers import ARGS, ensure_chromium, start_app, stop_app
+from tests.helpers import ARGS, ensure_axe, ensure_chromium, start_app, stop_app
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -314,3 +314,50 @@ def test_hover_names_the_node_under_the_pointer_in_both_modes(page: Page, app_ur
     page.wait_for_timeout(1000)  # the figures re-fit to their new width
     assert _hover_known_nodes(page) >= 4
     _shot(page, "presentation-hover")
+
+
+_AXE = """async () => (await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa']}})).violations
+  .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+  .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.html.slice(0, 100)).join(' | ')}`)"""
+TABS = ["Playground", "Batching lab", "Deployment lab", "Debugging lab", "Multi-process lab", "Claims", "Lessons"]
+
+
+def test_no_serious_or_critical_wcag_violation_on_any_tab(page: Page, app_url):
+    _loaded(page, app_url)  # the Playground with a run on screen: graph, cards, history, raw numbers
+    page.add_script_tag(path=str(ensure_axe()))
+    found = {}
+    for tab in TABS:
+        page.get_by_role("tab", name=tab).click()
+        if tab == "Claims":  # a card with its figure, numbers and verdict
+            page.get_by_role("button", name="Run the experiment").first.click()
+            expect(page.get_by_text(re.compile(r"^Holds: the RNN's graph grows")).first).to_be_visible(timeout=TIMEOUT)
+        page.wait_for_timeout(500)
+        found[tab] = page.evaluate(_AXE)
+    assert found == {tab: [] for tab in TABS}
+
+
+_FOCUSABLE = """() => [...document.querySelectorAll('input, button, select, textarea, a[href], [tabindex]')]
+  .filter((e) => e.tabIndex >= 0 && !e.disabled && e.offsetParent !== null && e.getClientRects().length)
+  .map((e, i) => { e.dataset.geFocus = String(i); return i; })"""
+_NAME = """() => { const e = document.activeElement; if (!e || !e.dataset.geFocus) return null;
+  const byId = e.id && document.querySelector(`label[for="${e.id}"]`);
+  const block = e.closest('.block')?.querySelector('[data-testid="block-info"]');
+  const name = e.getAttribute('aria-label') || e.labels?.[0]?.innerText || (byId && byId.innerText) || e.title
+    || e.innerText || e.dataset.title || e.querySelector('title')?.textContent || e.closest('label')?.innerText
+    || block?.innerText;
+  return [e.dataset.geFocus, (name || '').trim()]; }"""
+
+
+def test_every_playground_control_is_reached_and_named_with_the_keyboard(page: Page, app_url):
+    _loaded(page, app_url)
+    controls = set(page.evaluate(_FOCUSABLE))
+    page.locator("body").click(position={"x": 5, "y": 5})
+    reached: dict[int, str] = {}
+    for _ in range(3 * len(controls)):
+        page.keyboard.press("Tab")
+        got = page.evaluate(_NAME)
+        if got is not None:
+            reached[int(got[0])] = got[1]
+    assert controls <= set(reached), f"not reachable with Tab: {sorted(controls - set(reached))}"
+    unnamed = [i for i, name in reached.items() if not name]
+    assert not unnamed, f"{len(unnamed)} controls without a name"
