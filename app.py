@@ -111,8 +111,9 @@ CSS = """
   --button-primary-background-fill-hover: #9a3412; --button-primary-text-color: white; }
 .dark .gradio-container, .gradio-container.dark { --ge-subdued: var(--neutral-300); }
 .gradio-container:not(.dark) .show-api, .gradio-container:not(.dark) .built-with { color: var(--neutral-700); }
-.gradio-container .json-node:not(.dark-mode) { --text-color: #9a3412; --string-color: #b45309; --number-color: #0e7490;
-  --bracket-color: #285e61; --square-bracket-color: #9f1239; --punctuation-color: #3f6f6e; --line-number-color: #4b5563; }
+.gradio-container .json-node:not(.dark-mode) { --text-color: #9a3412; --string-color: #b45309;
+  --number-color: #0e7490; --bracket-color: #285e61; --square-bracket-color: #9f1239; --punctuation-color: #3f6f6e;
+  --line-number-color: #4b5563; }
 .mono textarea { font-family: var(--font-mono); }
 /* Presentation mode, for a projector: larger text through the theme's own sizes (not a CSS zoom, which would cut
    off the figures and move their hover targets), and no side text (help lines, examples, explanations), so that
