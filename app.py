@@ -115,6 +115,12 @@ CSS = """
   --number-color: #0e7490; --bracket-color: #285e61; --square-bracket-color: #9f1239; --punctuation-color: #3f6f6e;
   --line-number-color: #4b5563; }
 .mono textarea { font-family: var(--font-mono); }
+/* Tables: a header breaks between words, never inside one ("co mp il es"); a table wider than its box scrolls
+   sideways instead of squeezing columns, so a timeline's reasons and a lab's compiled columns stay readable. */
+.gradio-container table th, .gradio-container table th * { word-break: keep-all !important;
+  overflow-wrap: normal !important; hyphens: none; }
+.gradio-container table td { min-width: 4em; }
+.gradio-container .table-wrap { overflow-x: auto; }
 /* Presentation mode, for a projector: larger text through the theme's own sizes (not a CSS zoom, which would cut
    off the figures and move their hover targets), and no side text (help lines, examples, explanations), so that
    the current input's graph and cards reach the first screen. The figures re-fit to their new width (_PRESENT_JS). */
