@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from explorer.claims.board import ClaimBoard, claim
 from explorer.claims.evidence import Chart, ClaimResult, Workers
-from explorer.views.figures import PALETTE, iqr_bars
+from explorer.views.figures import PALETTE, iqr_bars, wrapped
 
 
 @dataclass
@@ -21,14 +21,6 @@ class ClaimView:
     numbers: list[tuple[str, str, str]]  # (label, value, detail): the card's three or four figures
     verdict: str  # markdown: the verdict, then what the figures are
     report: dict[str, Any]
-
-
-def _wrapped(title: str, width: int = 46) -> str:
-    """A title in lines of at most `width` characters: plotly does not wrap, and a narrow card would clip it."""
-    lines = [""]
-    for word in title.split():
-        lines[-1:] = [f"{lines[-1]} {word}".strip()] if len(lines[-1]) + len(word) < width else [lines[-1], word]
-    return "<br>".join(lines)
 
 
 def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
@@ -48,7 +40,7 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
             fig.add_scatter(mode="lines+markers", line={"color": color, "dash": "dot" if s.axis == "y2" else "solid"},
                             text=s.text, hovertemplate="%{x}: %{y:.4g}" + f"<extra>{s.name}</extra>", **common)
     fig.update_layout(
-        title={"text": _wrapped(chart.title), "font": {"size": 15}}, height=height, barmode="group",
+        title={"text": wrapped(chart.title), "font": {"size": 15}}, height=height, barmode="group",
         plot_bgcolor="white",
         margin={"l": 70, "r": 70 if chart.y2_title else 20, "t": 70, "b": 50},
         legend={"orientation": "h", "yanchor": "top", "y": -0.18, "font": {"size": 12}},
