@@ -51,7 +51,7 @@ from explorer.views.deploy import DEPLOY_COLUMNS, deploy_update
 from explorer.views.export import ExportDir
 from explorer.views.figures import graph_figure
 from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
-from explorer.views.playground import View, control_specs, update, values_for
+from explorer.views.playground import View, control_specs, opened_graph, update, values_for
 from models import ZOO, Knob, make_config
 from models.bugs import BUGS
 from models.config import config_dict
@@ -84,7 +84,7 @@ class Outputs:
         return tuple(values.get(n, gr.skip()) for n in self.names)
 
 
-PLAYGROUND = Outputs("session", "graph", "cards", "history", "diff", "report", "status")
+PLAYGROUND = Outputs("session", "graph", "cards", "history", "diff", "report", "status", "open_module")
 COMPILED = Outputs("session", "status", "cards", "timeline", "breaks", "figure", "fx_graph", "fx_code", "report")
 LAB = Outputs("session", "status", "verdict", "table", "lengths", "time", "waste", "report")
 DEPLOY = Outputs("status", "verdict", "table", "diffs", "autograd", "exported", "code", "downloads", "report")
@@ -181,7 +181,9 @@ def _cards_html(cards: list[tuple[str, str, str]]) -> str:
 
 
 def _view(session: Session, view: View) -> tuple:
-    return PLAYGROUND.fill(session=session, graph=view.graph, cards=_cards_html(view.cards), history=view.history,
+    return PLAYGROUND.fill(session=session, graph=view.graph,
+                           open_module=gr.Dropdown(choices=view.groups, value=""),
+                           cards=_cards_html(view.cards), history=view.history,
                            diff=view.diff, report=view.report, status=view.status)
 
 
@@ -359,6 +361,12 @@ def run_claim(claim_id: str, again: bool, progress: gr.Progress = gr.Progress())
         yield CLAIM.fill(status=f"**The experiment stopped**: {e}")
 
 
+def _open_module(session: Session, module: str) -> Any:
+    """Redraw the latest graph with one module's nodes drawn one by one (the counts stay those of the whole graph)."""
+    figure = opened_graph(session, module or "")
+    return gr.skip() if figure is None else figure
+
+
 def _show_model(m: str) -> tuple:
     """Show the chosen model's controls and say what it is."""
     return MODEL_CHOICE.fill(**{f"group:{name}": gr.Group(visible=m == name) for name in ZOO},
@@ -409,6 +417,7 @@ class Playground:
     status: gr.Markdown
     cards: gr.HTML
     graph: gr.Plot
+    open_module: gr.Dropdown
     history: gr.Plot
     diff: gr.Textbox
     raw: gr.JSON
@@ -473,6 +482,8 @@ def _playground_tab() -> tuple[Playground, CompiledPanel]:
                 "change the cell or the layers, and watch the graph, the cards and the history change.",
                 elem_classes="explain")
             graph = gr.Plot(label="autograd graph")
+            open_module = gr.Dropdown([("none: every module grouped", "")], value="", label="open a module",
+                                 info="a big graph is drawn in groups: pick a module to draw its nodes one by one")
             gr.Markdown("**History**: every run of this session, latency (median, IQR bars) and peak memory "
                         "against input length, one line per architecture.", elem_classes="explain")
             with gr.Row():
@@ -482,8 +493,8 @@ def _playground_tab() -> tuple[Playground, CompiledPanel]:
                     raw = gr.JSON(label="raw numbers (the same report as `python -m explorer inspect --json`)",
                                   open=False)
             compiled = _compiled_panel()
-    return Playground(model, groups, controls, text, example, compare, status, cards, graph, history, diff,
-                      raw), compiled
+    return Playground(model, groups, controls, text, example, compare, status, cards, graph, open_module, history,
+                      diff, raw), compiled
 
 
 def _compiled_panel() -> CompiledPanel:
@@ -791,7 +802,8 @@ def _limits_panel() -> None:
 def _wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, c: CompiledPanel,
                      link: gr.HTML) -> None:
     """Every edit runs the Playground, then refreshes the state link and the compiled side."""
-    outputs = PLAYGROUND.components(session=session, graph=p.graph, cards=p.cards, history=p.history, diff=p.diff,
+    outputs = PLAYGROUND.components(session=session, graph=p.graph, open_module=p.open_module, cards=p.cards,
+                                    history=p.history, diff=p.diff,
                                     report=p.raw, status=p.status)
     run = {"fn": run_playground, "inputs": [session, p.model, p.text, p.compare, *p.controls], "outputs": outputs,
            "trigger_mode": "always_last", "concurrency_id": "measure", "concurrency_limit": MEASURE_EVENTS,
@@ -824,6 +836,8 @@ def _wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, c: Compi
     after_run(p.model.input(_show_model, inputs=p.model, outputs=model_choice, api_name="select_model",
                             queue=False).then(api_visibility="private", **run))
     p.example.input(lambda k: EXAMPLES[k], inputs=p.example, outputs=p.text, api_name="example", queue=False)
+    p.open_module.input(_open_module, inputs=[session, p.open_module], outputs=p.graph, api_visibility="private",
+                        show_progress="hidden")
     for i, option in enumerate(options):
         option.input(**link_update)  # at once: a link copied while the compile runs carries the options
         option.input(api_name="compile" if i == 0 else None, api_visibility="public" if i == 0 else "private",

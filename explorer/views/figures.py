@@ -16,11 +16,11 @@ from plotly.subplots import make_subplots
 
 from explorer.compile.observe import CompileEvent, FxNode
 from explorer.compile.track import CompiledRun
-from explorer.core.fmt import format_bytes
+from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.eager.graph import AutogradGraph, GraphNode
 from explorer.session import RunRecord, RunResult
-from explorer.views.layout import DrawNode, GraphLayout, layout_graph, module_color_keys
+from explorer.views.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
 
 PALETTE = qualitative.Dark24 + qualitative.Light24
 _ADDED = "#d62728"
@@ -63,10 +63,43 @@ def _hover(d: DrawNode) -> str:
     return "<br>".join(lines)
 
 
+MAX_GRAPH_LABELS = 8  # group labels drawn on a graph; more would cover each other
+
+
+def _legend_name(group: str, nodes: list[DrawNode]) -> str:
+    """'cell: 42 steps, 1,008 nodes': what a colour is, and how much of the graph it made."""
+    ops = [m for d in nodes for m in d.members if not m.is_param]
+    steps = max(Counter(module for module, _ in {(m.module, m.call) for m in ops}).values(), default=0)
+    said = f"{steps} steps, " if steps > 1 else ""
+    return f"{group or '(model)'}: {said}{count(len(ops), 'node')}" if ops else f"{group or '(model)'}: parameters"
+
+
+def _labels(lay: GraphLayout, ticked: str) -> list[str]:
+    """The text drawn beside nodes: each colour group's name once, at its last node (so that the blocks that ran,
+    early exit's depth, can be read off the figure); for a collapsed graph, the first and last group of the module
+    the axis counts (`ticked`), with their steps; shared parameters with their number of uses."""
+    labels = [""] * len(lay.nodes)
+    groups = module_color_keys(lay.nodes)
+    if len(groups) <= MAX_GRAPH_LABELS * 3:
+        for group, idx in groups.items():
+            labels[max(idx, key=lambda j: lay.nodes[j].x)] = group or "model"
+    if lay.collapsed and ticked:
+        calls = len({m.call for d in lay.nodes for m in d.members if m.module == ticked})
+        on_axis = sorted((i for i, d in enumerate(lay.nodes) if d.module == ticked and not d.is_param),
+                         key=lambda i: lay.nodes[i].x)
+        for i in on_axis[:1] + on_axis[-1:]:
+            labels[i] = short_label(lay.nodes[i], calls)
+    for i, uses in lay.shared.items():
+        labels[i] = f"{lay.nodes[i].label.split(' (')[0]} (shared: {uses} uses)"
+    return labels
+
+
 def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
-               max_nodes: int = MAX_DRAWN_NODES, height: int = 560) -> go.Figure:
-    """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, left to right."""
-    lay: GraphLayout = layout_graph(graph, added, max_nodes)
+               max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "") -> go.Figure:
+    """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right, each
+    module a colour named in the legend with its count, groups and modules labelled on the figure, shared
+    parameters drawn once, and the repeated structure's steps on the axis."""
+    lay: GraphLayout = layout_graph(graph, added, max_nodes, expand)
     fig = go.Figure()
     ex, ey = [], []
     for a, b in lay.edges:
@@ -75,10 +108,14 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
         ey += [na.y, nb.y, None]
     fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"width": 0.6, "color": "#aab"},
                              hoverinfo="skip", showlegend=False))
-    for i, (module, idx) in enumerate(sorted(module_color_keys(lay.nodes).items())):
+    ticked, tickvals, ticktext = step_ticks(lay)
+    labels = _labels(lay, ticked)
+    groups = sorted(module_color_keys(lay.nodes).items(),  # most nodes first
+                    key=lambda kv: (-sum(len(lay.nodes[j].members) for j in kv[1]), kv[0]))
+    for i, (module, idx) in enumerate(groups):
         nodes = [lay.nodes[j] for j in idx]
         fig.add_trace(go.Scatter(
-            x=[d.x for d in nodes], y=[d.y for d in nodes], mode="markers", name=module or "(model)",
+            x=[d.x for d in nodes], y=[d.y for d in nodes], mode="markers+text", name=_legend_name(module, nodes),
             marker={
                 "size": [min(22, 8 + 2 * len(d.members) ** 0.5) for d in nodes],
                 "color": PALETTE[i % len(PALETTE)],
@@ -86,28 +123,36 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
                 "line": {"width": [3 if d.added else 0.5 for d in nodes],
                          "color": [_ADDED if d.added else "#333" for d in nodes]},
             },
-            text=[_hover(d) for d in nodes], hoverinfo="text",
+            text=[_hover(d) for d in nodes], hoverinfo="text", texttemplate=[labels[j] for j in idx],
+            textposition=["middle right" if d.is_param else "top center" for d in nodes],
+            textfont={"size": 11, "color": "#333"}, cliponaxis=False,
         ))
     drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
         f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
+    if lay.expanded:
+        drawn += f", {lay.expanded} opened"
+    axis = ("forward →  (inputs and parameters on the left, output on the right)" if not tickvals else
+            f"forward →  ticks: {ticked}, step (call) number")
     fig.update_layout(
         title={"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
-        height=height, margin={"l": 10, "r": 10, "t": 70, "b": 30}, plot_bgcolor="white",
-        legend={"title": {"text": "module"}, "itemsizing": "constant"}, hoverlabel={"align": "left"},
-        xaxis={"title": "forward →  (inputs and parameters on the left, output on the right)",
-               "showgrid": False, "zeroline": False, "showticklabels": False},
+        height=height, margin={"l": 10, "r": 10, "t": 70, "b": 40}, plot_bgcolor="white",
+        legend={"title": {"text": "module (most nodes first)"}, "itemsizing": "constant"},
+        hoverlabel={"align": "left"},
+        xaxis={"title": axis, "showgrid": bool(tickvals), "gridcolor": "#f0f0f0", "zeroline": False,
+               "showticklabels": bool(tickvals), "tickvals": tickvals, "ticktext": ticktext},
         yaxis={"visible": False},
     )
     return fig
 
 
-def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: int = 560) -> go.Figure:
+def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
+                 expand: str = "") -> go.Figure:
     graph = result.capture.graph
     title = (f"Autograd graph: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
              f"{result.arch}, {result.tokens} tokens")
     if result.diff:
         title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
-    return draw_graph(graph, title, result.diff.added_ids if result.diff else frozenset(), max_nodes, height)
+    return draw_graph(graph, title, result.diff.added_ids if result.diff else frozenset(), max_nodes, height, expand)
 
 
 def fx_graph(nodes: tuple[FxNode, ...]) -> AutogradGraph:

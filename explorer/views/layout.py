@@ -2,7 +2,11 @@
 
 Plotly redraws slowly past a few hundred drawn nodes, so a graph over `max_nodes` is drawn as
 groups: first one node per module call (one per time step of an unrolled cell), then runs of
-consecutive calls. The counts in the report always describe the full graph.
+consecutive calls. One module can be opened (`expand`): its nodes are drawn one by one while the rest stays
+grouped. The counts in the report always describe the full graph.
+
+A parameter that feeds many operations (a cell's weights, used at every time step) is drawn once, beside the
+path, with the number of its uses instead of an edge to each (`shared`): a fan of identical edges says nothing.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import igraph
 
@@ -38,13 +43,18 @@ class DrawNode:
 @dataclass
 class GraphLayout:
     nodes: list[DrawNode]
-    edges: list[tuple[int, int]]  # indices into nodes, forward direction
+    edges: list[tuple[int, int]]  # indices into nodes, forward direction: the ones drawn
     total_nodes: int
     grouping: str  # "none", "per call", or "per N calls"
+    shared: dict[int, int] = field(default_factory=dict)  # drawn node -> operations it feeds (edges not drawn)
+    expanded: str = ""  # the module drawn node by node, if one was opened
 
     @property
     def collapsed(self) -> bool:
         return self.grouping != "none"
+
+
+SHARED_USES = 4  # a parameter node feeding at least this many drawn nodes is drawn once, without its fan of edges
 
 
 def _group_key(n: GraphNode, level: int, chunk: int) -> tuple:
@@ -55,12 +65,16 @@ def _group_key(n: GraphNode, level: int, chunk: int) -> tuple:
     return ("call", n.module, n.call // chunk)
 
 
-def _groups(graph: AutogradGraph, max_nodes: int) -> tuple[dict[int, tuple], str]:
+def _in(module: str, expand: str) -> bool:
+    return bool(expand) and (module == expand or module.startswith(expand + "."))
+
+
+def _groups(graph: AutogradGraph, max_nodes: int, expand: str = "") -> tuple[dict[int, tuple], str]:
     if len(graph.nodes) <= max_nodes:
         return {n.id: _group_key(n, 0, 1) for n in graph.nodes}, "none"
     chunk = 1
     while True:
-        keys = {n.id: _group_key(n, 1, chunk) for n in graph.nodes}
+        keys = {n.id: _group_key(n, 0 if _in(n.module, expand) else 1, chunk) for n in graph.nodes}
         count = len(set(keys.values()))
         if count <= max_nodes:
             return keys, "per call" if chunk == 1 else f"per {chunk} calls"
@@ -70,9 +84,16 @@ def _groups(graph: AutogradGraph, max_nodes: int) -> tuple[dict[int, tuple], str
         chunk = min(max_calls, max(chunk * 2, math.ceil(chunk * count / max_nodes)))
 
 
+def modules(graph: AutogradGraph) -> list[tuple[str, int]]:
+    """(module, nodes it made) for every module in the graph, most nodes first: what can be opened."""
+    return graph.module_counts().most_common()
+
+
 def layout_graph(graph: AutogradGraph, added: frozenset[int] = frozenset(),
-                 max_nodes: int = MAX_DRAWN_NODES) -> GraphLayout:
-    keys, grouping = _groups(graph, max_nodes)
+                 max_nodes: int = MAX_DRAWN_NODES, expand: str = "") -> GraphLayout:
+    if expand and expand not in dict(modules(graph)):
+        expand = ""  # a module of an earlier graph: draw this one as usual
+    keys, grouping = _groups(graph, max_nodes, expand)
     index: dict[tuple, int] = {}
     nodes: list[DrawNode] = []
     for n in graph.nodes:
@@ -91,7 +112,10 @@ def layout_graph(graph: AutogradGraph, added: frozenset[int] = frozenset(),
     coords = g.layout_sugiyama(maxiter=20).coords
     for d, (pos, layer) in zip(nodes, coords, strict=False):
         d.x, d.y = layer, -pos  # forward runs left to right
-    return GraphLayout(nodes, edges, len(graph.nodes), grouping)
+    uses = Counter(a for a, _ in edges)
+    shared = {i: uses[i] for i, d in enumerate(nodes) if d.is_param and uses[i] >= SHARED_USES}
+    drawn = [(a, b) for a, b in edges if a not in shared]
+    return GraphLayout(nodes, drawn, len(graph.nodes), grouping, shared, expand)
 
 
 def _layout_edges(n: int, edges: list[tuple[int, int]], fan_out: int = 3) -> list[tuple[int, int]]:
@@ -127,9 +151,43 @@ def _label(d: DrawNode, grouping: str) -> str:
     if d.is_param:
         return f"{d.module} params ({len(d.members)})"
     calls = sorted({m.call for m in d.members})
-    span = f"call {calls[0]}" if len(calls) == 1 else f"calls {calls[0]}-{calls[-1]}"
+    span = f"step {calls[0]}" if len(calls) == 1 else f"steps {calls[0]}-{calls[-1]}"
     top = Counter(m.op for m in d.members).most_common(1)[0][0]
-    return f"{d.module} {span}: {len(d.members)} ops (mostly {top})"
+    return f"{d.module}, {span}: {len(d.members)} ops (mostly {top})"
+
+
+def short_label(d: DrawNode, calls_of_module: int) -> str:
+    """What a drawn group says on the figure itself: its module and, for a module called more than once, which
+    step(s) ("cell, step 37", "cell, steps 8-15"); a single node says nothing (its hover does)."""
+    if len(d.members) == 1 and not d.is_param:
+        return ""
+    if d.is_param:
+        return f"{d.module or 'model'} params"
+    calls = sorted({m.call for m in d.members})
+    if calls_of_module <= 1:
+        return d.module or "model"
+    return f"{d.module}, step {calls[0]}" if len(calls) == 1 else f"{d.module}, steps {calls[0]}-{calls[-1]}"
+
+
+def step_ticks(layout: GraphLayout, most: int = 10) -> tuple[str, list[float], list[str]]:
+    """The axis of the repeated structure: the module called most often (an unrolled cell, a tree's composition)
+    and where its calls sit along the forward direction, at most `most` ticks; ("", [], []) when nothing repeats."""
+    calls: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for d in layout.nodes:
+        if d.is_param:
+            continue
+        for m in d.members:
+            calls[m.module][m.call].append(d.x)
+    if not calls:
+        return "", [], []
+    module, per_call = max(calls.items(), key=lambda kv: len(kv[1]))
+    order = sorted(per_call)
+    xs = [sum(per_call[c]) / len(per_call[c]) for c in order]
+    if len(set(xs)) < min(3, len(xs)) or xs[-1] <= xs[0] or any(b < a for a, b in pairwise(xs)):
+        return "", [], []  # nothing repeats, or its calls are not in forward order (a tree's leaves, compositions)
+    every = max(1, math.ceil(len(order) / most))
+    picked = order[::every]
+    return module, [sum(per_call[c]) / len(per_call[c]) for c in picked], [str(c) for c in picked]
 
 
 def module_color_keys(nodes: list[DrawNode]) -> dict[str, list[int]]:

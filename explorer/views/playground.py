@@ -11,11 +11,12 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.core.fmt import format_bytes
+from explorer.core.fmt import count, format_bytes
 from explorer.core.inputs import empty_message
 from explorer.serving.queueing import Turn, queued
 from explorer.session import RunResult, Session
 from explorer.views.figures import graph_figure, history_figure
+from explorer.views.layout import modules
 from explorer.views.report import build_report
 from models import ZOO, Knob, entry
 
@@ -33,6 +34,7 @@ def values_for(model: str, flat: list[Any]) -> dict[str, Any]:
 @dataclass
 class View:
     graph: go.Figure
+    groups: list[tuple[str, str]]  # (label, module): the modules a person can open in the drawn graph
     cards: list[tuple[str, str, str]]  # (label, value, detail)
     history: go.Figure
     diff: str
@@ -60,12 +62,24 @@ def cards(r: RunResult) -> list[tuple[str, str, str]]:
 def _view(session: Session, r: RunResult, status: str) -> View:
     return View(
         graph=graph_figure(r),
+        groups=openable(r),
         cards=cards(r),
         history=history_figure(session.history),
         diff=r.diff.text() if r.diff else "First run of this session: change the input or the architecture to diff.",
         report=build_report(r, session.compile_track),
         status=status,
     )
+
+
+def openable(r: RunResult) -> list[tuple[str, str]]:
+    """The modules of a run's graph a person can open (most nodes first), for a graph drawn collapsed."""
+    return [("none: every module grouped", "")] + [(f"{m} ({count(n, 'node')})", m)
+                                                    for m, n in modules(r.capture.graph)]
+
+
+def opened_graph(session: Session, module: str) -> go.Figure | None:
+    """The latest run's graph with `module` drawn node by node (the rest grouped as before); None before a run."""
+    return None if session.last is None else graph_figure(session.last, expand=module)
 
 
 def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any]) -> Iterator[str | View]:

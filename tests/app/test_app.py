@@ -67,7 +67,7 @@ def test_inspect_endpoint_rejects_bad_input_with_a_message(app_url, config, text
 def test_session_history_grows_and_bad_input_keeps_it(app_url):
     client = Client(app_url, verbose=False)
     out = client.predict("tree", "ab", "", *_controls("tree"), api_name="/edit")
-    graph, cards, history, diff, report, status = out
+    graph, cards, history, diff, report, status, _opened = out
     assert report["run"] == 1 and report["tokens"] == 2
     assert "graph nodes" in cards and "Measured on cpu" in status
     drawn = json.loads(graph["plot"])
