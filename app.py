@@ -51,7 +51,7 @@ from explorer.views.deploy import DEPLOY_COLUMNS, deploy_update
 from explorer.views.export import ExportDir
 from explorer.views.figures import graph_figure
 from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
-from explorer.views.playground import View, control_specs, opened_graph, update, values_for
+from explorer.views.playground import GraphFirst, View, control_specs, opened_graph, update, values_for
 from models import ZOO, Knob, make_config
 from models.bugs import BUGS
 from models.config import config_dict
@@ -193,7 +193,12 @@ def run_playground(request: gr.Request, session: Session, model: str, text: str,
     RESIDENCY.attach(request.session_hash, session)
     try:
         for view in update(session, model, text, compare, values_for(model, list(flat))):
-            yield PLAYGROUND.fill(session=session, status=view) if isinstance(view, str) else _view(session, view)
+            if isinstance(view, str):
+                yield PLAYGROUND.fill(session=session, status=view)
+            elif isinstance(view, GraphFirst):  # the new graph at once; its cards follow with the timings
+                yield PLAYGROUND.fill(graph=view.graph, status=view.status)
+            else:
+                yield _view(session, view)
     except USER_ERRORS as e:
         raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
     except Exception:

@@ -66,6 +66,23 @@ class RunLock:
         return RunLock()
 
 
+@dataclass(frozen=True)
+class Captured:
+    """The first stage of a run: the graph an input built (and its diff), before anything is timed."""
+
+    model: str
+    config: Any
+    arch: str
+    input: TokenizedText
+    compare: str
+    capture: Capture
+    diff: GraphDiff | None
+
+    @property
+    def tokens(self) -> int:
+        return self.input.tokens
+
+
 @dataclass
 class RunResult:
     """Everything measured for one input on one architecture."""
@@ -161,9 +178,9 @@ class Session:
         return (last is not None and (last.model, last.config) == (self.model_name, self.config)
                 and last.input.text == text and last.compare == (compare or ""))
 
-    def run(self, text: str, compare: str | None = None, budget_scale: float = 1.0) -> RunResult:
-        """Capture the graph and time forward and train step for `text`; diff against `compare` if
-        given, else against the previous run (another input or another architecture)."""
+    def capture(self, text: str, compare: str | None = None) -> Captured:
+        """A run's first stage: the graph `text` builds, diffed against `compare` if given, else against the
+        previous run (another input or another architecture). Fast: the view can draw it before the timings."""
         inp = tokenize(text)
         other = tokenize(compare, "comparison input") if compare and compare.strip() else None
         model = self.model
@@ -177,24 +194,27 @@ class Session:
         elif self.last is not None:
             prev = self.last
             diff = diff_graphs(prev.capture.graph, capture.graph, _change_label(prev, self, inp))
-        ids = inp.ids
+        return Captured(self.model_name, self.config, arch_label(self.model_name, self.config), inp, compare or "",
+                        capture, diff)
+
+    def time_run(self, c: Captured, budget_scale: float = 1.0) -> RunResult:
+        """A run's second stage: forward and train step timed; the result becomes the session's latest."""
+        model = self.model
+        ids = c.input.ids
         result = RunResult(
-            number=next(self._counter),
-            model=self.model_name,
-            config=self.config,
-            arch=arch_label(self.model_name, self.config),
-            input=inp,
-            compare=compare or "",
-            capture=capture,
+            number=next(self._counter), model=c.model, config=c.config, arch=c.arch, input=c.input,
+            compare=c.compare, capture=c.capture,
             forward=measure("forward", lambda: forward(model, ids), FORWARD_BUDGET_S * budget_scale),
             train_step=measure("train step", lambda: train_step(model, ids), TRAIN_BUDGET_S * budget_scale),
-            params=sum(p.numel() for p in model.parameters()),
-            param_bytes=param_bytes(model),
-            diff=diff,
+            params=sum(p.numel() for p in model.parameters()), param_bytes=param_bytes(model), diff=c.diff,
         )
         self.last = result
         self.history.append(result.record())
         return result
+
+    def run(self, text: str, compare: str | None = None, budget_scale: float = 1.0) -> RunResult:
+        """Capture the graph and time forward and train step for `text` (both stages)."""
+        return self.time_run(self.capture(text, compare), budget_scale)
 
     def measure_memory(self, result: RunResult) -> MemoryPeaks:
         """The profiler's exact peaks for a run (a second, slower stage: the profiler records every allocation)."""

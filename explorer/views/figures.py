@@ -19,7 +19,7 @@ from explorer.compile.track import CompiledRun
 from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.eager.graph import AutogradGraph, GraphNode
-from explorer.session import RunRecord, RunResult
+from explorer.session import Captured, RunRecord, RunResult
 from explorer.views.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
 
 PALETTE = qualitative.Dark24 + qualitative.Light24
@@ -145,7 +145,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
     return fig
 
 
-def graph_figure(result: RunResult, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
+def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
                  expand: str = "") -> go.Figure:
     graph = result.capture.graph
     title = (f"Autograd graph: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "

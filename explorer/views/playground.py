@@ -82,7 +82,8 @@ def opened_graph(session: Session, module: str) -> go.Figure | None:
     return None if session.last is None else graph_figure(session.last, expand=module)
 
 
-def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any]) -> Iterator[str | View]:
+def update(session: Session, model: str, text: str, compare: str,
+           values: dict[str, Any]) -> Iterator[str | View | GraphFirst]:
     """Reconfigure if needed, wait for the measurement queue (yielding messages), run, and yield the view
     twice: at once, then with the profiler's memory. One run at a time per session; an input identical to the
     latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a new run, and
@@ -100,9 +101,20 @@ def update(session: Session, model: str, text: str, compare: str, values: dict[s
         yield from _measured_run(session, text, compare)
 
 
-def _measured_run(session: Session, text: str, compare: str) -> Iterator[str | View]:
-    def work(turn: Turn) -> Iterator[View]:
-        r = session.run(text, compare, budget_scale=turn.budget_scale)
+@dataclass
+class GraphFirst:
+    """The new graph, drawn as soon as it is captured, before the timings (the cards follow in a View)."""
+
+    graph: go.Figure
+    status: str
+
+
+def _measured_run(session: Session, text: str, compare: str) -> Iterator[str | View | GraphFirst]:
+    def work(turn: Turn) -> Iterator[View | GraphFirst]:
+        captured = session.capture(text, compare)
+        timing = f"Timing forward and train step for {count(captured.tokens, 'token')}…"
+        yield GraphFirst(graph_figure(captured), timing)
+        r = session.time_run(captured, budget_scale=turn.budget_scale)
         notes = " ".join([*r.notices, *filter(None, [turn.notice()])])
         m = r.forward
         measured = (f"Measured on cpu, {m.threads} thread(s), torch.utils.benchmark ({m.runs} runs); memory from "

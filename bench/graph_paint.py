@@ -1,0 +1,88 @@
+"""From a change of input to the new graph painted, in a real browser: `python -m bench.graph_paint`.
+
+The real app (bench/appserver.py) in Debian's Chromium at 1280x720: the RNN's text is replaced (as a paste
+does) with one of a length whose graph has about 2,000 or 8,000 nodes, and the clock runs until the autograd
+graph's title shows the new node count, i.e. the server measured the run and the browser drew it. The run
+includes the Playground's own work (capture, eager timings, the figure); lengths alternate so every update draws
+a new graph. Writes bench/RESULTS-paint.md: median and min-max over REPEATS per size."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+
+from playwright.sync_api import sync_playwright
+
+from bench.appserver import start_app, stop_app
+from bench.common import parser
+from bench.screenshot import CHROMIUM_ARGS
+from explorer.core import machine
+from explorer.core.examples import DEFAULT_TEXT
+from explorer.core.inputs import text_of_length
+
+SIZES = {"about 2,000 nodes": 125, "about 8,000 nodes": 500}  # RNN tokens (16 graph nodes per token, default cell)
+REPEATS = 6
+INPUT = "input (each UTF-8 byte is one token)"
+_TITLE = "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map((t) => t.textContent).join(' | ')"
+
+
+_SETTLED = ("() => { const t = document.body.innerText; return t.includes('Measured on cpu') && "
+            "!t.includes('Profiling memory') && !t.includes('Timing forward'); }")
+
+
+def _paint(page, text: str) -> tuple[float, int]:
+    """Seconds from setting the input to the graph's title naming this run's token count; the node count shown.
+    Starts once the previous run has ended, timings and memory stage included (a person reads the graph before
+    typing again)."""
+    tokens = len(text.encode())
+    page.wait_for_function(_SETTLED, timeout=120_000)
+    start = time.perf_counter()
+    page.get_by_label(INPUT).fill(text)
+    page.wait_for_function(f"() => ({_TITLE})().includes(', {tokens} tokens')", timeout=120_000)
+    took = time.perf_counter() - start
+    nodes = int(re.search(r"Autograd graph: ([\d,]+) nodes", page.evaluate(_TITLE)).group(1).replace(",", ""))
+    return took, nodes
+
+
+def main() -> None:
+    args = parser(__doc__, "RESULTS-paint.md").parse_args()
+    sizes = {"about 100 nodes": 6, "about 800 nodes": 50} if args.quick else SIZES
+    repeats = 1 if args.quick else REPEATS
+    proc, url, _ = start_app()
+    rows = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(url)
+            page.wait_for_selector(".cards .card", timeout=120_000)
+            _paint(page, text_of_length(DEFAULT_TEXT, 20))  # untimed: the page's first run and its memory stage end
+            times: dict[str, list[float]] = {k: [] for k in sizes}
+            nodes: dict[str, int] = {}
+            for i in range(repeats):
+                for label, tokens in sizes.items():  # alternating: each update draws a new graph
+                    text = text_of_length(DEFAULT_TEXT, tokens - i % 2)  # a new text each time: it really runs
+                    took, nodes[label] = _paint(page, text)
+                    times[label].append(took)
+                    print(label, f"{took:.2f} s", flush=True)
+            browser.close()
+    finally:
+        stop_app(proc)
+    for label, ts in times.items():
+        rows.append(f"| {label} | {nodes[label]:,} | {statistics.median(ts):.2f} | {min(ts):.2f}-{max(ts):.2f} | "
+                    f"{len(ts)} |")
+    m = machine.describe()
+    lines = ["# From a change of input to the new graph painted", "",
+             f"Measured by `python -m bench.graph_paint{' --quick' if args.quick else ''}` on {m['device']} "
+             f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, Debian Chromium headless at 1280x720, "
+             f"{time.strftime('%Y-%m-%d')}. Each sample: the RNN's input replaced, until the graph's title shows "
+             "the new run (the server's capture, eager timings and figure, the transfer, Plotly's drawing), started "
+             "once the previous run's memory stage has ended; the memory stage that follows is not waited for.", "",
+             "| graph | nodes | median s | min-max s | samples |", "|---|---:|---:|---|---:|", *rows]
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
