@@ -75,7 +75,7 @@ def _groups(graph: AutogradGraph, max_nodes: int, expand: str = "") -> tuple[dic
     chunk = 1
     while True:
         keys = {n.id: _group_key(n, 0 if _in(n.module, expand) else 1, chunk) for n in graph.nodes}
-        count = len(set(keys.values()))
+        count = len({k for k in keys.values() if k[0] != "node"})  # the opened module is drawn whole regardless
         if count <= max_nodes:
             return keys, "per call" if chunk == 1 else f"per {chunk} calls"
         max_calls = max(n.call for n in graph.nodes) + 1

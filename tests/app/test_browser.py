@@ -361,3 +361,16 @@ def test_every_playground_control_is_reached_and_named_with_the_keyboard(page: P
     assert controls <= set(reached), f"not reachable with Tab: {sorted(controls - set(reached))}"
     unnamed = [i for i, name in reached.items() if not name]
     assert not unnamed, f"{len(unnamed)} controls without a name"
+
+
+def test_a_collapsed_module_opens_from_the_menu_under_the_graph(page: Page, app_url):
+    _loaded(page, app_url)  # the RNN on 42 tokens: 686 nodes, drawn collapsed per call
+    title = page.locator(".js-plotly-plot .gtitle").first
+    expect(title).to_contain_text("collapsed per call")
+    expect(page.locator(".js-plotly-plot .legendtext").first).to_contain_text("42 steps")
+    menu = page.get_by_label("open a module")
+    menu.click()
+    page.get_by_role("option", name=re.compile(r"^layers\.0\.fwd \(")).click()
+    expect(title).to_contain_text("layers.0.fwd opened", timeout=TIMEOUT)
+    expect(title).to_contain_text("686 nodes")  # the counts are the whole graph's, opened or not
+    _shot(page, "graph-opened")
