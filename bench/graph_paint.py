@@ -47,7 +47,7 @@ def _paint(page, text: str) -> tuple[float, int]:
 
 def main() -> None:
     args = parser(__doc__, "RESULTS-paint.md").parse_args()
-    sizes = {"about 100 nodes": 6, "about 800 nodes": 50} if args.quick else SIZES
+    sizes = {"about 800 nodes": 50} if args.quick else SIZES
     repeats = 1 if args.quick else REPEATS
     proc, url, _ = start_app()
     rows = []

@@ -21,6 +21,7 @@ from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.eager.graph import AutogradGraph, GraphNode
 from explorer.session import Captured, RunRecord, RunResult
 from explorer.views.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
+from models import entry
 
 PALETTE = qualitative.Dark24 + qualitative.Light24
 _ADDED = "#d62728"
@@ -135,7 +136,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
             f"forward →  ticks: {ticked}, step (call) number")
     fig.update_layout(
         title={"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
-        height=height, margin={"l": 10, "r": 10, "t": 70, "b": 40}, plot_bgcolor="white",
+        height=height, margin={"l": 10, "r": 10, "t": 90, "b": 40}, plot_bgcolor="white",
         legend={"title": {"text": "module (most nodes first)"}, "itemsizing": "constant"},
         hoverlabel={"align": "left"},
         xaxis={"title": axis, "showgrid": bool(tickvals), "gridcolor": "#f0f0f0", "zeroline": False,
@@ -148,8 +149,10 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
 def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
                  expand: str = "") -> go.Figure:
     graph = result.capture.graph
+    decided = ", ".join(f"{k} {v}" for k, v in entry(result.model).structure(result.capture.trace).items())
     title = (f"Autograd graph: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
-             f"{result.arch}, {result.tokens} tokens")
+             f"{result.arch}, {result.tokens} tokens<br><sup>this input decided: {decided}; longest path "
+             f"{graph.depth():,} operations</sup>")
     if result.diff:
         title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
     return draw_graph(graph, title, result.diff.added_ids if result.diff else frozenset(), max_nodes, height, expand)
