@@ -28,6 +28,8 @@ class ModelEntry:
     structure: Callable[[Mapping[str, int]], dict[str, int]]
     # Upper bound of the bytes a train step saves for backward: (config, tokens, batch) -> bytes.
     activation_bytes: Callable[[Any, int, int], int]
+    # The input's decision as text, where the graph alone hardly shows it: (config, token ids) -> "((The cat) sat)".
+    decision: Callable[[Any, list[int]], str] | None = None
 
     def knobs(self) -> list[Knob]:
         return knobs(self.config_cls)
@@ -68,7 +70,7 @@ ZOO: dict[str, ModelEntry] = {
             "A recursive cell over a bracketing of the text: the graph is the parse tree.",
             TreeConfig, TreeNetwork,
             lambda calls: {"tree leaves": calls.get("leaf", 0), "compositions": calls.get("compose", 0)},
-            tree.activation_bytes,
+            tree.activation_bytes, tree.bracketing_text,
         ),
     )
 }

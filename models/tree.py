@@ -83,6 +83,34 @@ def bracket(ids: list[int], mode: str = "text") -> Tree:
     return BRACKETINGS[mode](ids)
 
 
+def _span_text(data: bytes, lo: int, hi: int, composed: str) -> str:
+    """A subtree inside one word is written as the word; one across words as its composition."""
+    piece = data[lo:hi + 1]
+    if b" " in piece.strip(b" "):
+        return composed
+    return piece.decode("utf-8", "replace").strip() or "␣"
+
+
+def bracketing_text(cfg: TreeConfig, ids: list[int]) -> str:
+    """The bracketing this input gets, written with its words whole: "((The cat) sat)". Iterative, like the
+    forward: a right-branching tree over 500 tokens is 500 deep."""
+    tree = bracket(ids, cfg.bracketing)
+    data = bytes(ids)
+    done: list[tuple[int, int, str]] = []  # (first leaf, last leaf, text) of each finished subtree
+    stack: list[tuple[Tree, bool]] = [(tree, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if isinstance(node, int):
+            done.append((node, node, ""))
+        elif expanded:
+            (rlo, rhi, right), (llo, lhi, left) = done.pop(), done.pop()
+            done.append((llo, rhi, f"({_span_text(data, llo, lhi, left)} {_span_text(data, rlo, rhi, right)})"))
+        else:
+            stack += [(node, True), (node[1], False), (node[0], False)]
+    lo, hi, text = done[0]
+    return _span_text(data, lo, hi, text)
+
+
 @dataclass(frozen=True)
 class TreeConfig:
     cell: str = knob("treelstm", "Composition cell at each internal node.", choices=("rnn", "treelstm"))

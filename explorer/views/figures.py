@@ -5,6 +5,7 @@ Plotting only: every number drawn here was measured elsewhere and arrives in a R
 
 from __future__ import annotations
 
+import html
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -136,7 +137,8 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
             f"forward →  ticks: {ticked}, step (call) number")
     fig.update_layout(
         title={"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
-        height=height, margin={"l": 10, "r": 10, "t": 90, "b": 40}, plot_bgcolor="white",
+        height=height, margin={"l": 10, "r": 10, "t": 30 + 20 * (title.count("<br>") + 1), "b": 40},
+        plot_bgcolor="white",
         legend={"title": {"text": "module (most nodes first)"}, "itemsizing": "constant"},
         hoverlabel={"align": "left"},
         xaxis={"title": axis, "showgrid": bool(tickvals), "gridcolor": "#f0f0f0", "zeroline": False,
@@ -149,10 +151,14 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
 def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
                  expand: str = "") -> go.Figure:
     graph = result.capture.graph
-    decided = ", ".join(f"{k} {v}" for k, v in entry(result.model).structure(result.capture.trace).items())
+    model = entry(result.model)
+    decided = ", ".join(f"{k} {v}" for k, v in model.structure(result.capture.trace).items())
     title = (f"Autograd graph: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
              f"{result.arch}, {result.tokens} tokens<br><sup>this input decided: {decided}; longest path "
              f"{graph.depth():,} operations</sup>")
+    if model.decision is not None:
+        said = model.decision(result.config, result.input.ids[0].tolist())
+        title += f"<br><sup>{html.escape(said if len(said) <= 110 else said[:109] + '…')}</sup>"
     if result.diff:
         title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
     return draw_graph(graph, title, result.diff.added_ids if result.diff else frozenset(), max_nodes, height, expand)

@@ -10,7 +10,7 @@ from models import ZOO, ConfigError, build_model, make_config
 from models.config import knobs
 from models.heads import NUM_CLASSES
 from models.tokenizer import encode, to_ids, token_labels
-from models.tree import BRACKETINGS, bracket
+from models.tree import BRACKETINGS, TreeConfig, bracket, bracketing_text
 
 TEXT = "Hi, you 👋!"
 
@@ -150,3 +150,12 @@ def test_the_cond_exit_computes_what_the_python_if_does_at_every_depth():
             with torch.no_grad():
                 assert torch.allclose(cond(to_ids(text)), want, atol=1e-6)
     assert len(depths) >= 2  # the inputs above exit at different depths: the cond really chose
+
+
+def test_the_trees_bracketing_is_written_with_its_words_whole():
+    assert bracketing_text(TreeConfig(bracketing="right"), encode("a b c")) == "(a (␣ (b c)))"
+    assert bracketing_text(TreeConfig(bracketing="left"), encode("ab cd")) == "((ab c) d)"  # bytes, not words
+    text = "The cat sat on the mat, and then it slept."
+    said = bracketing_text(TreeConfig(), encode(text))
+    assert said.startswith("((The (cat (sat (on (the mat,")  # words right-branching within the first clause
+    assert said.translate(str.maketrans("", "", "() ␣")) == text.replace(" ", "")  # every byte, in order

@@ -66,3 +66,9 @@ def test_a_collapsed_module_opens_node_by_node_and_the_counts_stay():
     fig = opened_graph(s, cell)
     assert f"{cell} opened" in fig.layout.title.text and f"{len(graph.nodes)} nodes" in fig.layout.title.text
     assert layout_graph(graph, expand="not.a.module").expanded == ""  # a module of an earlier graph: as usual
+
+
+def test_the_trees_title_writes_its_bracketing():
+    _, r = _run("tree", "The cat sat on the mat, and then it slept.")
+    title = graph_figure(r).layout.title.text
+    assert "tree leaves 42, compositions 41" in title and "((The (cat (sat" in title
