@@ -28,7 +28,7 @@ _TITLE = "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map((t
 
 
 _SETTLED = ("() => { const t = document.body.innerText; return t.includes('Measured on cpu') && "
-            "!t.includes('Profiling memory') && !t.includes('Timing forward'); }")
+            "!t.includes('Profiling memory') && !t.includes('timing forward and train step next'); }")
 
 
 def _paint(page, text: str) -> tuple[float, int]:

@@ -84,8 +84,9 @@ def opened_graph(session: Session, module: str) -> go.Figure | None:
 
 def update(session: Session, model: str, text: str, compare: str,
            values: dict[str, Any]) -> Iterator[str | View | GraphFirst]:
-    """Reconfigure if needed, wait for the measurement queue (yielding messages), run, and yield the view
-    twice: at once, then with the profiler's memory. One run at a time per session; an input identical to the
+    """Reconfigure if needed, capture and yield the new graph at once (it does not wait in the measurement queue),
+    wait for the queue (yielding messages), time, and yield the view twice: with the timings, then with the
+    profiler's memory. One run at a time per session; an input identical to the
     latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a new run, and
     so does an empty box: a pause while a person retypes, not an error (no error toast, no red badges over the
     previous run's figures)."""
@@ -110,10 +111,13 @@ class GraphFirst:
 
 
 def _measured_run(session: Session, text: str, compare: str) -> Iterator[str | View | GraphFirst]:
-    def work(turn: Turn) -> Iterator[View | GraphFirst]:
-        captured = session.capture(text, compare)
-        timing = f"Timing forward and train step for {count(captured.tokens, 'token')}…"
-        yield GraphFirst(graph_figure(captured), timing)
+    # The graph does not wait in the measurement queue: capturing it takes milliseconds, on the server's own
+    # core (server threads are kept off the measuring core), so it is drawn while other sessions are timed.
+    captured = session.capture(text, compare)
+    yield GraphFirst(graph_figure(captured), f"Graph of {count(captured.tokens, 'token')} drawn; timing forward and "
+                                             "train step next…")
+
+    def work(turn: Turn) -> Iterator[View]:
         r = session.time_run(captured, budget_scale=turn.budget_scale)
         notes = " ".join([*r.notices, *filter(None, [turn.notice()])])
         m = r.forward

@@ -7,9 +7,10 @@ from copy import deepcopy
 import pytest
 import torch
 
-from explorer.serving.queueing import Busy, MeasureQueue, Turn, Wait
+from explorer.serving.queueing import QUEUE, Busy, MeasureQueue, Turn, Wait
 from explorer.serving.residency import Residency
 from explorer.session import Session
+from explorer.views.playground import GraphFirst, View, update
 
 
 def _take_turn(q, log, name, hold_s=0.2):
@@ -139,3 +140,27 @@ def test_a_session_copied_from_its_factory_shares_the_servers_residency():
     residency = Residency(capacity=2)
     copy = deepcopy(Session(residency=residency))  # what Gradio's State does with a factory's value
     assert copy.residency is residency
+
+
+def test_the_graph_is_drawn_while_another_run_holds_the_measurement_queue():
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another session's run being timed
+        for step in QUEUE.turn():
+            if isinstance(step, Turn):
+                held.set()
+                release.wait(30)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    assert held.wait(10)
+    items = update(Session(), "rnn", "hello there", "", {})
+    try:
+        first = next(items)
+        assert isinstance(first, GraphFirst) and "11 tokens" in first.graph.layout.title.text
+        assert next(items).startswith("Waiting for the measurement queue: 1 run(s) ahead")
+    finally:
+        release.set()
+        other.join()
+    rest = list(items)  # once the queue is free, the timings and the memory follow
+    assert isinstance(rest[-1], View) and rest[-1].report["memory"] is not None
