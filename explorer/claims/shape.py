@@ -17,12 +17,16 @@ from models.config import config_dict
 SHORT, LONG = 5, 50  # the RNN's two lengths
 
 
-def _graph(model_name: str, text: str) -> tuple[int, int, dict[str, int]]:
-    """(nodes, depth, structure) of the graph `text` builds on the model at its default config."""
+def _graphs(model_name: str, *texts: str) -> list[tuple[int, int, dict[str, int]]]:
+    """(nodes, depth, structure) of the graph each text builds on one and the same model object (default
+    config): whatever differs between the graphs, the model was not rebuilt in between."""
     model = build_model(model_name, make_config(model_name))
-    ids = tokenize(text).ids
-    graph = capture_run(model, ids).graph
-    return len(graph.nodes), graph.depth(), structure(model_name, model, ids)
+    out = []
+    for text in texts:
+        ids = tokenize(text).ids
+        graph = capture_run(model, ids).graph
+        out.append((len(graph.nodes), graph.depth(), structure(model_name, model, ids)))
+    return out
 
 
 def _exit_extremes(n: int) -> tuple[str, str]:
@@ -37,14 +41,14 @@ def _exit_extremes(n: int) -> tuple[str, str]:
 def measure(_: Workers) -> Iterator[str | Evidence]:
     yield f"RNN: {SHORT} and {LONG} tokens"
     short, long = text_of_length(DEFAULT_TEXT, SHORT), text_of_length(DEFAULT_TEXT, LONG)
-    (rs_nodes, rs_depth, _), (rl_nodes, rl_depth, _) = _graph("rnn", short), _graph("rnn", long)
+    (rs_nodes, rs_depth, _), (rl_nodes, rl_depth, _) = _graphs("rnn", short, long)
     yield "early exit: the example texts, soonest and deepest exit"
     n = tokenize(DEFAULT_TEXT).tokens
     easy, hard = _exit_extremes(n)
-    (ee_nodes, ee_depth, ee), (eh_nodes, eh_depth, eh) = _graph("early_exit", easy), _graph("early_exit", hard)
+    (ee_nodes, ee_depth, ee), (eh_nodes, eh_depth, eh) = _graphs("early_exit", easy, hard)
     yield "tree network: a sentence with and without its comma"
     a, b = DEFAULT_TEXT, DEFAULT_TEXT.replace(",", " ")  # one clause instead of two: another bracketing
-    (ta_nodes, ta_depth, _), (tb_nodes, tb_depth, _) = _graph("tree", a), _graph("tree", b)
+    (ta_nodes, ta_depth, _), (tb_nodes, tb_depth, _) = _graphs("tree", a, b)
     numbers = {"rnn_nodes_short": rs_nodes, "rnn_nodes_long": rl_nodes, "rnn_depth_short": rs_depth,
                "rnn_depth_long": rl_depth, "exit_blocks_easy": ee["blocks run"], "exit_blocks_hard": eh["blocks run"],
                "exit_nodes_easy": ee_nodes, "exit_nodes_hard": eh_nodes, "tree_depth_a": ta_depth,
