@@ -10,7 +10,6 @@ from typing import Any
 
 from explorer.compile.worker import CompileService
 from explorer.core import machine
-from explorer.eager.timing import Measurement
 
 HOLDS = "holds"
 CONDITION = "holds with a condition"
@@ -44,8 +43,7 @@ class Chart:
     title: str
     x_title: str
     y_title: str
-    series: list[Series]
-    log_x: bool = False
+    series: list[Series]  # x is always categorical: models, settings, batch x length points
     log_y: bool = False
     y2_title: str = ""
 
@@ -121,11 +119,6 @@ def run_claim(claim: Claim, workers: Workers) -> Iterator[str | ClaimResult]:
     assert evidence is not None, f"claim {claim.id} measured nothing"
     yield ClaimResult(claim, evidence, claim.judge(evidence.numbers), time.time(), time.monotonic() - start,
                       machine.describe())
-
-
-def ms(m: Measurement) -> str:
-    """'3.21 ms (IQR 0.12)': a timing as a card shows it."""
-    return f"{m.median_ms:.2f} ms (IQR {m.iqr_ms:.2f})"
 
 
 def times(ratio: float) -> str:

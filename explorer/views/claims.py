@@ -1,5 +1,5 @@
-"""The Claims tab's view as plain data: a claim's chart, its numbers, its verdict and where it was measured;
-and the lessons' steps over the same cards (the app wires them; tests call them)."""
+"""The Claims tab's view as plain data: a claim's chart, its numbers, its verdict and where it was measured (the
+app wires it, for the Claims tab and the lessons' cards alike; tests call it)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
         plot_bgcolor="white",
         margin={"l": 70, "r": 70 if chart.y2_title else 20, "t": 70, "b": 50},
         legend={"orientation": "h", "yanchor": "top", "y": -0.18, "font": {"size": 12}},
-        xaxis={"title": chart.x_title, "type": "log" if chart.log_x else "category"},
+        xaxis={"title": chart.x_title, "type": "category"},
         yaxis={"title": chart.y_title, "type": "log" if chart.log_y else "linear", "gridcolor": "#eee"},
         font={"size": 13})
     if chart.y2_title:
