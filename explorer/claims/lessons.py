@@ -39,7 +39,7 @@ STEPS: tuple[Step, ...] = (
          "Which models run faster compiled, by how much, and how many calls it takes to earn back the compile "
          "seconds.",
          "For a model served a million times a day, and for one you edit every minute, which mode wins?"),
-    Step("overhead", 7, "Run the experiment (it compiles every point: a few minutes the first time).",
+    Step("overhead", 7, "Run the experiment (it compiles a graph for every point: slow the first time).",
          "Follow the dotted overhead-share line: where it is high (small batches, long chains of small ops), how "
          "far apart are eager and compiled? And where it is low?",
          "Why does fusing operations help a 1-sentence RNN more than a 256-sentence transformer?"),

@@ -14,7 +14,7 @@ from explorer.session import Session
 from models import ZOO, make_config
 from models.config import config_dict
 
-FASTER = 1.1  # a speed-up below this is within this machine's run-to-run spread
+FASTER = 1.1  # the smallest speed-up counted as one (a noisy timing is set aside separately)
 
 
 def measure(w: Workers) -> Iterator[str | Evidence]:
