@@ -62,8 +62,8 @@ class GridPoint:
 @dataclass(frozen=True)
 class PointJob(Job[GridPoint]):
     """One point of the grid in the compile worker, with its own timeout: compiled fresh for its shape
-    (dynamic=False: a symbolic unroll of the RNN over a batch ran past the compile timeout here), then timed eagerly and compiled back to
-    back."""
+    (dynamic=False: a symbolic unroll of the RNN over a batch ran past the compile timeout here), then timed
+    eagerly and compiled back to back."""
 
     model: str
     batch: int
