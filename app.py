@@ -26,7 +26,7 @@ from explorer.compile.warmup import warm_compile_cache
 from explorer.compile.worker import compile_service
 from explorer.core import limits
 from explorer.core.budget import warm_param_count
-from explorer.core.errors import USER_ERRORS
+from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.inputs import empty_message
 from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
@@ -40,6 +40,7 @@ from explorer.deploy.routes import ROUTES
 from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
 from explorer.serving.addresses import LongAddressGuard
+from explorer.serving.pool import measure_pool
 from explorer.serving.residency import Residency
 from explorer.serving.statelink import LinkState, read_link
 from explorer.session import DEFAULT_MODEL, RunResult, Session
@@ -188,23 +189,34 @@ def _view(session: Session, view: View) -> tuple:
 
 
 def run_playground(request: gr.Request, session: Session, model: str, text: str, compare: str,
-                   *flat: Any) -> Iterator[tuple]:
-    """The Playground's one event: (re)configure, wait for the measurement queue, run, stream the view."""
+                   *flat: Any, fresh: bool = False) -> Iterator[tuple]:
+    """The Playground's one event: (re)configure, capture and draw, wait for the measurement queue, time, stream
+    the view. `fresh`: measure the timings again even if another session's recent ones could be reused."""
     RESIDENCY.attach(request.session_hash, session)
     try:
-        for view in update(session, model, text, compare, values_for(model, list(flat))):
+        for view in update(session, model, text, compare, values_for(model, list(flat)), measure_pool(), fresh):
             if isinstance(view, str):
                 yield PLAYGROUND.fill(session=session, status=view)
-            elif isinstance(view, GraphFirst):  # the new graph at once; its cards follow with the timings
-                yield PLAYGROUND.fill(graph=view.graph, status=view.status)
+            elif isinstance(view, GraphFirst):  # the new graph and its counts at once; the timings follow
+                yield PLAYGROUND.fill(graph=view.graph, open_module=gr.Dropdown(choices=view.groups, value=""),
+                                      cards=_cards_html(view.cards), status=view.status)
             else:
                 yield _view(session, view)
     except USER_ERRORS as e:
         raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
+    except CompileFailure as e:  # the measurement process died twice or timed out: the graph shown stays valid
+        raise gr.Error(f"The graph above is this input's; its timing stopped: {e}", title="Timing stopped",
+                       print_exception=False) from None
     except Exception:
         log.exception("run failed")
         raise gr.Error("The run failed inside the model; this session's history is unchanged. Try another "
                        "architecture or input.") from None
+
+
+def run_fresh(request: gr.Request, session: Session, model: str, text: str, compare: str,
+              *flat: Any) -> Iterator[tuple]:
+    """*Measure again*: the same input, timed anew (never reused from another session)."""
+    yield from run_playground(request, session, model, text, compare, *flat, fresh=True)
 
 
 def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, mark: bool,
@@ -420,6 +432,7 @@ class Playground:
     example: gr.Radio
     compare: gr.Textbox
     status: gr.Markdown
+    again: gr.Button
     cards: gr.HTML
     graph: gr.Plot
     open_module: gr.Dropdown
@@ -478,7 +491,9 @@ def _playground_tab() -> tuple[Playground, CompiledPanel]:
                                elem_classes="ge-aside")
             compare = gr.Textbox("", label="compare with (optional): the graph is diffed against this input",
                                  lines=1, placeholder="e.g. a shorter sentence", elem_classes="ge-aside")
-            status = gr.Markdown()
+            with gr.Row(equal_height=True):
+                status = gr.Markdown()
+                again = gr.Button("Measure again", size="sm", variant="secondary", scale=0, min_width=160)
             cards = gr.HTML()
             gr.Markdown(
                 "**What you see**: the autograd graph PyTorch recorded for this exact input, one node per "
@@ -498,8 +513,8 @@ def _playground_tab() -> tuple[Playground, CompiledPanel]:
                     raw = gr.JSON(label="raw numbers (the same report as `python -m explorer inspect --json`)",
                                   open=False)
             compiled = _compiled_panel()
-    return Playground(model, groups, controls, text, example, compare, status, cards, graph, open_module, history,
-                      diff, raw), compiled
+    return Playground(model, groups, controls, text, example, compare, status, again, cards, graph, open_module,
+                      history, diff, raw), compiled
 
 
 def _compiled_panel() -> CompiledPanel:
@@ -833,6 +848,7 @@ def _wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, c: Compi
     # `.change` on the text boxes: typing, paste, cut, delete, undo, drag-and-drop, an example, a restored link
     # all change the value, and each settled value runs once (an unchanged input is not re-run: see `update`).
     after_run(p.text.change(api_name="edit", **run))
+    after_run(p.again.click(api_visibility="private", **{**run, "fn": run_fresh}))
     p.compare.change(api_name="edit_compare", **run)
     for ctl in p.controls:  # a settled value: a slider released or its box left/entered, not every keystroke
         for event in _settled_events(ctl):
@@ -914,14 +930,17 @@ def _open_lesson(request: gr.Request) -> tuple:
 
 def _api_inspect(model: str, config_json: str, text: str, compare: str = "", backend: str = "",
                  dynamic: str = "auto", mark_dynamic: bool = False, fullgraph: bool = False) -> dict:
-    """Run `text` on `model` with a JSON object of config values; returns the run's report.
-    With a `backend` (inductor, aot_eager, eager) the report gains `compiled` and `timeline`."""
+    """Run `text` on `model` with a JSON object of config values; returns the run's report (timed anew, never
+    reused from another session). With a `backend` (inductor, aot_eager, eager) the report gains `compiled`
+    and `timeline`."""
     values = _config_values(config_json)
     if text == "":  # the UI's empty box is a pause; here there is no previous run to keep
         raise gr.Error(empty_message(), print_exception=False)
     session = Session()
     try:
-        *_, view = update(session, model, text, compare, values)
+        *_, view = update(session, model, text, compare, values, measure_pool(), fresh=True)
+        if isinstance(view, GraphFirst):  # captured, but too long to time within GE_MAX_RUN_S
+            raise InputError(view.status)
         if not backend:
             return view.report
         *_, compiled = compiled_update(session, compile_service(), CompileOptions(backend, dynamic, mark_dynamic,
@@ -1030,6 +1049,7 @@ def _start_background_work() -> None:
     """Pay one-time costs off the first click: the profiler, the meta device, inductor's toolchain."""
     pin_threads()
     warm_profiler()
+    threading.Thread(target=measure_pool().start, daemon=True, name="measurement-warm-up").start()
     # The first parameter count on the meta device imports torch's reference ops (seconds): not on a first click.
     threading.Thread(target=warm_param_count, daemon=True, name="meta-warm-up").start()
     if os.environ.get("GE_WARM_COMPILE", "1") != "0":

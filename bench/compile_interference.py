@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,16 +57,16 @@ def _family(pid: int) -> list[int]:
 
 @contextmanager
 def _frozen(pid: int) -> Iterator[None]:
-    """The worker and its subprocesses stopped for the block: the timing inside runs alone. The measurement lock
-    is taken first (a worker frozen while it holds the lock for its own timing would never give it back) and
-    `measure` inside times without it."""
-    with timing.MEASURE_LOCK:
-        timing.use_measure_lock(nullcontext())
+    """The worker and its subprocesses stopped for the block: the timing inside runs alone. A measuring core is
+    held first (a worker frozen while it holds the core for its own timing would never give it back) and
+    `measure` inside times on it without asking again."""
+    with timing.CORES.hold() as core:
+        timing.use_cores(timing.HeldCore(core))
         try:
             with _stopped(_family(pid)):
                 yield
         finally:
-            timing.use_measure_lock(timing.MEASURE_LOCK)
+            timing.use_cores(timing.CORES)
 
 
 @contextmanager

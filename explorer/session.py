@@ -21,18 +21,23 @@ from explorer.core.budget import check_architecture
 from explorer.core.errors import InputError
 from explorer.core.fmt import count
 from explorer.core.inputs import TokenizedText, tokenize
-from explorer.core.limits import FORWARD_BUDGET_S, HISTORY_LENGTH, TRAIN_BUDGET_S
-from explorer.eager.capture import Capture, capture_run, forward, train_loss, train_step
+from explorer.core.limits import HISTORY_LENGTH
+from explorer.eager.capture import Capture, capture_run, train_loss
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.eager.memory import MemoryPeaks, measure_peaks, param_bytes
-from explorer.eager.timing import Measurement, measure
+from explorer.eager.timing import Measurement
 from explorer.lab.results import LabResult, LabRun
 from explorer.lab.runner import iter_lab
+from explorer.serving.plan import Plan, plan
+from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.residency import Residency
+from explorer.serving.shared import FIXED, Fixed, Sourced, run_key
+from explorer.serving.timings import InProcess
 from models import arch_label, build_model, make_config
 from models.config import config_dict
 
 DEFAULT_MODEL = "rnn"
+_PROFILER = threading.Lock()
 
 
 @dataclass
@@ -75,12 +80,20 @@ class Captured:
     arch: str
     input: TokenizedText
     compare: str
-    capture: Capture
+    fixed: Fixed  # what the input determines, shared by every session that runs it
     diff: GraphDiff | None
 
     @property
     def tokens(self) -> int:
         return self.input.tokens
+
+    @property
+    def capture(self) -> Capture:
+        return self.fixed.capture
+
+    @property
+    def key(self) -> str:
+        return run_key(self.model, self.config, self.input.text)
 
 
 @dataclass
@@ -101,6 +114,8 @@ class RunResult:
     diff: GraphDiff | None
     memory: MemoryPeaks | None = None  # filled by Session.measure_memory (a second, slower stage)
     compiled: CompiledRun | None = None  # filled by Session.run_compiled (in the compile worker)
+    timing_note: str | None = None  # reused from another session, shortened, waited: said with the figures
+    node: str = ""  # the host whose core timed it
 
     @property
     def tokens(self) -> int:
@@ -178,16 +193,26 @@ class Session:
         return (last is not None and (last.model, last.config) == (self.model_name, self.config)
                 and last.input.text == text and last.compare == (compare or ""))
 
+    def fixed(self, inp: TokenizedText) -> Fixed:
+        """What `inp` determines on the current model and config: from the server's cache, or captured now."""
+        key = run_key(self.model_name, self.config, inp.text)
+        found = FIXED.get(key)
+        if found is None:
+            model = self.model
+            found = Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()), param_bytes(model))
+            FIXED.put(key, found)
+        return found
+
     def capture(self, text: str, compare: str | None = None) -> Captured:
         """A run's first stage: the graph `text` builds, diffed against `compare` if given, else against the
         previous run (another input or another architecture). Fast: the view can draw it before the timings."""
         inp = tokenize(text)
         other = tokenize(compare, "comparison input") if compare and compare.strip() else None
-        model = self.model
-        capture = capture_run(model, inp.ids)
+        fixed = self.fixed(inp)
+        capture = fixed.capture
         diff = None
         if other is not None:
-            before = capture_run(model, other.ids).graph
+            before = self.fixed(other).capture.graph
             diff = diff_graphs(before, capture.graph,
                                f"the comparison input ({count(other.tokens, 'token')}) -> this input "
                                f"({count(inp.tokens, 'token')})")
@@ -195,32 +220,51 @@ class Session:
             prev = self.last
             diff = diff_graphs(prev.capture.graph, capture.graph, _change_label(prev, self, inp))
         return Captured(self.model_name, self.config, arch_label(self.model_name, self.config), inp, compare or "",
-                        capture, diff)
+                        fixed, diff)
 
-    def time_run(self, c: Captured, budget_scale: float = 1.0) -> RunResult:
-        """A run's second stage: forward and train step timed; the result becomes the session's latest."""
-        model = self.model
-        ids = c.input.ids
+    @staticmethod
+    def job(c: Captured, p: Plan) -> TimingJob:
+        """The timing of a captured run, as a job for the measurement pool."""
+        return TimingJob.of(c.model, config_dict(c.config), c.input.ids, p.forward_s, p.train_s, p.min_blocks)
+
+    def time_run(self, c: Captured, sourced: Sourced | None = None, budget_scale: float = 1.0,
+                 note: str | None = None) -> RunResult:
+        """A run's second stage: its timings (measured here in this thread, within GE_MAX_RUN_S, if none are
+        given); the result becomes the session's latest. `note` says how they were planned."""
+        if sourced is None:
+            p = plan(c.capture)
+            note = p.note
+            job = self.job(c, p.scaled(budget_scale))
+            sourced = Sourced(next(t for t in InProcess().run(job) if isinstance(t, Timed)))
+        timed, fixed = sourced.timed, c.fixed
         result = RunResult(
             number=next(self._counter), model=c.model, config=c.config, arch=c.arch, input=c.input,
-            compare=c.compare, capture=c.capture,
-            forward=measure("forward", lambda: forward(model, ids), FORWARD_BUDGET_S * budget_scale),
-            train_step=measure("train step", lambda: train_step(model, ids), TRAIN_BUDGET_S * budget_scale),
-            params=sum(p.numel() for p in model.parameters()), param_bytes=param_bytes(model), diff=c.diff,
+            compare=c.compare, capture=c.capture, forward=timed.forward, train_step=timed.train_step,
+            params=fixed.params, param_bytes=fixed.param_bytes, diff=c.diff, memory=fixed.memory,
+            timing_note=" ".join(filter(None, [note, sourced.label()])) or None, node=timed.node,
         )
         self.last = result
         self.history.append(result.record())
         return result
 
     def run(self, text: str, compare: str | None = None, budget_scale: float = 1.0) -> RunResult:
-        """Capture the graph and time forward and train step for `text` (both stages)."""
-        return self.time_run(self.capture(text, compare), budget_scale)
+        """Capture the graph and time forward and train step for `text` (both stages), in this thread."""
+        return self.time_run(self.capture(text, compare), budget_scale=budget_scale)
 
     def measure_memory(self, result: RunResult) -> MemoryPeaks:
-        """The profiler's exact peaks for a run (a second, slower stage: the profiler records every allocation)."""
+        """The profiler's exact peaks for a run (a second, slower stage: the profiler records every allocation),
+        shared with every session that runs the same input."""
         if result.memory is None:
-            model = self.model if result.config == self.config else build_model(result.model, result.config)
-            result.memory = measure_peaks(model, result.input.ids, train_loss)
+            fixed = self.fixed(result.input) if result.config == self.config and result.model == self.model_name \
+                else None
+            if fixed is not None and fixed.memory is not None:
+                result.memory = fixed.memory
+            else:
+                model = self.model if fixed is not None else build_model(result.model, result.config)
+                with _PROFILER:  # one profiler at a time in a process
+                    result.memory = measure_peaks(model, result.input.ids, train_loss)
+                if fixed is not None:
+                    fixed.memory = result.memory
             for record in reversed(self.history):
                 if record.number == result.number:
                     record.memory = result.memory

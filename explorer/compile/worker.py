@@ -5,8 +5,9 @@ hang or crash, and only a process can be stopped from outside. One worker serves
 one job at a time (on 2 cores concurrent compiles only duplicate work). A job is a typed
 `protocol.Job` that runs itself in the worker; its reply comes back as the job's own reply type.
 
-Timing stays fair: the worker asks the parent for the process-wide measurement lock before each
-timing, so compiled and eager figures of different sessions are never taken at the same time.
+Timing stays fair: the worker asks the parent for a measuring core before each timing, so no two
+figures are ever taken on one core at once. The same service, given a `core`, runs a measurement process
+pinned to that core (explorer/serving/pool.py): its parent holds the core for each job.
 """
 
 from __future__ import annotations
@@ -36,18 +37,27 @@ START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy
 R = TypeVar("R")
 
 
-class _ParentLock:
-    """In the worker: the app's measurement lock, acquired and released over the pipe."""
+class _ParentCores:
+    """In the worker: the app's measuring cores, held and given back over the pipe."""
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    def __enter__(self) -> None:
-        self._conn.send(("acquire", None))
-        assert self._conn.recv() == ("granted", None)
+    @contextlib.contextmanager
+    def _held(self, which: str) -> Iterator[Any]:
+        self._conn.send(("acquire", which))
+        kind, granted = self._conn.recv()
+        assert kind == "granted"
+        try:
+            yield granted
+        finally:
+            self._conn.send(("release", None))
 
-    def __exit__(self, *exc: object) -> None:
-        self._conn.send(("release", None))
+    def hold(self) -> contextlib.AbstractContextManager[int]:
+        return self._held("one")
+
+    def every(self) -> contextlib.AbstractContextManager[None]:
+        return self._held("every")
 
 
 def _private_tmp(tmpdir: str) -> None:
@@ -58,10 +68,14 @@ def _private_tmp(tmpdir: str) -> None:
     os.environ["TMPDIR"] = tempfile.tempdir = tmpdir
 
 
-def _worker_main(conn: Any, tmpdir: str) -> None:
+def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
     _private_tmp(tmpdir)
-    keep_off_measure_cores()  # compiling (and the C++ compiler it starts) never shares a core with a timing
-    timing.use_measure_lock(_ParentLock(conn))
+    if core is None:
+        keep_off_measure_cores()  # compiling (and the C++ compiler it starts) never shares a core with a timing
+        timing.use_cores(_ParentCores(conn))
+    else:
+        os.sched_setaffinity(0, {core})
+        timing.use_cores(timing.HeldCore(core))  # the parent holds it for each job
     pin_threads()
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
     ctx = WorkerContext(lambda phase: conn.send(("phase", phase)))
@@ -89,8 +103,8 @@ class CompileService:
 
     def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S, name: str = "compile",
                  advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.",
-                 starts_processes: bool = False) -> None:
-        self.timeout_s, self.name, self.advice = timeout_s, name, advice
+                 starts_processes: bool = False, core: int | None = None) -> None:
+        self.timeout_s, self.name, self.advice, self.core = timeout_s, name, advice, core
         # A daemonic process may not start processes of its own. A worker that does is stopped at exit instead
         # (atexit runs this before multiprocessing joins its children), and it exits if the app dies (EOF).
         self._daemon = not starts_processes
@@ -113,8 +127,8 @@ class CompileService:
         os.environ.setdefault("TORCH_COMPILE_JOB_ID", "graph-explorer")
         parent, child = self._ctx.Pipe()
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
-        self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp), daemon=self._daemon,
-                                       name="compile-worker")
+        self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp, self.core), daemon=self._daemon,
+                                       name=f"{self.name}-worker")
         self._proc.start()
         child.close()
         self._conn = parent
@@ -152,6 +166,12 @@ class CompileService:
         half a second, and its worker, with every process it started, is stopped."""
         self._cancelled.set()
 
+    def start(self) -> None:
+        """Start the worker now (it imports torch: seconds), so that the first job does not wait for it."""
+        with self._jobs:
+            for _ in self._started():
+                pass
+
     def run(self, job: Job[R]) -> Iterator[Progress | R]:
         """Send a job; yield Progress every ~0.5 s, then the job's reply. Raises CompileFailure."""
         queued = time.monotonic()
@@ -184,8 +204,8 @@ class CompileService:
         yield from self._started()
         self._conn.send(("job", job))
         start = time.monotonic()
-        lock_held = False
-        waited = 0.0  # time spent waiting for the measurement lock does not count against the timeout
+        held = contextlib.ExitStack()  # the measuring core(s) the worker holds for a timing
+        waited = 0.0  # time spent waiting for a measuring core does not count against the timeout
         phase = "starting"
         kind = None
         try:
@@ -211,13 +231,11 @@ class CompileService:
                     phase = payload
                 elif kind == "acquire":
                     t0 = time.monotonic()
-                    timing.MEASURE_LOCK.acquire()
+                    granted = held.enter_context(timing.CORES.hold() if payload == "one" else timing.CORES.every())
                     waited += time.monotonic() - t0
-                    lock_held = True
-                    self._conn.send(("granted", None))
+                    self._conn.send(("granted", granted))
                 elif kind == "release":
-                    timing.MEASURE_LOCK.release()
-                    lock_held = False
+                    held.close()
                 elif kind == "result":
                     yield payload
                     return
@@ -227,15 +245,12 @@ class CompileService:
             self.stop()
             raise
         except CompileFailure:
-            if lock_held:
-                timing.MEASURE_LOCK.release()
-                lock_held = False
+            held.close()
             if self.alive and kind != "error":
                 self.stop()
             raise
         finally:
-            if lock_held:
-                timing.MEASURE_LOCK.release()
+            held.close()
 
 
 _service: CompileService | None = None

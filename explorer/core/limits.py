@@ -52,6 +52,18 @@ FORWARD_BUDGET_S = _limit("forward_budget_s", 0.08, float, "seconds of timing pe
 TRAIN_BUDGET_S = _limit("train_budget_s", 0.10, float, "seconds of timing per train-step figure")
 # One thread is steadier than two on a 2-core machine (and leaves a core for the server).
 THREADS = _limit("threads", 1, int, "torch threads every figure is measured with")
+MEASURE_WORKERS = _limit("measure_workers", max(1, len(os.sched_getaffinity(0)) // 2), int,
+                         "measuring cores, one timing process pinned to each (default: half the cores; at least one "
+                         "core is always left to the server)")
+MAX_RUN_S = _limit("max_run_s", 10.0, float,
+                   "seconds one run's timings may keep a measuring core, estimated from its graph capture: a longer "
+                   "run is timed with fewer blocks and no memory profile, or not timed (and it is said)")
+TIMING_REUSE_S = _limit("timing_reuse_s", 60.0, float,
+                        "seconds a timing of the same model, architecture and text is reused for another session "
+                        "(labelled with its age; a person can ask for a fresh one)")
+CACHED_RUNS = _limit("cached_runs", 128, int,
+                     "runs whose graph, saved bytes and memory peaks are kept for every session (they depend only "
+                     "on model, architecture and text; least recently used dropped)")
 MAX_QUEUE = _limit("max_queue", 48, int, "runs waiting for the measurement queue before 'busy, try again'")
 LOAD_QUEUE = _limit("load_queue", 4, int, "with this many waiting, timing budgets are halved (and it is said)")
 MAX_LIVE_MODELS = _limit("max_live_models", 12, int, "built models kept across all sessions (least recently "

@@ -1,9 +1,10 @@
 """What the figures were measured on: the machine, the thread count, and the cores kept apart for timing.
 
-On a machine with two cores or more, core `MEASURE_CORES` is kept for timings: the app's own threads and the
-compile worker (its compiler subprocesses included) run on the others, and a thread that times moves onto
-the measuring core for just that long. So a compile, or another session's graph capture, never shares a core
-with a timing. With one core there is nothing to keep apart, and the report says so (the same core twice)."""
+On a machine with two cores or more, `MEASURE_CORES` are kept for timings (`GE_MEASURE_WORKERS` of them, by
+default half the cores): the app's own threads and the compile worker (its compiler subprocesses included) run
+on the others, and a timing holds one measuring core for just that long (`explorer.eager.timing.CORES`). So a
+compile, or another session's graph capture, never shares a core with a timing, and two timings never share
+one. With one core there is nothing to keep apart, and the report says so (the same core twice)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import torch
 
-from explorer.core.limits import THREADS
+from explorer.core.limits import MEASURE_WORKERS, THREADS
 
 
 def pin_threads() -> None:
@@ -44,7 +45,10 @@ def _cores() -> tuple[frozenset[int], frozenset[int]]:
     allowed = list(ALLOWED_CORES)
     if len(allowed) < 2:
         return frozenset(allowed), frozenset(allowed)
-    return frozenset(allowed[:1]), frozenset(allowed[1:])
+    n = min(int(MEASURE_WORKERS), len(allowed) - 1)  # at least one core is left for the server
+    # Handed down like the allowed cores: a worker's own affinity would give it another default.
+    os.environ["GE_MEASURE_WORKERS"] = str(n)
+    return frozenset(allowed[:n]), frozenset(allowed[n:])
 
 
 MEASURE_CORES, OTHER_CORES = _cores()  # timing; everything else (server threads, the compile worker)
@@ -56,12 +60,12 @@ def keep_off_measure_cores() -> None:
 
 
 @contextmanager
-def on_measure_cores() -> Iterator[tuple[int, ...]]:
-    """Move this thread onto the measuring core(s) for the block; yields them."""
+def on_core(core: int) -> Iterator[tuple[int, ...]]:
+    """Move this thread onto one measuring core for the block; yields it (as the report's `cores`)."""
     before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, MEASURE_CORES)
+    os.sched_setaffinity(0, {core})
     try:
-        yield tuple(sorted(MEASURE_CORES))
+        yield (core,)
     finally:
         os.sched_setaffinity(0, before)
 
@@ -82,6 +86,7 @@ def describe() -> dict[str, Any]:
     return {
         "torch": torch.__version__,
         "python": platform.python_version(),
+        "node": platform.node(),  # the host: a run timed on a Ray node says that node instead
         "device": "cpu",
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),

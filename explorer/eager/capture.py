@@ -7,6 +7,7 @@ separate, uninstrumented runs.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -37,13 +38,20 @@ class Capture:
     graph: AutogradGraph
     trace: dict[str, int]  # module path -> calls
     saved_bytes: int  # storages backward reads (reachable from the loss), each once, parameters excluded
+    forward_s: float = 0.0  # wall time of the instrumented forward, and of forward + backward: upper bounds of
+    step_s: float = 0.0  # one uninstrumented call, from which a run's timing cost is estimated before it starts
 
 
 def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
     names = {id(p): n for n, p in model.named_parameters()}
     model.zero_grad(set_to_none=True)
+    start = time.perf_counter()
     with ModuleTrace(model) as trace:
         loss = train_loss(model(ids))
+    forward_s = time.perf_counter() - start
     graph = capture_graph(loss.grad_fn, trace, names)
+    start_backward = time.perf_counter()
     loss.backward()
-    return Capture(graph=graph, trace=trace.counts(), saved_bytes=graph.saved_activation_bytes())
+    step_s = forward_s + time.perf_counter() - start_backward
+    return Capture(graph=graph, trace=trace.counts(), saved_bytes=graph.saved_activation_bytes(),
+                   forward_s=forward_s, step_s=step_s)

@@ -1,38 +1,104 @@
 """Latency measurements with torch.utils.benchmark, as value objects with their spread.
 
-Measurements run one at a time across the whole app (`MEASURE_LOCK`, which the compile worker borrows over
-its pipe: `use_measure_lock`): on 2 cores, two timings at once corrupt each other. The thread count is
-pinned and recorded with every figure.
+A timing holds one measuring core for its duration (`CORES`, which the compile worker borrows over its pipe,
+and the measurement pool holds for its processes: `use_measure_lock`): two timings never share a core, and
+nothing else runs on it. The thread count is pinned and recorded with every figure.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch.utils.benchmark as benchmark
 from torch.utils.benchmark.utils.common import TaskSpec, set_torch_threads
 
 from explorer.core.fmt import ms_iqr
-from explorer.core.machine import THREADS, on_measure_cores
-
-MEASURE_LOCK = threading.Lock()  # this process's own
-_lock: AbstractContextManager = MEASURE_LOCK  # what `measure` holds while it times
+from explorer.core.machine import MEASURE_CORES, THREADS, on_core
 
 
-def use_measure_lock(lock: AbstractContextManager) -> None:
-    """Time under `lock` instead of this process's own (in the compile worker: the app's, over the pipe)."""
-    global _lock
-    _lock = lock
+class CoreLocks:
+    """The measuring cores, each held by at most one timing at a time; a holder waits for a free one."""
+
+    def __init__(self, cores: frozenset[int]) -> None:
+        self._free = sorted(cores)
+        self._all = tuple(self._free)
+        self._cond = threading.Condition()
+
+    def acquire(self) -> int:
+        with self._cond:
+            self._cond.wait_for(lambda: self._free)
+            return self._free.pop(0)
+
+    def release(self, core: int) -> None:
+        with self._cond:
+            self._free.append(core)
+            self._free.sort()
+            self._cond.notify_all()
+
+    @contextmanager
+    def hold(self) -> Iterator[int]:
+        core = self.acquire()
+        try:
+            yield core
+        finally:
+            self.release(core)
+
+    @contextmanager
+    def every(self) -> Iterator[None]:
+        """Hold every measuring core (work that takes the whole machine: no timing meanwhile)."""
+        held = [self.acquire() for _ in self._all]
+        try:
+            yield
+        finally:
+            for core in held:
+                self.release(core)
+
+    @property
+    def busy(self) -> int:
+        with self._cond:
+            return len(self._all) - len(self._free)
+
+
+class Cores(Protocol):
+    def hold(self) -> AbstractContextManager[int]: ...
+
+    def every(self) -> AbstractContextManager[None]: ...
+
+
+class HeldCore:
+    """One core someone else holds for us (a measurement process's parent, a benchmark): timings just use it."""
+
+    def __init__(self, core: int) -> None:
+        self.core = core
+
+    @contextmanager
+    def hold(self) -> Iterator[int]:
+        yield self.core
+
+    @contextmanager
+    def every(self) -> Iterator[None]:
+        yield
+
+
+CORES = CoreLocks(MEASURE_CORES)  # this process's own
+_cores: Cores = CORES  # what `measure` holds a core of while it times
+
+
+def use_cores(cores: Cores) -> None:
+    """Time on `cores` instead of this process's own: in the compile worker, the app's, over the pipe; in a
+    measurement process, the one core it is pinned to (the app holds it for the job)."""
+    global _cores
+    _cores = cores
 
 
 def exclusive() -> AbstractContextManager:
-    """The lock `measure` holds, for work that takes every core (a distributed run): no timing meanwhile."""
-    return _lock
+    """Every measuring core, for work that takes every core (a distributed run): no timing meanwhile."""
+    return _cores.every()
 
 
 @dataclass(frozen=True)
@@ -69,7 +135,7 @@ TARGET_BLOCKS = 10  # samples we aim for within the budget
 MIN_BLOCKS = 3  # never fewer, even when one call is longer than the budget
 
 
-def measure(label: str, fn: Callable[[], object], min_run_time: float) -> Measurement:
+def measure(label: str, fn: Callable[[], object], min_run_time: float, min_blocks: int = MIN_BLOCKS) -> Measurement:
     """Time `fn` in blocks for about `min_run_time` seconds, after one warm-up call.
 
     The block size comes from the warm-up call, so a 0.1 s budget still gives ~10 samples:
@@ -78,14 +144,14 @@ def measure(label: str, fn: Callable[[], object], min_run_time: float) -> Measur
     So blocks run through the Timer's own compiled inner loop (`_timeit`) under the pinned threads.
     """
     timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=THREADS, label=label)
-    with _lock, on_measure_cores() as cores, set_torch_threads(THREADS):
+    with _cores.hold() as core, on_core(core) as cores, set_torch_threads(THREADS):
         began = time.monotonic()
         start = time.perf_counter()
         fn()
         once = time.perf_counter() - start
         number = max(1, int(min_run_time / (TARGET_BLOCKS * max(once, 1e-7))))
         raw: list[float] = []
-        while sum(raw) < min_run_time or len(raw) < MIN_BLOCKS:
+        while sum(raw) < min_run_time or len(raw) < min_blocks:
             raw.append(timer._timeit(number))
         ended = time.monotonic()
     spec = TaskSpec(stmt="fn()", setup="pass", label=label, num_threads=THREADS)

@@ -1,8 +1,9 @@
-"""The server-wide measurement queue: one eager run (capture + timing) at a time, first come first served.
+"""The server-wide measurement queue: as many runs timed at once as there are measuring cores (one on a 2-core
+machine), first come first served.
 
-On 2 cores, two timings at once corrupt each other, so runs wait their turn here. Waiters see their place
-and how long they have waited (the caller streams it to the UI), a full queue refuses at once with a
-"busy" message instead of an unbounded wait, and a long queue shortens the timing budget (and says so)."""
+Two timings on one core corrupt each other, so runs wait their turn here. Waiters see their place and how long
+they have waited (the caller streams it to the UI), a full queue refuses at once with a "busy" message instead
+of an unbounded wait, and a long queue shortens the timing budget (and says so)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from explorer.core.errors import InputError
 from explorer.core.limits import LOAD_QUEUE, MAX_QUEUE
-from explorer.core.machine import release_free_memory
+from explorer.core.machine import MEASURE_CORES, release_free_memory
 
 
 class Busy(InputError):
@@ -47,16 +48,17 @@ class Turn:
 
 
 class MeasureQueue:
-    def __init__(self, max_waiting: int = MAX_QUEUE, load_at: int = LOAD_QUEUE, poll_s: float = 0.5) -> None:
-        self.max_waiting, self.load_at, self.poll_s = max_waiting, load_at, poll_s
+    def __init__(self, max_waiting: int = MAX_QUEUE, load_at: int = LOAD_QUEUE, poll_s: float = 0.5,
+                 slots: int = len(MEASURE_CORES)) -> None:
+        self.max_waiting, self.load_at, self.poll_s, self.slots = max_waiting, load_at, poll_s, slots
         self._cond = threading.Condition()
-        self._tickets: deque[int] = deque()  # the head holds the turn
+        self._tickets: deque[int] = deque()  # the first `slots` hold turns
         self._numbers = itertools.count()
 
     @property
     def waiting(self) -> int:
         with self._cond:
-            return max(0, len(self._tickets) - 1)
+            return max(0, len(self._tickets) - self.slots)
 
     def turn(self) -> Iterator[Wait | Turn]:
         """Yields Wait every `poll_s` until it is this caller's turn, then a Turn, and holds the turn
@@ -64,20 +66,21 @@ class MeasureQueue:
         `for x in q.turn(): if isinstance(x, Turn): <work>` and do the work inside the loop body."""
         start = time.monotonic()
         with self._cond:
-            if len(self._tickets) > self.max_waiting:
-                raise Busy(f"The server is busy ({len(self._tickets) - 1} runs waiting, limit {self.max_waiting}); "
-                           "try again in a few seconds.")
+            if len(self._tickets) - self.slots >= self.max_waiting:
+                raise Busy(f"The server is busy ({len(self._tickets) - self.slots} runs waiting, limit "
+                           f"{self.max_waiting}); try again in a few seconds.")
             ticket = next(self._numbers)
             self._tickets.append(ticket)
         try:
             while True:
                 with self._cond:
-                    if self._tickets[0] == ticket:
-                        behind = len(self._tickets) - 1
+                    place = self._tickets.index(ticket)
+                    if place < self.slots:
+                        behind = max(0, len(self._tickets) - self.slots)
                         break
-                    ahead = self._tickets.index(ticket)
+                    ahead = place - self.slots + 1  # the runs being timed count as one ahead: the next to end
                     self._cond.wait(self.poll_s)
-                    if self._tickets[0] == ticket:
+                    if self._tickets.index(ticket) < self.slots:
                         continue
                 yield Wait(ahead, time.monotonic() - start)
             scale = 0.5 if behind >= self.load_at else 1.0

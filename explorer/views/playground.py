@@ -13,8 +13,10 @@ import plotly.graph_objects as go
 
 from explorer.core.fmt import count, format_bytes
 from explorer.core.inputs import empty_message
-from explorer.serving.queueing import Turn, queued
-from explorer.session import RunResult, Session
+from explorer.eager.timing import Measurement
+from explorer.serving.plan import plan
+from explorer.serving.timings import InProcess, Timer, timings
+from explorer.session import Captured, RunResult, Session
 from explorer.views.figures import graph_figure, history_figure
 from explorer.views.layout import modules
 from explorer.views.report import build_report
@@ -42,20 +44,27 @@ class View:
     status: str
 
 
-def cards(r: RunResult) -> list[tuple[str, str, str]]:
-    fw, tr, g = r.forward, r.train_step, r.capture.graph
-    mem = r.memory
+def cards(r: RunResult | Captured, pending: str = "queued for timing…",
+          memory_pending: str = "profiling…") -> list[tuple[str, str, str]]:
+    """The Playground's cards: a captured run's counts at once, its timings (`pending` until then) and memory."""
+    g, timed = r.capture.graph, isinstance(r, RunResult)
+    params, p_bytes = (r.params, r.param_bytes) if timed else (r.fixed.params, r.fixed.param_bytes)
+    mem = r.memory if timed else r.fixed.memory
     (what, n), *rest = entry(r.model).structure(r.capture.trace).items()
+
+    def timing(label: str, m: Measurement | None) -> tuple[str, str, str]:
+        return (label, f"{m.median_ms:.3f} ms", m.spread()) if m else (label, "…", pending)
+
     return [
         ("tokens", f"{r.tokens}", "UTF-8 bytes" + (" (truncated)" if r.input.truncated_from else "")),
         (what, f"{n}", ", ".join(f"{k}: {v}" for k, v in rest) or "decided by this input"),
         ("graph nodes", f"{len(g.nodes):,}", f"{len(g.edges):,} edges, {len(g.param_leaves)} param leaves"),
-        ("parameters", f"{r.params:,}", format_bytes(r.param_bytes)),
-        ("forward", f"{fw.median_ms:.3f} ms", fw.spread()),
-        ("train step", f"{tr.median_ms:.3f} ms", tr.spread()),
+        ("parameters", f"{params:,}", format_bytes(p_bytes)),
+        timing("forward", r.forward if timed else None),
+        timing("train step", r.train_step if timed else None),
         ("saved for backward", format_bytes(r.capture.saved_bytes), "activations, deduplicated"),
         ("peak memory", format_bytes(mem.train if mem else None),
-         f"train step; forward {format_bytes(mem.forward)}" if mem else "profiling…"),
+         f"train step; forward {format_bytes(mem.forward)}" if mem else memory_pending),
     ]
 
 
@@ -71,7 +80,7 @@ def _view(session: Session, r: RunResult, status: str) -> View:
     )
 
 
-def openable(r: RunResult) -> list[tuple[str, str]]:
+def openable(r: RunResult | Captured) -> list[tuple[str, str]]:
     """The modules of a run's graph a person can open (most nodes first), for a graph drawn collapsed."""
     return [("none: every module grouped", "")] + [(f"{m} ({count(n, 'node')})", m)
                                                     for m, n in modules(r.capture.graph)]
@@ -82,54 +91,72 @@ def opened_graph(session: Session, module: str) -> go.Figure | None:
     return None if session.last is None else graph_figure(session.last, expand=module)
 
 
-def update(session: Session, model: str, text: str, compare: str,
-           values: dict[str, Any]) -> Iterator[str | View | GraphFirst]:
+def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any],
+           timer: Timer | None = None, fresh: bool = False) -> Iterator[str | View | GraphFirst]:
     """Reconfigure if needed, capture and yield the new graph at once (it does not wait in the measurement queue),
     wait for the queue (yielding messages), time, and yield the view twice: with the timings, then with the
     profiler's memory. One run at a time per session; an input identical to the
-    latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a new run, and
-    so does an empty box: a pause while a person retypes, not an error (no error toast, no red badges over the
-    previous run's figures)."""
+    latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a new run, unless
+    `fresh` (then its timings are measured again, never reused), and so does an empty box: a pause while a person
+    retypes, not an error (no error toast, no red badges over the previous run's figures). Timings run on
+    `timer` (the server's measurement pool; default: in this thread)."""
     if text == "":
         still = f" The figures shown are still run {session.last.number}'s." if session.last else ""
         yield f"**Not run**: {empty_message()}{still}"
         return
     with session.run_lock:
         session.configure(model, values)  # validation first: a bad config never waits in the queue
-        if session.is_latest(text, compare):
+        if session.is_latest(text, compare) and not fresh:
             yield f"Nothing changed since run {session.last.number}: its figures are the ones shown."
             return
-        yield from _measured_run(session, text, compare)
+        yield from _measured_run(session, text, compare, timer or InProcess(), fresh)
 
 
 @dataclass
 class GraphFirst:
-    """The new graph, drawn as soon as it is captured, before the timings (the cards follow in a View)."""
+    """The new graph and the cards of its counts, drawn as soon as it is captured, before the timings."""
 
     graph: go.Figure
+    groups: list[tuple[str, str]]
+    cards: list[tuple[str, str, str]]
     status: str
 
 
-def _measured_run(session: Session, text: str, compare: str) -> Iterator[str | View | GraphFirst]:
-    # The graph does not wait in the measurement queue: capturing it takes milliseconds, on the server's own
-    # core (server threads are kept off the measuring core), so it is drawn while other sessions are timed.
+def _measured_run(session: Session, text: str, compare: str, timer: Timer,
+                  fresh: bool) -> Iterator[str | View | GraphFirst]:
+    # The graph does not wait in the measurement queue: capturing it takes milliseconds on the server's own core
+    # (timings run in their own processes, on their own cores), and an input any session ran before is cached.
     captured = session.capture(text, compare)
-    yield GraphFirst(graph_figure(captured), f"Graph of {count(captured.tokens, 'token')} drawn; timing forward and "
-                                             "train step next…")
-
-    def work(turn: Turn) -> Iterator[View]:
-        r = session.time_run(captured, budget_scale=turn.budget_scale)
-        notes = " ".join([*r.notices, *filter(None, [turn.notice()])])
-        m = r.forward
-        measured = (f"Measured on cpu, {m.threads} thread(s), torch.utils.benchmark ({m.runs} runs); memory from "
-                    "torch.profiler.")
-        view = _view(session, r, f"{notes} Profiling memory… {measured}".strip())
+    p = plan(captured.capture)
+    said = f"Graph of {count(captured.tokens, 'token')} drawn"
+    if not p.timed:
+        yield GraphFirst(graph_figure(captured), openable(captured), cards(captured, "not timed", "not profiled"),
+                         f"{said}. {p.note}")
+        return
+    yield GraphFirst(graph_figure(captured), openable(captured), cards(captured),
+                     f"{said}; timing forward and train step next…")
+    sourced = None
+    for step in timings(captured.key, lambda turn: session.job(captured, p.scaled(turn.budget_scale)), timer, fresh):
+        if isinstance(step, str):
+            yield step
+        else:
+            sourced = step
+    assert sourced is not None
+    r = session.time_run(captured, sourced, note=p.note)
+    notes = " ".join([*r.notices, *filter(None, [r.timing_note])])
+    m = r.forward
+    where = f"{r.node} (cpu, core {', '.join(map(str, m.cores))})" if m.cores else "cpu"
+    measured = (f"Measured on {where}, {m.threads} thread(s), torch.utils.benchmark ({m.runs} runs); memory "
+                "from torch.profiler.")
+    view = _view(session, r, f"{notes} Profiling memory… {measured}".strip())
+    if r.memory is None and p.profile:
         yield view
         session.measure_memory(r)
         view.cards = cards(r)
         view.report = build_report(r, session.compile_track)
         view.history = history_figure(session.history)
-        view.status = f"{notes} {measured}".strip()
-        yield view
-
-    yield from queued(work)
+    elif r.memory is None:
+        measured = measured.replace("; memory from torch.profiler.", "; memory not profiled (see above).")
+        view.cards = cards(r, memory_pending="not profiled")
+    view.status = f"{notes} {measured}".strip()
+    yield view

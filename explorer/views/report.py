@@ -28,7 +28,8 @@ def build_report(r: RunResult, track: CompileTrack | None = None) -> dict[str, A
         "notices": r.notices,
         "params": r.params,
         "graph": c.graph.summary(),
-        "eager": {"forward": r.forward.as_dict(), "train_step": r.train_step.as_dict()},
+        "eager": {"forward": r.forward.as_dict(), "train_step": r.train_step.as_dict(),
+                  "timing_note": r.timing_note, "measured_on": r.node},
         "memory": {
             "saved_bytes": c.saved_bytes,
             "param_bytes": r.param_bytes,
@@ -38,7 +39,7 @@ def build_report(r: RunResult, track: CompileTrack | None = None) -> dict[str, A
         },
         "trace": c.trace,
         "structure": entry(r.model).structure(c.trace),
-        "machine": machine.describe(),
+        "machine": {**machine.describe(), "node": r.node or machine.describe()["node"]},
         "limits": limits.describe(),
     }
     if r.diff is not None:

@@ -69,7 +69,7 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
     out = client.predict("tree", "ab", "", *_controls("tree"), api_name="/edit")
     graph, cards, history, diff, report, status, _opened = out
     assert report["run"] == 1 and report["tokens"] == 2
-    assert "graph nodes" in cards and "Measured on cpu" in status
+    assert "graph nodes" in cards and "Measured on " in status and "(cpu, core" in status
     drawn = json.loads(graph["plot"])
     assert "Autograd graph: " in drawn["layout"]["title"]["text"]
     assert sum(len(t["x"]) for t in drawn["data"][1:]) == report["graph"]["nodes"]  # small: every node drawn

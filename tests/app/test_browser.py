@@ -50,7 +50,7 @@ def _nodes(page: Page) -> int:
 def _loaded(page: Page, url: str) -> None:
     page.goto(url)
     expect(page.locator(".card").first).to_be_visible(timeout=TIMEOUT)
-    expect(page.get_by_text("Measured on cpu").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("(cpu, core").first).to_be_visible(timeout=TIMEOUT)
 
 
 INPUT = "input (each UTF-8 byte is one token)"
@@ -331,6 +331,8 @@ def test_no_serious_or_critical_wcag_violation_on_any_tab(page: Page, app_url):
         if tab == "Claims":  # a card with its figure, numbers and verdict
             page.get_by_role("button", name="Run the experiment").first.click()
             expect(page.get_by_text(re.compile(r"^Holds: the RNN's graph grows")).first).to_be_visible(timeout=TIMEOUT)
+        # Settled: an output Gradio is still updating is drawn faded (a transient contrast failure, not ours)
+        page.wait_for_function("!document.querySelector('.pending, .generating, .translucent')", timeout=TIMEOUT)
         page.wait_for_timeout(500)
         found[tab] = page.evaluate(_AXE)
     assert found == {tab: [] for tab in TABS}

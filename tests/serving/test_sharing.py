@@ -22,7 +22,7 @@ def _take_turn(q, log, name, hold_s=0.2):
 
 
 def test_queue_runs_one_at_a_time_first_come_first_served():
-    q, log = MeasureQueue(max_waiting=10, poll_s=0.05), []
+    q, log = MeasureQueue(max_waiting=10, poll_s=0.05, slots=1), []
     threads = []
     for i in range(4):
         threads.append(threading.Thread(target=_take_turn, args=(q, log, i)))
@@ -38,7 +38,7 @@ def test_queue_runs_one_at_a_time_first_come_first_served():
 
 
 def test_waiters_see_their_place_and_a_full_queue_says_busy():
-    q = MeasureQueue(max_waiting=1, load_at=1, poll_s=0.05)
+    q = MeasureQueue(max_waiting=1, load_at=1, poll_s=0.05, slots=1)
     first = q.turn()
     assert isinstance(next(first), Turn)  # holds the turn
     second = q.turn()
@@ -53,8 +53,21 @@ def test_waiters_see_their_place_and_a_full_queue_says_busy():
     assert q.waiting == 0
 
 
+def test_with_two_measuring_cores_two_runs_are_timed_at_once_and_the_third_waits():
+    q = MeasureQueue(max_waiting=5, poll_s=0.05, slots=2)
+    a, b, c = q.turn(), q.turn(), q.turn()
+    assert isinstance(next(a), Turn) and isinstance(next(b), Turn)
+    wait = next(c)
+    assert isinstance(wait, Wait) and wait.ahead == 1 and q.waiting == 1
+    b.close()  # either one ending frees a core for the next in line
+    assert isinstance(next(c), Turn)
+    a.close()
+    c.close()
+    assert q.waiting == 0
+
+
 def test_an_abandoned_waiter_gives_up_its_place():
-    q = MeasureQueue(max_waiting=5, poll_s=0.05)
+    q = MeasureQueue(max_waiting=5, poll_s=0.05, slots=1)
     holder = q.turn()
     next(holder)
     waiter = q.turn()

@@ -1,0 +1,117 @@
+"""Timings in measurement processes, one pinned to each measuring core.
+
+Why processes: a timing thread in the server process shares the GIL with every session's capture, layout and
+figure, so load from other people bends its figures; a process of its own, alone on its core, times the model
+with nothing else in the way. Why one per core: with more cores (`GE_MEASURE_WORKERS`), timings run in
+parallel, each alone on its core. A worker is the compile worker's mechanism (explorer/compile/worker.py):
+started lazily, one job at a time, stopped and replaced if it hangs or dies."""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
+from explorer.compile.worker import CompileService
+from explorer.core.limits import MAX_RUN_S
+from explorer.core.machine import MEASURE_CORES
+from explorer.eager import timing
+from explorer.eager.capture import forward, train_step
+from explorer.eager.timing import Measurement, measure
+from models import build_model, make_config
+
+MODELS_PER_WORKER = 4  # built models a measurement process keeps between jobs (least recently used dropped)
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A run's two timings, and where they were taken."""
+
+    forward: Measurement
+    train_step: Measurement
+    node: str  # the host that measured (a Ray node may not be the app's)
+
+
+@dataclass(frozen=True)
+class TimingJob(Job[Timed]):
+    """Time forward and train step of (model, config) on one input."""
+
+    model: str
+    config: tuple[tuple[str, Any], ...]
+    ids: tuple[int, ...]
+    forward_s: float  # timing budgets
+    train_s: float
+    min_blocks: int = timing.MIN_BLOCKS
+
+    @staticmethod
+    def of(model: str, config: dict[str, Any], ids: torch.Tensor, forward_s: float, train_s: float,
+           min_blocks: int = timing.MIN_BLOCKS) -> TimingJob:
+        return TimingJob(model, tuple(sorted(config.items())), tuple(ids[0].tolist()), forward_s, train_s,
+                         min_blocks)
+
+    def run(self, ctx: WorkerContext) -> Timed:
+        models: OrderedDict[str, torch.nn.Module] = ctx.held if isinstance(ctx.held, OrderedDict) else OrderedDict()
+        ctx.held = models
+        key = json.dumps([self.model, self.config])
+        if key not in models:
+            models[key] = build_model(self.model, make_config(self.model, dict(self.config)))
+            while len(models) > MODELS_PER_WORKER:
+                models.popitem(last=False)
+        models.move_to_end(key)
+        model, ids = models[key], torch.tensor([self.ids])
+        ctx.phase("timing forward")
+        fw = measure("forward", lambda: forward(model, ids), self.forward_s, self.min_blocks)
+        ctx.phase("timing the train step")
+        tr = measure("train step", lambda: train_step(model, ids), self.train_s, self.min_blocks)
+        return Timed(fw, tr, platform.node())
+
+
+class MeasurePool:
+    """One measurement process per measuring core; a job runs on whichever core is free (held in
+    `timing.CORES`, which the compile worker's timings hold too, so nothing else times on it meanwhile)."""
+
+    def __init__(self, cores: frozenset[int] = MEASURE_CORES, timeout_s: float = 3 * MAX_RUN_S) -> None:
+        self._workers = {c: CompileService(timeout_s, name=f"measurement (core {c})", core=c,
+                                           advice="Try a shorter input or a smaller architecture.")
+                         for c in sorted(cores)}
+
+    def run(self, job: TimingJob) -> Iterator[Progress | Timed]:
+        """The job's progress, then its timings. A measurement process that dies or hangs is replaced, and
+        the job retried once on the new one (said in the progress); a second failure raises CompileFailure."""
+        with timing.CORES.hold() as core:
+            worker = self._workers[core]
+            try:
+                yield from worker.run(job)
+            except CompileFailure as e:
+                yield Progress(0.0, f"{e} Retrying once on a new measurement process")
+                yield from worker.run(job)
+
+    def start(self) -> None:
+        """Start every measurement process now (each imports torch: seconds), not on the first click."""
+        for w in self._workers.values():
+            w.start()
+
+    def stop(self) -> None:
+        for w in self._workers.values():
+            w.stop()
+
+    @property
+    def size(self) -> int:
+        return len(self._workers)
+
+
+_pool: MeasurePool | None = None
+
+
+def measure_pool() -> MeasurePool:
+    """The process's measurement pool (created on first use; its processes start on their first job)."""
+    global _pool
+    if _pool is None:
+        _pool = MeasurePool()
+    return _pool

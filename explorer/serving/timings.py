@@ -1,0 +1,59 @@
+"""A run's timings for a request: reused if the same input was timed moments ago, joined if it is being timed
+right now (thirty students opening one link make one measurement, not thirty), else measured in its turn of
+the queue by the measurement pool. Yields messages (str) until the timings (`Sourced`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from explorer.compile.protocol import Progress, WorkerContext
+from explorer.serving.pool import Timed, TimingJob
+from explorer.serving.queueing import STATUS_EVERY_S, Turn, queued
+from explorer.serving.shared import RECENT, RecentTimings, Sourced
+
+
+class Timer(Protocol):
+    def run(self, job: TimingJob) -> Iterator[Progress | Timed]: ...
+
+
+class InProcess:
+    """The pool's interface, timing in the calling thread (the CLI, tests): `measure` holds a core per timing."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()  # a thread's built models, as a measurement process keeps its own
+
+    def run(self, job: TimingJob) -> Iterator[Progress | Timed]:
+        ctx = getattr(self._local, "ctx", None) or WorkerContext(lambda phase: None)
+        self._local.ctx = ctx
+        yield job.run(ctx)
+
+
+def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: bool = False,
+            recent: RecentTimings = RECENT) -> Iterator[str | Sourced]:
+    """`job(turn)` is built in the queue turn (its budget shrinks under load)."""
+    while True:
+        hit = None if fresh else recent.recent(key)
+        if hit is not None:
+            yield hit
+            return
+        running = recent.begin(key)
+        if running is None:
+            break
+        while not running.wait(STATUS_EVERY_S):
+            yield "This very input is being timed for another session right now; its figures will be shared…"
+        fresh = False  # what that measurement found is as fresh as this one would be
+
+    def work(turn: Turn) -> Iterator[str | Sourced]:
+        for step in timer.run(job(turn)):
+            if isinstance(step, Progress):
+                yield f"Measuring: {step.phase}, {step.elapsed_s:.0f} s…"
+            else:
+                recent.put(key, step)
+                yield Sourced(step, notice=turn.notice())
+
+    try:
+        yield from queued(work)
+    finally:
+        recent.end(key)
