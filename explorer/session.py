@@ -28,7 +28,7 @@ from explorer.eager.memory import MemoryPeaks, measure_peaks, param_bytes
 from explorer.eager.timing import Measurement
 from explorer.lab.results import LabResult, LabRun
 from explorer.lab.runner import iter_lab
-from explorer.serving.plan import Plan, plan
+from explorer.serving.plan import Plan, check_capture, plan
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.residency import Residency
 from explorer.serving.shared import FIXED, Fixed, Sourced, run_key
@@ -199,6 +199,7 @@ class Session:
         found = FIXED.get(key)
         if found is None:
             model = self.model
+            check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
             found = Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()), param_bytes(model))
             FIXED.put(key, found)
         return found

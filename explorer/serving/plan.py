@@ -1,18 +1,27 @@
-"""How long a run will keep a measuring core, estimated before it starts, and what to do about it.
+"""How long a run will take, estimated before it starts, and what to do about it.
 
-The estimate comes from the run's own graph capture, which is one instrumented forward + backward (an upper
-bound of one call): a timing is a warm-up call, then blocks until the budget is spent and at least
-`MIN_BLOCKS` ran. A run past `GE_MAX_RUN_S` is shortened (one block per figure, no profiler pass) and, if even
-that is too long, not timed at all; the status says which, with the estimate."""
+Before the graph capture: one train step on a short prefix of the input (once per architecture) gives the
+seconds per token, and an input whose capture would pass `GE_MAX_RUN_S` is refused with the estimate. Before
+the timings: the capture itself is one instrumented forward + backward (an upper bound of one call), and a
+timing is a warm-up call, then blocks until the budget is spent and at least `MIN_BLOCKS` ran. A run past
+`GE_MAX_RUN_S` is shortened (one block per figure, no profiler pass) and, if even that is too long, not timed
+at all; the status says which, with the estimate."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
+import torch
+from torch import nn
+
+from explorer.core.errors import InputError
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_RUN_S, TRAIN_BUDGET_S
-from explorer.eager.capture import Capture
+from explorer.eager.capture import Capture, train_step
 from explorer.eager.timing import MIN_BLOCKS
 
+PROBE_TOKENS = 32  # the prefix a new architecture's cost per token is measured on
+CAPTURE_COST = 1.3  # a capture (graph read, module trace) over a plain train step, at worst on this app's models
 PROFILER_COST = 3.0  # a profiled train step over a plain one, on this app's models (it records every allocation)
 
 
@@ -55,3 +64,28 @@ def plan(capture: Capture, max_s: float = MAX_RUN_S) -> Plan:
     return Plan(0.0, 0.0, 1, False, short, timed=False,
                 note=f"Not timed: {said}, and even one block per figure about {short:.0f} s. The graph and counts "
                      "above are measured; for timings, try a shorter input or a smaller architecture.")
+
+
+_per_token: dict[str, float] = {}  # architecture (model and config) -> seconds of one train step per token
+
+
+def check_capture(arch: str, model: nn.Module, ids: torch.Tensor, max_s: float = MAX_RUN_S) -> None:
+    """Refuse an input whose graph capture would take longer than `max_s`, from a short probe of the model
+    (measured once per architecture; the probe's own cost is a fraction of a long input's)."""
+    tokens = ids.shape[1]
+    if tokens <= PROBE_TOKENS:
+        return
+    if arch not in _per_token:
+        probe = ids[:, :PROBE_TOKENS]
+        train_step(model, probe)  # warm-up: a new model's first call pays one-time costs
+        start = time.perf_counter()
+        train_step(model, probe)
+        _per_token[arch] = (time.perf_counter() - start) / PROBE_TOKENS
+    estimate = CAPTURE_COST * _per_token[arch] * tokens
+    if estimate > max_s:
+        raise InputError(
+            f"This run would take about {estimate:.0f} s to capture ({tokens} tokens at "
+            f"{1e3 * _per_token[arch]:.0f} ms per token for one train step of this architecture, measured on a "
+            f"{PROBE_TOKENS}-token prefix), over GE_MAX_RUN_S = {max_s:g} s: every other session would wait "
+            f"behind it. Try fewer than {int(max_s / (CAPTURE_COST * _per_token[arch]))} tokens or a smaller "
+            "architecture.")

@@ -134,7 +134,8 @@ def _measured_run(session: Session, text: str, compare: str, timer: Timer,
                          f"{said}. {p.note}")
         return
     yield GraphFirst(graph_figure(captured), openable(captured), cards(captured),
-                     f"{said}; timing forward and train step next…")
+                     f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
+                     "comes)…")
     sourced = None
     for step in timings(captured.key, lambda turn: session.job(captured, p.scaled(turn.budget_scale)), timer, fresh):
         if isinstance(step, str):

@@ -1,7 +1,6 @@
 """End to end: the real app in its own process, called over HTTP with gradio_client."""
 
 import json
-import time
 import urllib.error
 import urllib.request
 
@@ -62,6 +61,19 @@ def test_inspect_endpoint_returns_the_report(app_url):
 def test_inspect_endpoint_rejects_bad_input_with_a_message(app_url, config, text, message):
     with pytest.raises(Exception, match=message):
         Client(app_url, verbose=False).predict("rnn", config, text, "", api_name="/inspect")
+
+
+HEAVIEST = '{"cell": "lstm", "hidden": 512, "embed": 512, "layers": 4, "bidirectional": true}'
+
+
+@pytest.mark.slow
+def test_the_heaviest_run_the_limits_allow_is_refused_in_seconds_and_the_server_keeps_serving(app_url):
+    """Once accepted and 88.6 s long, holding everyone: now estimated first, and refused with the estimate."""
+    client = Client(app_url, verbose=False)
+    with pytest.raises(Exception, match=r"would take about \d+ s to capture .*measured on a 32-token prefix.*"
+                                        r"GE_MAX_RUN_S = 10 s.*Try fewer than"):
+        client.predict("rnn", HEAVIEST, "x" * 512, "", api_name="/inspect")
+    assert client.predict("rnn", "{}", "next", "", api_name="/inspect")["tokens"] == 4
 
 
 def test_session_history_grows_and_bad_input_keeps_it(app_url):
