@@ -181,10 +181,10 @@ def _cards_html(cards: list[tuple[str, str, str]]) -> str:
     return f'<div class="cards">{items}</div>'
 
 
-def _view(session: Session, view: View) -> tuple:
-    return PLAYGROUND.fill(session=session, graph=view.graph,
-                           open_module=gr.Dropdown(choices=view.groups, value=""),
-                           cards=_cards_html(view.cards), history=view.history,
+def _view(session: Session, view: View, drawn: bool) -> tuple:
+    """A view's outputs; the graph only if not `drawn` already (sending a big figure again costs the server)."""
+    graph = {} if drawn else {"graph": view.graph, "open_module": gr.Dropdown(choices=view.groups, value="")}
+    return PLAYGROUND.fill(session=session, **graph, cards=_cards_html(view.cards), history=view.history,
                            diff=view.diff, report=view.report, status=view.status)
 
 
@@ -194,14 +194,16 @@ def run_playground(request: gr.Request, session: Session, model: str, text: str,
     the view. `fresh`: measure the timings again even if another session's recent ones could be reused."""
     RESIDENCY.attach(request.session_hash, session)
     try:
+        drawn = False
         for view in update(session, model, text, compare, values_for(model, list(flat)), measure_pool(), fresh):
             if isinstance(view, str):
                 yield PLAYGROUND.fill(session=session, status=view)
             elif isinstance(view, GraphFirst):  # the new graph and its counts at once; the timings follow
+                drawn = True
                 yield PLAYGROUND.fill(graph=view.graph, open_module=gr.Dropdown(choices=view.groups, value=""),
                                       cards=_cards_html(view.cards), status=view.status)
             else:
-                yield _view(session, view)
+                yield _view(session, view, drawn)
     except USER_ERRORS as e:
         raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
     except CompileFailure as e:  # the measurement process died twice or timed out: the graph shown stays valid

@@ -1,13 +1,15 @@
 """Load test over loopback: many gradio_client sessions typing and changing architectures at once.
 
-`python -m bench.load [--sessions 30] [--duration 120]` starts the app on a free local port, measures a
-reference input alone, then runs the sessions for the duration while re-measuring the reference, and
-appends the figures to bench/RESULTS-load.md. The test suite runs a short version (tests/test_load.py).
+`python -m bench.load [--sessions 30] [--duration 120] [--mode typing|class]` starts the app on a free local
+port, measures a reference input alone, then runs the sessions for the duration while re-measuring the
+reference, and appends the figures to bench/RESULTS-load.md. In `class` mode every session first opens the same
+state link (one input, at once), then types. The test suite runs a short version (tests/test_load.py).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import statistics
 import threading
@@ -18,9 +20,11 @@ from gradio_client import Client
 
 from bench.appserver import start_app, stop_app
 from bench.common import parser
+from explorer.core.machine import OTHER_CORES
 from explorer.views.playground import control_specs
 
 REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")
+LINK = ("transformer", {"layers": 2}, "The sentence every student opens from the teacher's link.")
 ARCHS = [("rnn", {"cell": c, "hidden": h}) for c in ("gru", "lstm", "rnn") for h in (16, 64)] + [
     ("transformer", {"layers": n, "width": w}) for n in (1, 2) for w in (32, 64)] + [
     ("early_exit", {"threshold": t}) for t in (0.5, 0.9)] + [("tree", {"hidden": h}) for h in (16, 64)]
@@ -36,6 +40,8 @@ def controls(model: str, values: dict) -> list:
 class Tally:
     latencies: list[float] = field(default_factory=list)
     to_graph: list[float] = field(default_factory=list)  # to the first view: the graph of the typed input
+    link: list[float] = field(default_factory=list)  # class mode: opening the shared link, to its final view
+    link_reused: int = 0  # of those, how many showed timings measured for another session
     errors: list[str] = field(default_factory=list)
     reference_ms: list[float] = field(default_factory=list)
     timings: list[dict] = field(default_factory=list)  # every eager timing the server reported: when, which cores
@@ -48,31 +54,44 @@ class Tally:
             self.machine = report["machine"]
 
 
-def _user(url: str, seed: int, stop_at: float, tally: Tally) -> None:
+def _edit(client: Client, model: str, values: dict, text: str, tally: Tally) -> dict | None:
+    """One edit, streamed: records the time to this input's graph and to the final view; the final report."""
+    start = time.monotonic()
+    try:
+        job = client.submit(model, text, "", *controls(model, values), api_name="/edit")
+        first = None
+        while not job.done():  # a streamed view with this input's graph; the last has the timings and memory
+            if first is None and any(_shows_graph(o, text) for o in job.outputs()):
+                first = time.monotonic() - start
+            time.sleep(0.02)
+        report = job.result()[4]
+        tally.record(report)
+        with tally.lock:
+            tally.latencies.append(time.monotonic() - start)
+            tally.to_graph.append(first if first is not None else tally.latencies[-1])
+        return report
+    except Exception as e:  # every failure counts: the goal is none
+        with tally.lock:
+            tally.errors.append(f"{type(e).__name__}: {e}"[:200])
+        return None
+
+
+def _user(url: str, seed: int, stop_at: float, tally: Tally, opens_link: bool) -> None:
     rng = random.Random(seed)
     client = Client(url, verbose=False)
+    if opens_link:  # the whole class opens the teacher's link at once
+        start = time.monotonic()
+        report = _edit(client, LINK[0], LINK[1], LINK[2], tally)
+        if report is not None:
+            with tally.lock:
+                tally.link.append(time.monotonic() - start)
+                tally.link_reused += (report["eager"].get("timing_note") or "").startswith("Timings reused")
     model, values = rng.choice(ARCHS)
     n = 0
     while time.monotonic() < stop_at:
         if n % 3 == 2:
             model, values = rng.choice(ARCHS)  # an architecture change
-        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 30)))
-        start = time.monotonic()
-        try:
-            job = client.submit(model, text, "", *controls(model, values), api_name="/edit")
-            first = None
-            while not job.done():  # a streamed view with this input's graph; the last has the timings and memory
-                if first is None and any(_shows_graph(o, text) for o in job.outputs()):
-                    first = time.monotonic() - start
-                time.sleep(0.02)
-            report = job.result()[4]
-            tally.record(report)
-            with tally.lock:
-                tally.latencies.append(time.monotonic() - start)
-                tally.to_graph.append(first if first is not None else tally.latencies[-1])
-        except Exception as e:  # every failure counts: the goal is none
-            with tally.lock:
-                tally.errors.append(f"{type(e).__name__}: {e}"[:200])
+        _edit(client, model, values, " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 30))), tally)
         n += 1
 
 
@@ -89,18 +108,34 @@ def reference_ms(client: Client, tally: Tally) -> float:
 
 
 def overlapping(timings: list[dict]) -> list[tuple[dict, dict]]:
-    """Pairs of timings that ran at the same time (there must be none: one timing at a time, server-wide)."""
-    spans = sorted(timings, key=lambda t: t["start_s"])
-    return [(a, b) for a, b in itertools.pairwise(spans) if b["start_s"] < a["end_s"]]
+    """Pairs of distinct timings that ran on one core at the same time (there must be none). A timing reused
+    for another session is reported again with the same span: it counts once."""
+    distinct = {(t["start_s"], t["end_s"], tuple(t["cores"])): t for t in timings}.values()
+    pairs = []
+    for core in {c for t in distinct for c in t["cores"]}:
+        spans = sorted((t for t in distinct if core in t["cores"]), key=lambda t: t["start_s"])
+        pairs += [(a, b) for a, b in itertools.pairwise(spans) if b["start_s"] < a["end_s"]]
+    return pairs
 
 
-def run_load(url: str, sessions: int, duration_s: float) -> dict:
-    """Reference alone (5 calls), then `sessions` users for `duration_s` with the reference re-measured."""
+def run_load(url: str, sessions: int, duration_s: float, mode: str = "typing") -> dict:
+    """Reference alone (5 calls), then `sessions` users for `duration_s` with the reference re-measured. The
+    simulated students run off the measuring cores, as real ones (browsers on their own machines) would."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, OTHER_CORES)
+    try:
+        return _run_load(url, sessions, duration_s, mode)
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _run_load(url: str, sessions: int, duration_s: float, mode: str) -> dict:
     probe = Client(url, verbose=False)
     tally = Tally()
     alone = [reference_ms(probe, tally) for _ in range(5)]
     stop_at = time.monotonic() + duration_s
-    users = [threading.Thread(target=_user, args=(url, i, stop_at, tally), daemon=True) for i in range(sessions)]
+    users = [threading.Thread(target=_user, args=(url, i, stop_at, tally, mode == "class"), daemon=True)
+             for i in range(sessions)]
     for u in users:
         u.start()
     time.sleep(min(5.0, duration_s / 4))  # let the load build up
@@ -119,6 +154,10 @@ def run_load(url: str, sessions: int, duration_s: float) -> dict:
         "p50_s": statistics.median(lat) if lat else None,
         "p95_s": lat[int(0.95 * (len(lat) - 1))] if lat else None,
         "graph_p50_s": statistics.median(graph) if graph else None,
+        "link_p50_s": statistics.median(tally.link) if tally.link else None,
+        "link_max_s": max(tally.link) if tally.link else None,
+        "link_first_s": min(tally.link) if tally.link else None,
+        "link_opened": len(tally.link), "link_reused": tally.link_reused,
         "graph_p95_s": graph[int(0.95 * (len(graph) - 1))] if graph else None,
         "reference_alone_ms": statistics.median(alone),
         "reference_loaded_ms": statistics.median(tally.reference_ms) if tally.reference_ms else None,
@@ -139,16 +178,24 @@ def main() -> None:
     p = parser(__doc__, "RESULTS-load.md")
     p.add_argument("--sessions", type=int, default=30)
     p.add_argument("--duration", type=float, default=120.0)
+    p.add_argument("--mode", choices=("typing", "class"), default="typing",
+                   help="class: every session first opens the same state link, then types")
     args = p.parse_args()
     if args.quick:
         args.sessions, args.duration = 2, 4.0
     proc, url, _ = start_app()
     try:
-        r = run_load(url, args.sessions, args.duration)
+        r = run_load(url, args.sessions, args.duration, args.mode)
     finally:
         stop_app(proc)
     ratio = r["reference_loaded_ms"] / r["reference_alone_ms"] if r["reference_loaded_ms"] else float("nan")
-    lines = [f"## {args.sessions} sessions for {args.duration:.0f} s ({time.strftime('%Y-%m-%d %H:%M')})", "",
+    command = f"python -m bench.load --sessions {args.sessions} --duration {args.duration:g} --mode {args.mode}"
+    link = (f"- class: {r['link_opened']} sessions opened the same link at once: to its final view first "
+            f"{r['link_first_s']:.2f} s, median {r['link_p50_s']:.2f} s, last {r['link_max_s']:.2f} s; "
+            f"{r['link_reused']} of them were shown timings measured for another session"
+            if r["link_opened"] else None)
+    lines = [f"## {args.sessions} sessions for {args.duration:.0f} s, {args.mode} "
+             f"({time.strftime('%Y-%m-%d %H:%M')})", "", f"`{command}`", "", *filter(None, [link]),
              f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}",
              f"- latency per interaction (typing or an architecture change): to the graph of the typed input "
              f"p50 {r['graph_p50_s']:.2f} s, p95 {r['graph_p95_s']:.2f} s; to the final view (timings and memory) "

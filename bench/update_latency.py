@@ -1,33 +1,42 @@
-"""Time of one eager Playground update, per model and input length: `python -m bench.update_latency`.
+"""Time of one Playground update alone, per model and input length: `python -m bench.update_latency`.
 
-An update has two stages, as the UI shows them: (1) capture the graph, time forward and train step,
-and draw the figures; (2) the profiler's exact memory peaks. Graph capture alone is timed too.
+An update streams, as the UI shows it: (1) the graph and the cards of its counts (capture, layout, figure), then
+(2) the timings and the memory peaks, measured in the measurement process on its own core. Each repeat types a
+new text (nothing cached); a last row per model opens an input another session ran seconds before (the graph,
+counts, timings and memory all shared). Also: what the run plan assumes (explorer/serving/plan.py), measured per
+model at 100 tokens: a graph capture and a profiled train step over a plain train step.
 Writes bench/RESULTS-update.md (linked from the README). Medians and min/max over REPEATS.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 
 from bench.common import parser
 from explorer.core import machine
-from explorer.eager.capture import train_loss
-from explorer.eager.graph import capture_graph
-from explorer.eager.memory import warm_profiler
-from explorer.eager.trace import ModuleTrace
+from explorer.eager.capture import capture_run, train_loss, train_step
+from explorer.eager.memory import measure_peaks, warm_profiler
+from explorer.serving.pool import MeasurePool
 from explorer.session import Session
-from explorer.views.figures import graph_figure, history_figure
-from models import ZOO
+from explorer.views.playground import GraphFirst, View, update
+from models import ZOO, build_model, make_config
 from models.tokenizer import to_ids
 
 LENGTHS = (10, 100, 500)
-REPEATS = 5
-TEXT = "The quick brown fox jumps over the lazy dog, again and again. "
+REPEATS = 7
+WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "graphs", "grow", "and",
+         "loops", "unroll"]
 
 
-def _text(n: int) -> str:
-    return (TEXT * (n // len(TEXT) + 1))[:n]
+def _text(n: int, seed: int) -> str:
+    """A new text of exactly n bytes for each seed (a cached run would not show the capture's cost)."""
+    words = itertools.cycle(WORDS[seed % len(WORDS):] + WORDS[:seed % len(WORDS)])
+    out = f"{seed} "
+    while len(out) < n:
+        out += next(words) + " "
+    return out[:n]
 
 
 def _stats(xs: list[float]) -> str:
@@ -35,59 +44,73 @@ def _stats(xs: list[float]) -> str:
     return f"{statistics.median(ms):.0f} ({min(ms):.0f}-{max(ms):.0f})"
 
 
-def _capture_ms_per_2000(model, ids) -> tuple[int, float]:
-    params = {id(p): n for n, p in model.named_parameters()}
-    with ModuleTrace(model) as trace:
-        loss = train_loss(model(ids))
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        graph = capture_graph(loss.grad_fn, trace, params)
-        times.append(time.perf_counter() - start)
-    return len(graph.nodes), statistics.median(times) * 1e3
+def _update(pool: MeasurePool, name: str, text: str) -> tuple[float, float]:
+    """Seconds to the first view (graph and cards) and to the final view (timings and memory)."""
+    start = time.perf_counter()
+    first = None
+    for step in update(Session(name), name, text, "", {}, pool):
+        if isinstance(step, GraphFirst) and first is None:
+            first = time.perf_counter() - start
+    assert isinstance(step, View)
+    return first, time.perf_counter() - start
+
+
+def _ratios(name: str, n: int) -> tuple[float, float]:
+    """A capture and a profiled train step over a plain train step (medians of REPEATS)."""
+    model, ids = build_model(name, make_config(name)), to_ids(_text(n, 0))
+    train_step(model, ids)
+
+    def timed(fn) -> float:
+        times = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    step = timed(lambda: train_step(model, ids))
+    return timed(lambda: capture_run(model, ids)) / step, timed(lambda: measure_peaks(model, ids, train_loss)) / step
 
 
 def main() -> None:
     args = parser(__doc__, "RESULTS-update.md").parse_args()
+    machine.keep_off_measure_cores()  # as the app's server threads: the measuring core is the pool's
     machine.pin_threads()
     warm_profiler()
-    rows = []
-    for name in ["rnn"] if args.quick else ZOO:
-        for n in (10,) if args.quick else LENGTHS:
-            session = Session(model_name=name)
-            stage1, stage2 = [], []
-            for _ in range(REPEATS):
-                start = time.perf_counter()
-                r = session.run(_text(n))
-                graph_figure(r)
-                history_figure(session.history)
-                mid = time.perf_counter()
-                session.measure_memory(r)
-                stage2.append(time.perf_counter() - mid)
-                stage1.append(mid - start)
-            nodes, cap_ms = _capture_ms_per_2000(session.model, to_ids(_text(n)))
-            rows.append((name, n, nodes, _stats(stage1), _stats(stage2), f"{cap_ms:.1f}",
-                         f"{cap_ms / nodes * 2000:.1f}"))
-            print(rows[-1], flush=True)
-    m = machine.describe()
+    pool = MeasurePool()
+    pool.start()
+    rows, plan_rows = [], []
+    seeds = itertools.count()
+    try:
+        for name in ["rnn"] if args.quick else ZOO:
+            for n in (10,) if args.quick else LENGTHS:
+                firsts, finals = zip(*(_update(pool, name, _text(n, next(seeds))) for _ in range(REPEATS)),
+                                     strict=True)
+                rows.append((name, f"{n}", _stats(firsts), _stats(finals)))
+            shared = _text(100, next(seeds))
+            _update(pool, name, shared)  # another session ran it a moment ago
+            firsts, finals = zip(*(_update(pool, name, shared) for _ in range(REPEATS)), strict=True)
+            rows.append((name, "100, ran before", _stats(firsts), _stats(finals)))
+            capture, profiled = _ratios(name, 10 if args.quick else 100)
+            plan_rows.append((name, f"{capture:.2f}", f"{profiled:.2f}"))
+    finally:
+        pool.stop()
+    d = machine.describe()
     lines = [
-        "# One Playground update: time per model and input length",
-        "",
-        f"Measured by `python -m bench.update_latency` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
-        f"{m['threads']} measurement thread(s), torch {m['torch']}, {time.strftime('%Y-%m-%d')}.",
-        f"Each cell: median (min-max) over {REPEATS} updates, in ms.",
-        "",
-        "- **stage 1**: graph capture + module trace + diff, eager forward and train-step timing "
-        "(torch.utils.benchmark, ~0.08 s + ~0.10 s budgets), layout and both figures: what appears first.",
-        "- **stage 2**: the profiler's memory peaks (forward, and forward + backward), filled in right after.",
-        "- **capture**: reading the autograd graph alone (median ms), and that scaled to 2,000 nodes.",
-        "",
-        "| model | tokens | graph nodes | stage 1 ms | stage 2 ms | capture ms | capture ms / 2,000 nodes |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "# One Playground update alone: to the graph and cards, and to the final view", "",
+        f"`python -m bench.update_latency`, {time.strftime('%Y-%m-%d %H:%M')}; {d['cpu']}, {d['threads']} thread(s), "
+        f"server on cores {d['other_cores']}, timings on core(s) {d['measure_cores']}. Milliseconds from the "
+        f"change reaching the engine (`update`), median (min-max) of {REPEATS}, a new text each time unless "
+        "it ran before.", "",
+        "| model | tokens | to the graph and cards | to timings and memory |",
+        "|---|---|---|---|",
+        *(f"| {' | '.join(r)} |" for r in rows), "",
+        "## What the run plan assumes (explorer/serving/plan.py), at 100 tokens", "",
+        "| model | capture / train step | profiled train step / train step |", "|---|---|---|",
+        *(f"| {' | '.join(r)} |" for r in plan_rows), "",
     ]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    args.out.write_text("\n".join(lines))
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

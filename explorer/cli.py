@@ -105,7 +105,6 @@ def _inspect(args: argparse.Namespace) -> int:
         raise InputError(str(e)) from None
     finally:
         service.stop()
-    session.measure_memory(result)
     report = build_report(result, session.compile_track)
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))

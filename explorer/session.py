@@ -22,9 +22,9 @@ from explorer.core.errors import InputError
 from explorer.core.fmt import count
 from explorer.core.inputs import TokenizedText, tokenize
 from explorer.core.limits import HISTORY_LENGTH
-from explorer.eager.capture import Capture, capture_run, train_loss
+from explorer.eager.capture import Capture, capture_run
 from explorer.eager.diff import GraphDiff, diff_graphs
-from explorer.eager.memory import MemoryPeaks, measure_peaks, param_bytes
+from explorer.eager.memory import MemoryPeaks, param_bytes
 from explorer.eager.timing import Measurement
 from explorer.lab.results import LabResult, LabRun
 from explorer.lab.runner import iter_lab
@@ -37,7 +37,6 @@ from models import arch_label, build_model, make_config
 from models.config import config_dict
 
 DEFAULT_MODEL = "rnn"
-_PROFILER = threading.Lock()
 
 
 @dataclass
@@ -112,7 +111,7 @@ class RunResult:
     params: int
     param_bytes: int
     diff: GraphDiff | None
-    memory: MemoryPeaks | None = None  # filled by Session.measure_memory (a second, slower stage)
+    memory: MemoryPeaks | None = None  # the profiler's peaks (None: not profiled, over GE_MAX_RUN_S)
     compiled: CompiledRun | None = None  # filled by Session.run_compiled (in the compile worker)
     timing_note: str | None = None  # reused from another session, shortened, waited: said with the figures
     node: str = ""  # the host whose core timed it
@@ -225,8 +224,10 @@ class Session:
 
     @staticmethod
     def job(c: Captured, p: Plan) -> TimingJob:
-        """The timing of a captured run, as a job for the measurement pool."""
-        return TimingJob.of(c.model, config_dict(c.config), c.input.ids, p.forward_s, p.train_s, p.min_blocks)
+        """The timing of a captured run, as a job for the measurement pool; with the memory profile if the plan
+        allows one and no session has measured it yet."""
+        return TimingJob.of(c.model, config_dict(c.config), c.input.ids, p.forward_s, p.train_s, p.min_blocks,
+                            profile=p.profile and c.fixed.memory is None)
 
     def time_run(self, c: Captured, sourced: Sourced | None = None, budget_scale: float = 1.0,
                  note: str | None = None) -> RunResult:
@@ -238,6 +239,8 @@ class Session:
             job = self.job(c, p.scaled(budget_scale))
             sourced = Sourced(next(t for t in InProcess().run(job) if isinstance(t, Timed)))
         timed, fixed = sourced.timed, c.fixed
+        if timed.memory is not None:
+            fixed.memory = timed.memory  # deterministic: every session running this input shares it
         result = RunResult(
             number=next(self._counter), model=c.model, config=c.config, arch=c.arch, input=c.input,
             compare=c.compare, capture=c.capture, forward=timed.forward, train_step=timed.train_step,
@@ -251,26 +254,6 @@ class Session:
     def run(self, text: str, compare: str | None = None, budget_scale: float = 1.0) -> RunResult:
         """Capture the graph and time forward and train step for `text` (both stages), in this thread."""
         return self.time_run(self.capture(text, compare), budget_scale=budget_scale)
-
-    def measure_memory(self, result: RunResult) -> MemoryPeaks:
-        """The profiler's exact peaks for a run (a second, slower stage: the profiler records every allocation),
-        shared with every session that runs the same input."""
-        if result.memory is None:
-            fixed = self.fixed(result.input) if result.config == self.config and result.model == self.model_name \
-                else None
-            if fixed is not None and fixed.memory is not None:
-                result.memory = fixed.memory
-            else:
-                model = self.model if fixed is not None else build_model(result.model, result.config)
-                with _PROFILER:  # one profiler at a time in a process
-                    result.memory = measure_peaks(model, result.input.ids, train_loss)
-                if fixed is not None:
-                    fixed.memory = result.memory
-            for record in reversed(self.history):
-                if record.number == result.number:
-                    record.memory = result.memory
-                    break
-        return result.memory
 
     def run_lab(self, texts: list[str], bucket_width: int, budget_scale: float = 1.0) -> Iterator[str | LabRun]:
         """Every batching strategy on `texts` with the current model: each strategy's title as it starts,

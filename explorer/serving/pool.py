@@ -22,7 +22,8 @@ from explorer.compile.worker import CompileService
 from explorer.core.limits import MAX_RUN_S
 from explorer.core.machine import MEASURE_CORES
 from explorer.eager import timing
-from explorer.eager.capture import forward, train_step
+from explorer.eager.capture import forward, train_loss, train_step
+from explorer.eager.memory import MemoryPeaks, measure_peaks
 from explorer.eager.timing import Measurement, measure
 from models import build_model, make_config
 
@@ -36,6 +37,7 @@ class Timed:
     forward: Measurement
     train_step: Measurement
     node: str  # the host that measured (a Ray node may not be the app's)
+    memory: MemoryPeaks | None = None  # the profiler's peaks, if asked for
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,13 @@ class TimingJob(Job[Timed]):
     forward_s: float  # timing budgets
     train_s: float
     min_blocks: int = timing.MIN_BLOCKS
+    profile: bool = False  # also the profiler's memory peaks (after the timings: the profiler slows every op)
 
     @staticmethod
     def of(model: str, config: dict[str, Any], ids: torch.Tensor, forward_s: float, train_s: float,
-           min_blocks: int = timing.MIN_BLOCKS) -> TimingJob:
+           min_blocks: int = timing.MIN_BLOCKS, profile: bool = False) -> TimingJob:
         return TimingJob(model, tuple(sorted(config.items())), tuple(ids[0].tolist()), forward_s, train_s,
-                         min_blocks)
+                         min_blocks, profile)
 
     def run(self, ctx: WorkerContext) -> Timed:
         models: OrderedDict[str, torch.nn.Module] = ctx.held if isinstance(ctx.held, OrderedDict) else OrderedDict()
@@ -69,7 +72,11 @@ class TimingJob(Job[Timed]):
         fw = measure("forward", lambda: forward(model, ids), self.forward_s, self.min_blocks)
         ctx.phase("timing the train step")
         tr = measure("train step", lambda: train_step(model, ids), self.train_s, self.min_blocks)
-        return Timed(fw, tr, platform.node())
+        memory = None
+        if self.profile:  # here too, not in the server: the server's core is for every session's graphs
+            ctx.phase("profiling memory")
+            memory = measure_peaks(model, ids, train_loss)
+        return Timed(fw, tr, platform.node(), memory)
 
 
 class MeasurePool:

@@ -68,11 +68,11 @@ def cards(r: RunResult | Captured, pending: str = "queued for timing…",
     ]
 
 
-def _view(session: Session, r: RunResult, status: str) -> View:
+def _view(session: Session, r: RunResult, status: str, first: GraphFirst) -> View:
     return View(
-        graph=graph_figure(r),
-        groups=openable(r),
-        cards=cards(r),
+        graph=first.graph,  # drawn once, from the same capture
+        groups=first.groups,
+        cards=cards(r, memory_pending="not profiled"),
         history=history_figure(session.history),
         diff=r.diff.text() if r.diff else "First run of this session: change the input or the architecture to diff.",
         report=build_report(r, session.compile_track),
@@ -133,9 +133,10 @@ def _measured_run(session: Session, text: str, compare: str, timer: Timer,
         yield GraphFirst(graph_figure(captured), openable(captured), cards(captured, "not timed", "not profiled"),
                          f"{said}. {p.note}")
         return
-    yield GraphFirst(graph_figure(captured), openable(captured), cards(captured),
-                     f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
-                     "comes)…")
+    first = GraphFirst(graph_figure(captured), openable(captured), cards(captured),
+                       f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
+                       "comes)…")
+    yield first
     sourced = None
     for step in timings(captured.key, lambda turn: session.job(captured, p.scaled(turn.budget_scale)), timer, fresh):
         if isinstance(step, str):
@@ -149,15 +150,6 @@ def _measured_run(session: Session, text: str, compare: str, timer: Timer,
     where = f"{r.node} (cpu, core {', '.join(map(str, m.cores))})" if m.cores else "cpu"
     measured = (f"Measured on {where}, {m.threads} thread(s), torch.utils.benchmark ({m.runs} runs); memory "
                 "from torch.profiler.")
-    view = _view(session, r, f"{notes} Profiling memory… {measured}".strip())
-    if r.memory is None and p.profile:
-        yield view
-        session.measure_memory(r)
-        view.cards = cards(r)
-        view.report = build_report(r, session.compile_track)
-        view.history = history_figure(session.history)
-    elif r.memory is None:
+    if r.memory is None:
         measured = measured.replace("; memory from torch.profiler.", "; memory not profiled (see above).")
-        view.cards = cards(r, memory_pending="not profiled")
-    view.status = f"{notes} {measured}".strip()
-    yield view
+    yield _view(session, r, f"{notes} {measured}".strip(), first)

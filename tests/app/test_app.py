@@ -1,6 +1,7 @@
 """End to end: the real app in its own process, called over HTTP with gradio_client."""
 
 import json
+import time
 import urllib.error
 import urllib.request
 

@@ -39,7 +39,8 @@ def test_a_second_session_running_the_same_input_gets_the_cached_graph_without_b
     second = Session("transformer")
     b = second.capture(text)
     assert b.fixed is a.fixed and not second.holds_model  # nothing rebuilt, nothing re-run
-    first.measure_memory(first.time_run(a, budget_scale=0.05))
+    assert first.time_run(a, budget_scale=0.05).memory is not None
+    assert second.job(b, plan(b.capture)).profile is False  # measured once: not profiled again
     r = second.time_run(b, budget_scale=0.05)
     assert r.memory is not None and r.memory == a.fixed.memory  # the profile was shared too
     assert Session("transformer", make_config("transformer", {"layers": 3})).capture(text).fixed is not a.fixed
