@@ -31,7 +31,7 @@ from explorer.lab.runner import iter_lab
 from explorer.serving.plan import Plan, check_capture, plan
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.residency import Residency
-from explorer.serving.shared import FIXED, Fixed, Sourced, run_key
+from explorer.serving.shared import CAPTURING, FIXED, Fixed, Sourced, run_key
 from explorer.serving.timings import InProcess
 from models import arch_label, build_model, make_config
 from models.config import config_dict
@@ -197,10 +197,14 @@ class Session:
         key = run_key(self.model_name, self.config, inp.text)
         found = FIXED.get(key)
         if found is None:
-            model = self.model
-            check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
-            found = Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()), param_bytes(model))
-            FIXED.put(key, found)
+            with CAPTURING(key):
+                found = FIXED.get(key)  # captured by another session while this one waited
+                if found is None:
+                    model = self.model
+                    check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
+                    found = Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()),
+                                  param_bytes(model))
+                    FIXED.put(key, found)
         return found
 
     def capture(self, text: str, compare: str | None = None) -> Captured:

@@ -12,7 +12,8 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -116,5 +117,29 @@ class RecentTimings:
             self._running.pop(key).set()
 
 
+class Once:
+    """One computation per key at a time: a second caller waits for the first, then finds its result cached
+    (thirty students opening one link capture its graph once)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, list[int]]] = {}  # key -> (lock, [callers])
+
+    @contextmanager
+    def __call__(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock, callers = self._locks.setdefault(key, (threading.Lock(), [0]))
+            callers[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                callers[0] -= 1
+                if not callers[0]:
+                    del self._locks[key]
+
+
 FIXED: LRU[Fixed] = LRU(int(CACHED_RUNS))
+CAPTURING = Once()
 RECENT = RecentTimings(int(CACHED_RUNS), TIMING_REUSE_S)

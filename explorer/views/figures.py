@@ -13,7 +13,6 @@ from typing import Any
 
 import plotly.graph_objects as go
 from plotly.colors import qualitative
-from plotly.subplots import make_subplots
 
 from explorer.compile.observe import CompileEvent, FxNode
 from explorer.compile.track import CompiledRun
@@ -102,50 +101,51 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
     module a colour named in the legend with its count, groups and modules labelled on the figure, shared
     parameters drawn once, and the repeated structure's steps on the axis."""
     lay: GraphLayout = layout_graph(graph, added, max_nodes, expand)
-    fig = go.Figure()
     ex, ey = [], []
     for a, b in lay.edges:
         na, nb = lay.nodes[a], lay.nodes[b]
         ex += [na.x, nb.x, None]
         ey += [na.y, nb.y, None]
-    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line={"width": 0.6, "color": "#aab"},
-                             hoverinfo="skip", showlegend=False))
+    # Plain dicts, one Figure built at once: trace-by-trace construction validated each (the server draws a
+    # graph for every run of every session).
+    traces = [{"type": "scatter", "x": ex, "y": ey, "mode": "lines", "line": {"width": 0.6, "color": "#aab"},
+               "hoverinfo": "skip", "showlegend": False}]
     ticked, tickvals, ticktext = step_ticks(lay)
     labels = _labels(lay, ticked)
     groups = sorted(module_color_keys(lay.nodes).items(),  # most nodes first
                     key=lambda kv: (-sum(len(lay.nodes[j].members) for j in kv[1]), kv[0]))
     for i, (module, idx) in enumerate(groups):
         nodes = [lay.nodes[j] for j in idx]
-        fig.add_trace(go.Scatter(
-            x=[d.x for d in nodes], y=[d.y for d in nodes], mode="markers+text", name=_legend_name(module, nodes),
-            marker={
+        traces.append({
+            "type": "scatter", "x": [d.x for d in nodes], "y": [d.y for d in nodes], "mode": "markers+text",
+            "name": _legend_name(module, nodes),
+            "marker": {
                 "size": [min(22, 8 + 2 * len(d.members) ** 0.5) for d in nodes],
                 "color": PALETTE[i % len(PALETTE)],
                 "symbol": ["square" if d.is_param else "circle" for d in nodes],
                 "line": {"width": [3 if d.added else 0.5 for d in nodes],
                          "color": [_ADDED if d.added else "#333" for d in nodes]},
             },
-            text=[_hover(d) for d in nodes], hoverinfo="text", texttemplate=[labels[j] for j in idx],
-            textposition=["middle right" if d.is_param else "top center" for d in nodes],
-            textfont={"size": 11, "color": "#333"}, cliponaxis=False,
-        ))
+            "text": [_hover(d) for d in nodes], "hoverinfo": "text", "texttemplate": [labels[j] for j in idx],
+            "textposition": ["middle right" if d.is_param else "top center" for d in nodes],
+            "textfont": {"size": 11, "color": "#333"}, "cliponaxis": False,
+        })
     drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
         f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
     if lay.expanded:
         drawn += f", {lay.expanded} opened"
     axis = ("forward →  (inputs and parameters on the left, output on the right)" if not tickvals else
             f"forward →  ticks: {ticked}, step (call) number")
-    fig.update_layout(
-        title={"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
-        height=height, margin={"l": 10, "r": 10, "t": 30 + 20 * (title.count("<br>") + 1), "b": 40},
-        plot_bgcolor="white",
-        legend={"title": {"text": "module (most nodes first)"}, "itemsizing": "constant"},
-        hoverlabel={"align": "left"},
-        xaxis={"title": axis, "showgrid": bool(tickvals), "gridcolor": "#f0f0f0", "zeroline": False,
-               "showticklabels": bool(tickvals), "tickvals": tickvals, "ticktext": ticktext},
-        yaxis={"visible": False},
-    )
-    return fig
+    return go.Figure(data=traces, layout={
+        "title": {"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
+        "height": height, "margin": {"l": 10, "r": 10, "t": 30 + 20 * (title.count("<br>") + 1), "b": 40},
+        "plot_bgcolor": "white",
+        "legend": {"title": {"text": "module (most nodes first)"}, "itemsizing": "constant"},
+        "hoverlabel": {"align": "left"},
+        "xaxis": {"title": {"text": axis}, "showgrid": bool(tickvals), "gridcolor": "#f0f0f0", "zeroline": False,
+                  "showticklabels": bool(tickvals), "tickvals": tickvals, "ticktext": ticktext},
+        "yaxis": {"visible": False},
+    })
 
 
 def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
@@ -186,43 +186,57 @@ LEGEND_ARCHS = 6  # architectures named in the history's legend; older ones are 
 def history_figure(history: Iterable[RunRecord], height: int = 460) -> go.Figure:
     """Latency and memory against input length, one colour per architecture: forward solid, train step dotted.
     The latest LEGEND_ARCHS architectures are coloured and named (one legend entry each); older ones stay as grey
-    context, so that the legend never takes over the plot."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.14,
-                        subplot_titles=("eager latency: forward solid, train step dotted (median, bars = IQR)",
-                                        "peak memory of a train step"))
+    context, so that the legend never takes over the plot. Built in one go from plain dicts (two stacked plots
+    sharing the length axis): drawn after every run of every session, trace-by-trace construction cost the
+    server several times more."""
     runs = list(history)
     archs = list(dict.fromkeys(r.arch for r in reversed(runs)))  # the latest first
+    traces = []
     for i, arch in enumerate(archs):
         named = i < LEGEND_ARCHS
         rs = sorted((r for r in runs if r.arch == arch), key=lambda r: r.tokens)
         color = PALETTE[i % len(PALETTE)] if named else "#c8c8c8"
         for m, dash in (("forward", "solid"), ("train_step", "dot")):
             ms = [getattr(r, m) for r in rs]
-            fig.add_trace(go.Scatter(
-                x=[r.tokens for r in rs], y=[x.median_ms for x in ms],
-                error_y=iqr_bars([x.median_ms for x in ms], [x.iqr_ms for x in ms]) if named else None,
-                mode="lines+markers", line={"color": color, "dash": dash, "width": 2 if named else 1},
-                name=arch, legendgroup=arch, showlegend=named and m == "forward",
-                hovertemplate="%{x} tokens: %{y:.3f} ms<extra>" + f"{arch} {m.replace('_', ' ')}</extra>",
-            ), row=1, col=1)
+            traces.append({
+                "type": "scatter", "xaxis": "x", "yaxis": "y",
+                "x": [r.tokens for r in rs], "y": [x.median_ms for x in ms],
+                "error_y": iqr_bars([x.median_ms for x in ms], [x.iqr_ms for x in ms]) if named else None,
+                "mode": "lines+markers", "line": {"color": color, "dash": dash, "width": 2 if named else 1},
+                "name": arch, "legendgroup": arch, "showlegend": named and m == "forward",
+                "hovertemplate": "%{x} tokens: %{y:.3f} ms<extra>" + f"{arch} {m.replace('_', ' ')}</extra>",
+            })
         with_mem = [r for r in rs if r.memory is not None]
-        fig.add_trace(go.Scatter(
-            x=[r.tokens for r in with_mem], y=[r.memory.train / 2**20 for r in with_mem],
-            mode="lines+markers", line={"color": color, "width": 2 if named else 1}, name=arch, legendgroup=arch,
-            showlegend=False, hovertemplate="%{x} tokens: %{y:.2f} MiB<extra>" + arch + "</extra>",
-        ), row=2, col=1)
+        traces.append({
+            "type": "scatter", "xaxis": "x2", "yaxis": "y2",
+            "x": [r.tokens for r in with_mem], "y": [r.memory.train / 2**20 for r in with_mem],
+            "mode": "lines+markers", "line": {"color": color, "width": 2 if named else 1}, "name": arch,
+            "legendgroup": arch, "showlegend": False,
+            "hovertemplate": "%{x} tokens: %{y:.2f} MiB<extra>" + arch + "</extra>",
+        })
     threads = runs[-1].forward.threads if runs else 1
     older = f"; {len(archs) - LEGEND_ARCHS} older architecture(s) in grey" if len(archs) > LEGEND_ARCHS else ""
-    fig.update_layout(height=height, margin={"l": 10, "r": 10, "t": 60, "b": 30}, plot_bgcolor="white",
-                      legend={"font": {"size": 11}, "orientation": "h", "yanchor": "top", "y": -0.12},
-                      title={"text": f"This session's runs (cpu, {threads} thread(s)){older}", "font": {"size": 13}})
-    fig.update_annotations(font_size=12)
-    fig.update_yaxes(title_text="ms", row=1, col=1, gridcolor="#eee", rangemode="tozero")
-    fig.update_yaxes(title_text="MiB", row=2, col=1, gridcolor="#eee", rangemode="tozero")
     longest = max((r.tokens for r in runs), default=1)
-    fig.update_xaxes(title_text="input length (tokens)", row=2, col=1, gridcolor="#eee", **whole_ticks(longest))
-    fig.update_xaxes(row=1, col=1, **whole_ticks(longest))
-    return fig
+    ticks = whole_ticks(longest)
+    top, bottom = [0.57, 1.0], [0.0, 0.43]  # two plots, 0.14 apart, the length axis shared
+
+    def title(text: str, y: float) -> dict:
+        return {"text": text, "x": 0.5, "y": y, "xref": "paper", "yref": "paper", "xanchor": "center",
+                "yanchor": "bottom", "showarrow": False, "font": {"size": 12}}
+
+    return go.Figure(data=traces, layout={
+        "height": height, "margin": {"l": 10, "r": 10, "t": 60, "b": 30}, "plot_bgcolor": "white",
+        "legend": {"font": {"size": 11}, "orientation": "h", "yanchor": "top", "y": -0.12},
+        "title": {"text": f"This session's runs (cpu, {threads} thread(s)){older}", "font": {"size": 13}},
+        "annotations": [title("eager latency: forward solid, train step dotted (median, bars = IQR)", top[1]),
+                        title("peak memory of a train step", bottom[1])],
+        "xaxis": {"anchor": "y", "domain": [0.0, 1.0], "matches": "x2", "showticklabels": False, **ticks},
+        "xaxis2": {"anchor": "y2", "domain": [0.0, 1.0], "title": {"text": "input length (tokens)"},
+                   "gridcolor": "#eee", **ticks},
+        "yaxis": {"anchor": "x", "domain": top, "title": {"text": "ms"}, "gridcolor": "#eee", "rangemode": "tozero"},
+        "yaxis2": {"anchor": "x2", "domain": bottom, "title": {"text": "MiB"}, "gridcolor": "#eee",
+                   "rangemode": "tozero"},
+    })
 
 
 def compiled_figure(runs: Iterable[CompiledRun], height: int = 380) -> go.Figure:

@@ -46,6 +46,19 @@ def test_a_second_session_running_the_same_input_gets_the_cached_graph_without_b
     assert Session("transformer", make_config("transformer", {"layers": 3})).capture(text).fixed is not a.fixed
 
 
+def test_a_class_opening_one_link_at_once_captures_its_graph_once():
+    sessions = [Session("early_exit") for _ in range(10)]
+    found = []
+    threads = [threading.Thread(target=lambda s=s: found.append(s.capture("the link everyone opens").fixed))
+               for s in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(found) == 10 and all(f is found[0] for f in found)
+    assert sum(s.holds_model for s in sessions) == 1  # one built the model and captured; nine waited for it
+
+
 class _Counting:
     """The in-process timer, counting the measurements it makes (and slow enough for others to arrive)."""
 
