@@ -183,7 +183,7 @@ def _cards_html(cards: list[tuple[str, str, str]]) -> str:
 
 def _view(session: Session, view: View, drawn: bool) -> tuple:
     """A view's outputs; the graph only if not `drawn` already (sending a big figure again costs the server)."""
-    graph = {} if drawn else {"graph": view.graph, "open_module": gr.Dropdown(choices=view.groups, value="")}
+    graph = {} if drawn else {"graph": view.graph, "open_module": gr.update(choices=view.groups, value="")}
     return PLAYGROUND.fill(session=session, **graph, cards=_cards_html(view.cards), history=view.history,
                            diff=view.diff, report=view.report, status=view.status)
 
@@ -200,7 +200,7 @@ def run_playground(request: gr.Request, session: Session, model: str, text: str,
                 yield PLAYGROUND.fill(session=session, status=view)
             elif isinstance(view, GraphFirst):  # the new graph and its counts at once; the timings follow
                 drawn = True
-                yield PLAYGROUND.fill(graph=view.graph, open_module=gr.Dropdown(choices=view.groups, value=""),
+                yield PLAYGROUND.fill(graph=view.graph, open_module=gr.update(choices=view.groups, value=""),
                                       cards=_cards_html(view.cards), status=view.status)
             else:
                 yield _view(session, view, drawn)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import resource
 import statistics
 import threading
 import time
@@ -24,6 +25,7 @@ from explorer.core.machine import OTHER_CORES
 from explorer.views.playground import control_specs
 
 REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")
+POLL_S = 0.05  # how often a simulated student looks for its streamed view (the generator's own CPU is the server's)
 LINK = ("transformer", {"layers": 2}, "The sentence every student opens from the teacher's link.")
 ARCHS = [("rnn", {"cell": c, "hidden": h}) for c in ("gru", "lstm", "rnn") for h in (16, 64)] + [
     ("transformer", {"layers": n, "width": w}) for n in (1, 2) for w in (32, 64)] + [
@@ -40,6 +42,7 @@ def controls(model: str, values: dict) -> list:
 class Tally:
     latencies: list[float] = field(default_factory=list)
     to_graph: list[float] = field(default_factory=list)  # to the first view: the graph of the typed input
+    by_model: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # model -> (to graph, to final)
     link: list[float] = field(default_factory=list)  # class mode: opening the shared link, to its final view
     link_reused: int = 0  # of those, how many showed timings measured for another session
     errors: list[str] = field(default_factory=list)
@@ -63,12 +66,13 @@ def _edit(client: Client, model: str, values: dict, text: str, tally: Tally) -> 
         while not job.done():  # a streamed view with this input's graph; the last has the timings and memory
             if first is None and any(_shows_graph(o, text) for o in job.outputs()):
                 first = time.monotonic() - start
-            time.sleep(0.02)
+            time.sleep(POLL_S)
         report = job.result()[4]
         tally.record(report)
         with tally.lock:
             tally.latencies.append(time.monotonic() - start)
             tally.to_graph.append(first if first is not None else tally.latencies[-1])
+            tally.by_model.setdefault(model, []).append((tally.to_graph[-1], tally.latencies[-1]))
         return report
     except Exception as e:  # every failure counts: the goal is none
         with tally.lock:
@@ -129,9 +133,16 @@ def run_load(url: str, sessions: int, duration_s: float, mode: str = "typing") -
         os.sched_setaffinity(0, before)
 
 
+def _p95(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[int(0.95 * (len(xs) - 1))]
+
+
 def _run_load(url: str, sessions: int, duration_s: float, mode: str) -> dict:
     probe = Client(url, verbose=False)
     tally = Tally()
+    for _ in range(2):  # warm: the measurement process's first jobs pay one-time costs
+        reference_ms(probe, Tally())
     alone = [reference_ms(probe, tally) for _ in range(5)]
     stop_at = time.monotonic() + duration_s
     users = [threading.Thread(target=_user, args=(url, i, stop_at, tally, mode == "class"), daemon=True)
@@ -152,13 +163,15 @@ def _run_load(url: str, sessions: int, duration_s: float, mode: str) -> dict:
         "sessions": sessions, "duration_s": duration_s, "interactions": len(lat), "errors": len(tally.errors),
         "error_samples": tally.errors[:5],
         "p50_s": statistics.median(lat) if lat else None,
-        "p95_s": lat[int(0.95 * (len(lat) - 1))] if lat else None,
+        "p95_s": _p95(lat) if lat else None,
         "graph_p50_s": statistics.median(graph) if graph else None,
+        "by_model": {m: (_p95([g for g, _ in xs]), _p95([f for _, f in xs]), len(xs))
+                     for m, xs in sorted(tally.by_model.items())},
         "link_p50_s": statistics.median(tally.link) if tally.link else None,
         "link_max_s": max(tally.link) if tally.link else None,
         "link_first_s": min(tally.link) if tally.link else None,
         "link_opened": len(tally.link), "link_reused": tally.link_reused,
-        "graph_p95_s": graph[int(0.95 * (len(graph) - 1))] if graph else None,
+        "graph_p95_s": _p95(graph) if graph else None,
         "reference_alone_ms": statistics.median(alone),
         "reference_loaded_ms": statistics.median(tally.reference_ms) if tally.reference_ms else None,
         # This VM's timings are bimodal (~1x or ~1.8x) with or without load: the best of each set shows
@@ -174,6 +187,13 @@ def _run_load(url: str, sessions: int, duration_s: float, mode: str) -> dict:
     }
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process and its reaped children used (from /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     p = parser(__doc__, "RESULTS-load.md")
     p.add_argument("--sessions", type=int, default=30)
@@ -185,7 +205,11 @@ def main() -> None:
         args.sessions, args.duration = 2, 4.0
     proc, url, _ = start_app()
     try:
+        cpu = _cpu_s(proc.pid), resource.getrusage(resource.RUSAGE_SELF)
         r = run_load(url, args.sessions, args.duration, args.mode)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        r["app_cpu_s"] = _cpu_s(proc.pid) - cpu[0]
+        r["generator_cpu_s"] = after.ru_utime + after.ru_stime - cpu[1].ru_utime - cpu[1].ru_stime
     finally:
         stop_app(proc)
     ratio = r["reference_loaded_ms"] / r["reference_alone_ms"] if r["reference_loaded_ms"] else float("nan")
@@ -197,9 +221,13 @@ def main() -> None:
     lines = [f"## {args.sessions} sessions for {args.duration:.0f} s, {args.mode} "
              f"({time.strftime('%Y-%m-%d %H:%M')})", "", f"`{command}`", "", *filter(None, [link]),
              f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}",
+             f"- CPU seconds over the run: the app's server process {r['app_cpu_s']:.0f}, the load generator "
+             f"(the simulated students, on the server's core) {r['generator_cpu_s']:.0f}",
              f"- latency per interaction (typing or an architecture change): to the graph of the typed input "
              f"p50 {r['graph_p50_s']:.2f} s, p95 {r['graph_p95_s']:.2f} s; to the final view (timings and memory) "
              f"p50 {r['p50_s']:.2f} s, p95 {r['p95_s']:.2f} s",
+             "- p95 per model, to the graph / to the final view (interactions): " + ", ".join(
+                 f"{m} {g:.2f} / {f:.2f} s ({n})" for m, (g, f, n) in r["by_model"].items()),
              f"- {r['timings']} timings reported, {r['overlapping_timings']} overlapping; timed on cores "
              f"{r['timing_cores']}, server threads and compiles on {r['other_cores']}",
              f"- reference input (rnn, {len(REFERENCE[2].encode())} tokens) eager forward median: "

@@ -55,8 +55,9 @@ def _update(pool: MeasurePool, name: str, text: str) -> tuple[float, float]:
     return first, time.perf_counter() - start
 
 
-def _ratios(name: str, n: int) -> tuple[float, float]:
-    """A capture and a profiled train step over a plain train step (medians of REPEATS)."""
+def _ratios(name: str, n: int) -> tuple[float, float, float]:
+    """A train step over the capture's own forward time (what `Capture.step_s` bounds), a capture over a train step
+    (`plan.CAPTURE_COST`), a profiled train step over a plain one (`plan.PROFILER_COST`); medians of REPEATS."""
     model, ids = build_model(name, make_config(name)), to_ids(_text(n, 0))
     train_step(model, ids)
 
@@ -69,7 +70,9 @@ def _ratios(name: str, n: int) -> tuple[float, float]:
         return statistics.median(times)
 
     step = timed(lambda: train_step(model, ids))
-    return timed(lambda: capture_run(model, ids)) / step, timed(lambda: measure_peaks(model, ids, train_loss)) / step
+    captured = statistics.median(capture_run(model, ids).forward_s for _ in range(REPEATS))
+    return (step / captured, timed(lambda: capture_run(model, ids)) / step,
+            timed(lambda: measure_peaks(model, ids, train_loss)) / step)
 
 
 def main() -> None:
@@ -91,8 +94,7 @@ def main() -> None:
             _update(pool, name, shared)  # another session ran it a moment ago
             firsts, finals = zip(*(_update(pool, name, shared) for _ in range(REPEATS)), strict=True)
             rows.append((name, "100, ran before", _stats(firsts), _stats(finals)))
-            capture, profiled = _ratios(name, 10 if args.quick else 100)
-            plan_rows.append((name, f"{capture:.2f}", f"{profiled:.2f}"))
+            plan_rows.append((name, *(f"{x:.2f}" for x in _ratios(name, 10 if args.quick else 100))))
     finally:
         pool.stop()
     d = machine.describe()
@@ -106,7 +108,8 @@ def main() -> None:
         "|---|---|---|---|",
         *(f"| {' | '.join(r)} |" for r in rows), "",
         "## What the run plan assumes (explorer/serving/plan.py), at 100 tokens", "",
-        "| model | capture / train step | profiled train step / train step |", "|---|---|---|",
+        "| model | train step / the capture's forward (bound: capture.STEP_BOUND) | capture / train step (bound: "
+        "plan.CAPTURE_COST) | profiled train step / train step (bound: plan.PROFILER_COST) |", "|---|---|---|---|",
         *(f"| {' | '.join(r)} |" for r in plan_rows), "",
     ]
     args.out.write_text("\n".join(lines))

@@ -1,7 +1,7 @@
-"""One instrumented forward + backward: the autograd graph and the module trace of a run.
+"""One instrumented forward: the autograd graph and the module trace of a run.
 
-The graph is read before backward (backward frees the saved tensors), and so are the bytes it saved:
-the storages that nodes the loss reaches keep for backward. Timing and the profiler's memory peaks are measured on
+The graph is read from the loss, and so are the bytes it saved: the storages that nodes the loss reaches keep
+for backward. Timing and the profiler's memory peaks are measured on
 separate, uninstrumented runs.
 """
 
@@ -38,20 +38,26 @@ class Capture:
     graph: AutogradGraph
     trace: dict[str, int]  # module path -> calls
     saved_bytes: int  # storages backward reads (reachable from the loss), each once, parameters excluded
-    forward_s: float = 0.0  # wall time of the instrumented forward, and of forward + backward: upper bounds of
-    step_s: float = 0.0  # one uninstrumented call, from which a run's timing cost is estimated before it starts
+    forward_s: float = 0.0  # wall time of the instrumented forward (an upper bound of one plain forward)
+
+    @property
+    def step_s(self) -> float:
+        """An upper bound of one train step, from which a run's timing cost is estimated before it starts."""
+        return STEP_BOUND * self.forward_s
+
+
+STEP_BOUND = 3.0  # a plain train step over the capture's instrumented forward, at most: 1.46-2.41x measured per
+# model at 100 tokens (bench/RESULTS-update.md)
 
 
 def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
+    """The graph is read and the forward timed; backward is not run (the server's core is shared by everyone's
+    captures, and the graph frees itself when the loss goes)."""
     names = {id(p): n for n, p in model.named_parameters()}
-    model.zero_grad(set_to_none=True)
     start = time.perf_counter()
     with ModuleTrace(model) as trace:
         loss = train_loss(model(ids))
     forward_s = time.perf_counter() - start
     graph = capture_graph(loss.grad_fn, trace, names)
-    start_backward = time.perf_counter()
-    loss.backward()
-    step_s = forward_s + time.perf_counter() - start_backward
     return Capture(graph=graph, trace=trace.counts(), saved_bytes=graph.saved_activation_bytes(),
-                   forward_s=forward_s, step_s=step_s)
+                   forward_s=forward_s)

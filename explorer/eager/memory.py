@@ -20,7 +20,7 @@ class MemoryProfile:
     def __init__(self) -> None:
         self._prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
         self._events: list[tuple[int, int]] = []
-        self._phase_end: dict[str, int] = {}
+        self._phase: dict[str, tuple[int, int]] = {}  # name -> (start, end) ns
 
     def __enter__(self) -> MemoryProfile:
         self._prof.__enter__()
@@ -34,25 +34,33 @@ class MemoryProfile:
             if e.name() == "[memory]":
                 self._events.append((e.start_ns(), e.nbytes()))
             elif e.name().startswith("ge."):
-                self._phase_end[e.name()[3:]] = e.end_ns()
+                self._phase[e.name()[3:]] = (e.start_ns(), e.end_ns())
 
     def phase(self, name: str) -> record_function:
         return record_function("ge." + name)
 
     def peak(self, until_phase: str | None = None) -> int:
         """Peak live bytes from the start, to the end of `until_phase` or of the whole profile."""
-        return live_peak(self._events, self._phase_end[until_phase] if until_phase else None)
+        return live_peak(self._events, None, self._phase[until_phase][1] if until_phase else None)
+
+    def peak_in(self, phase: str) -> int:
+        """Peak live bytes during `phase`, above what was live when it began (as if profiled alone)."""
+        return live_peak(self._events, *self._phase[phase])
 
 
-def live_peak(events: list[tuple[int, int]], until_ns: int | None = None) -> int:
-    """The maximum of the running sum of (time, signed bytes) allocation events, up to `until_ns`.
-    On a tie an allocation counts before a free: the other order would understate the peak."""
-    live = peak = 0
+def live_peak(events: list[tuple[int, int]], from_ns: int | None = None, until_ns: int | None = None) -> int:
+    """The maximum of the running sum of (time, signed bytes) allocation events between `from_ns` and
+    `until_ns`, above what was live at `from_ns`. On a tie an allocation counts before a free: the other order
+    would understate the peak."""
+    live = peak = base = 0
     for start, nbytes in sorted(events, key=lambda e: (e[0], -e[1])):
         if until_ns is not None and start > until_ns:
             break
         live += nbytes
-        peak = max(peak, live)
+        if from_ns is not None and start < from_ns:
+            base = live
+            continue
+        peak = max(peak, live - base)
     return peak
 
 
@@ -66,15 +74,17 @@ class MemoryPeaks:
 
 
 def measure_peaks(model: torch.nn.Module, ids: torch.Tensor, loss_fn: Callable) -> MemoryPeaks:
+    """A train step, then an inference forward, in one profile (stopping a profiler costs tens of ms)."""
     model.zero_grad(set_to_none=True)
-    with MemoryProfile() as train:
-        with train.phase("forward"):
-            loss = loss_fn(model(ids))
-        loss.backward()
-    del loss
-    with MemoryProfile() as infer, torch.no_grad():
-        model(ids)
-    return MemoryPeaks(forward=infer.peak(), grad_forward=train.peak("forward"), train=train.peak())
+    with MemoryProfile() as prof:
+        with prof.phase("train"):
+            with prof.phase("forward"):
+                loss = loss_fn(model(ids))
+            loss.backward()
+        del loss
+        with prof.phase("infer"), torch.no_grad():
+            model(ids)
+    return MemoryPeaks(forward=prof.peak_in("infer"), grad_forward=prof.peak("forward"), train=prof.peak("train"))
 
 
 def param_bytes(model: torch.nn.Module) -> int:

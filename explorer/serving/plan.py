@@ -21,8 +21,9 @@ from explorer.eager.capture import Capture, train_step
 from explorer.eager.timing import MIN_BLOCKS
 
 PROBE_TOKENS = 32  # the prefix a new architecture's cost per token is measured on
-CAPTURE_COST = 1.3  # a capture (graph read, module trace) over a plain train step, at worst on this app's models
-PROFILER_COST = 3.0  # a profiled train step over a plain one, on this app's models (it records every allocation)
+CAPTURE_COST = 1.5  # a capture (an instrumented forward, the graph read; no backward) over a plain train step, at
+# most: 0.75-1.22x measured per model at 100 tokens (bench/RESULTS-update.md)
+PROFILER_COST = 12.0  # a profiled train step over a plain one, at most: 3.04-9.58x measured (bench/RESULTS-update.md)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from explorer.core.errors import InputError
 from explorer.core.limits import LOAD_QUEUE, MAX_QUEUE
 from explorer.core.machine import MEASURE_CORES, release_free_memory
 
+MIN_BUDGET_SCALE = 0.25  # the shortest a timing gets under load: a quarter of its budget
+
 
 class Busy(InputError):
     """The queue is full: try again in a moment."""
@@ -83,7 +85,9 @@ class MeasureQueue:
                     if self._tickets.index(ticket) < self.slots:
                         continue
                 yield Wait(ahead, time.monotonic() - start)
-            scale = 0.5 if behind >= self.load_at else 1.0
+            # The longer the queue, the shorter each timing (down to a quarter), so the last in line waits seconds,
+            # not minutes; the spread the shorter timing has is shown with it.
+            scale = 1.0 if behind < self.load_at else max(MIN_BUDGET_SCALE, self.load_at / (2 * behind))
             yield Turn(time.monotonic() - start, behind, scale)
         finally:  # done, failed, or abandoned while waiting: give the place up either way
             with self._cond:
@@ -92,20 +96,20 @@ class MeasureQueue:
 
 
 QUEUE = MeasureQueue()
-STATUS_EVERY_S = 3.0
+STATUS_EVERY_S = 2.0
 
 
 def queued(work: Callable[[Turn], Iterator[Any]]) -> Iterator[Any]:
     """Run `work(turn)` in its turn of the server-wide measurement queue: yields waiting messages (str)
     until then, then what `work` yields; the turn is given up when `work` ends, fails or is abandoned."""
-    shown: tuple[int, float] = (-1, -STATUS_EVERY_S)
+    shown = -STATUS_EVERY_S
     with closing(QUEUE.turn()) as steps:
         for step in steps:
             if isinstance(step, Wait):
-                # Said when the place changes, else every few seconds: each message is server work
-                # while someone else's run is being timed.
-                if step.ahead != shown[0] or step.waited_s - shown[1] >= STATUS_EVERY_S:
-                    shown = (step.ahead, step.waited_s)
+                # Said at once, then every few seconds: each message is work for the server's one core, and with
+                # thirty waiting, saying every change of place was a hundred messages a second.
+                if step.waited_s - shown >= STATUS_EVERY_S:
+                    shown = step.waited_s
                     yield f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.0f} s…"
             else:
                 try:

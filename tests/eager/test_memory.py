@@ -61,3 +61,4 @@ def test_param_bytes():
 def test_an_allocation_and_a_free_at_the_same_instant_do_not_hide_the_peak():
     events = [(1, 100), (2, -100), (2, 300), (3, -300)]  # the free and the allocation at t=2 tie
     assert live_peak(events) == 400 and live_peak(events, until_ns=1) == 100
+    assert live_peak(events, from_ns=2) == 300  # a window counts above what was live when it began

@@ -126,9 +126,9 @@ def test_a_measurement_process_times_on_its_own_pinned_core_and_a_killed_one_is_
 
 
 def test_a_run_too_long_for_the_limit_is_shortened_and_then_not_timed():
-    quick = Capture(graph=None, trace={}, saved_bytes=0, forward_s=0.001, step_s=0.003)  # type: ignore[arg-type]
+    quick = Capture(graph=None, trace={}, saved_bytes=0, forward_s=0.001)  # type: ignore[arg-type]
     assert plan(quick).timed and not plan(quick).shortened and plan(quick).profile
-    slow = Capture(graph=None, trace={}, saved_bytes=0, forward_s=0.5, step_s=1.5)  # type: ignore[arg-type]
+    slow = Capture(graph=None, trace={}, saved_bytes=0, forward_s=0.5)  # a train step: 1.5 s at most  # type: ignore[arg-type]
     short = plan(slow, max_s=5.0)
     assert short.timed and short.shortened and not short.profile and "Shortened" in short.note
     refused = plan(slow, max_s=3.0)
