@@ -8,6 +8,7 @@ state link (one input, at once), then types. The test suite runs a short version
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
@@ -21,10 +22,10 @@ from gradio_client import Client
 
 from bench.appserver import start_app, stop_app
 from bench.common import parser
-from explorer.core.machine import OTHER_CORES
 from explorer.views.playground import control_specs
 
 REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")
+NICE = 19
 POLL_S = 0.05  # how often a simulated student looks for its streamed view (the generator's own CPU is the server's)
 LINK = ("transformer", {"layers": 2}, "The sentence every student opens from the teacher's link.")
 ARCHS = [("rnn", {"cell": c, "hidden": h}) for c in ("gru", "lstm", "rnn") for h in (16, 64)] + [
@@ -124,13 +125,14 @@ def overlapping(timings: list[dict]) -> list[tuple[dict, dict]]:
 
 def run_load(url: str, sessions: int, duration_s: float, mode: str = "typing") -> dict:
     """Reference alone (5 calls), then `sessions` users for `duration_s` with the reference re-measured. The
-    simulated students run off the measuring cores, as real ones (browsers on their own machines) would."""
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, OTHER_CORES)
+    simulated students (real ones are browsers on their own machines) run at the lowest CPU priority, on any core:
+    they take what the app leaves idle, and neither its measuring core nor its server core waits for them."""
+    os.nice(NICE)  # this thread and the students' threads it starts
     try:
         return _run_load(url, sessions, duration_s, mode)
     finally:
-        os.sched_setaffinity(0, before)
+        with contextlib.suppress(PermissionError):  # back to where it was (allowed as root; else it stays low)
+            os.nice(-NICE)
 
 
 def _p95(xs: list[float]) -> float:
@@ -222,7 +224,7 @@ def main() -> None:
              f"({time.strftime('%Y-%m-%d %H:%M')})", "", f"`{command}`", "", *filter(None, [link]),
              f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}",
              f"- CPU seconds over the run: the app's server process {r['app_cpu_s']:.0f}, the load generator "
-             f"(the simulated students, on the server's core) {r['generator_cpu_s']:.0f}",
+             f"(the simulated students, at nice {NICE} on any core) {r['generator_cpu_s']:.0f}",
              f"- latency per interaction (typing or an architecture change): to the graph of the typed input "
              f"p50 {r['graph_p50_s']:.2f} s, p95 {r['graph_p95_s']:.2f} s; to the final view (timings and memory) "
              f"p50 {r['p50_s']:.2f} s, p95 {r['p95_s']:.2f} s",

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -123,24 +122,17 @@ class GraphFirst:
     status: str
 
 
-# One graph drawn at a time on the server: thirty threads capturing at once share its core and all finish late
-# together; one at a time, each is drawn at full speed and the first in line sees its graph first. A capture is
-# bounded by GE_MAX_RUN_S (plan.check_capture), so nobody waits behind one for long.
-DRAWING = threading.Lock()
-
-
 def _measured_run(session: Session, text: str, compare: str, timer: Timer,
                   fresh: bool) -> Iterator[str | View | GraphFirst]:
     # The graph does not wait in the measurement queue: capturing it takes milliseconds on the server's own core
     # (timings run in their own processes, on their own cores), and an input any session ran before is cached.
-    with DRAWING:
-        captured = session.capture(text, compare)
-        p = plan(captured.capture)
-        said = f"Graph of {count(captured.tokens, 'token')} drawn"
-        first = GraphFirst(graph_figure(captured), openable(captured),
-                           cards(captured) if p.timed else cards(captured, "not timed", "not profiled"),
-                           f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
-                           "comes)…" if p.timed else f"{said}. {p.note}")
+    captured = session.capture(text, compare)
+    p = plan(captured.capture)
+    said = f"Graph of {count(captured.tokens, 'token')} drawn"
+    first = GraphFirst(graph_figure(captured), openable(captured),
+                       cards(captured) if p.timed else cards(captured, "not timed", "not profiled"),
+                       f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
+                       "comes)…" if p.timed else f"{said}. {p.note}")
     yield first
     if not p.timed:
         return
