@@ -19,13 +19,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90) -> tuple[subprocess.Popen, str, float]:
-    """(process, url, seconds from launch to the first served page)."""
+def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90,
+              cpus: str | None = None) -> tuple[subprocess.Popen, str, float]:
+    """(process, url, seconds from launch to the first served page); `cpus` restricts it like `taskset -c`."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
            "GE_WARM_COMPILE": "0", **(extra_env or {})}
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+    command = [*(["taskset", "-c", cpus] if cpus else []), sys.executable, "app.py"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
     while True:

@@ -202,10 +202,11 @@ def main() -> None:
     p.add_argument("--duration", type=float, default=120.0)
     p.add_argument("--mode", choices=("typing", "class"), default="typing",
                    help="class: every session first opens the same state link, then types")
+    p.add_argument("--cpus", default=None, help="run the app on these cores only, as `taskset -c` (default: all)")
     args = p.parse_args()
     if args.quick:
         args.sessions, args.duration = 2, 4.0
-    proc, url, _ = start_app()
+    proc, url, _ = start_app(cpus=args.cpus)
     try:
         cpu = _cpu_s(proc.pid), resource.getrusage(resource.RUSAGE_SELF)
         r = run_load(url, args.sessions, args.duration, args.mode)
@@ -215,14 +216,18 @@ def main() -> None:
     finally:
         stop_app(proc)
     ratio = r["reference_loaded_ms"] / r["reference_alone_ms"] if r["reference_loaded_ms"] else float("nan")
-    command = f"python -m bench.load --sessions {args.sessions} --duration {args.duration:g} --mode {args.mode}"
+    command = (f"python -m bench.load --sessions {args.sessions} --duration {args.duration:g} --mode {args.mode}"
+               + (f" --cpus {args.cpus}" if args.cpus else ""))
+    cores = len(set(r["measure_cores"] or []) | set(r["other_cores"] or []))  # what the app was allowed
+    rate = r["interactions"] / args.duration
     link = (f"- class: {r['link_opened']} sessions opened the same link at once: to its final view first "
             f"{r['link_first_s']:.2f} s, median {r['link_p50_s']:.2f} s, last {r['link_max_s']:.2f} s; "
             f"{r['link_reused']} of them were shown timings measured for another session"
             if r["link_opened"] else None)
     lines = [f"## {args.sessions} sessions for {args.duration:.0f} s, {args.mode} "
              f"({time.strftime('%Y-%m-%d %H:%M')})", "", f"`{command}`", "", *filter(None, [link]),
-             f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}",
+             f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}; throughput "
+             f"{rate:.2f} interactions/s on {cores} core(s): {rate / max(cores, 1):.2f} per core",
              f"- CPU seconds over the run: the app's server process {r['app_cpu_s']:.0f}, the load generator "
              f"(the simulated students, at nice {NICE} on any core) {r['generator_cpu_s']:.0f}",
              f"- latency per interaction (typing or an architecture change): to the graph of the typed input "
