@@ -56,8 +56,8 @@ MEASURE_WORKERS = _limit("measure_workers", max(1, len(os.sched_getaffinity(0)) 
                          "measuring cores, one timing process pinned to each (default: half the cores; at least one "
                          "core is always left to the server)")
 MAX_RUN_S = _limit("max_run_s", 10.0, float,
-                   "seconds one run's timings may keep a measuring core, estimated from its graph capture: a longer "
-                   "run is timed with fewer blocks and no memory profile, or not timed (and it is said)")
+                   "seconds one run's capture or timings may take, estimated before they start: a longer capture is "
+                   "refused, longer timings are shortened, then not taken (and it is said)")
 TIMING_REUSE_S = _limit("timing_reuse_s", 60.0, float,
                         "seconds a timing of the same model, architecture and text is reused for another session "
                         "(labelled with its age; a person can ask for a fresh one)")
