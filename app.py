@@ -230,7 +230,7 @@ def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, ma
         return
     try:
         options = CompileOptions(backend, dynamic, mark, fullgraph)
-        for item in compiled_update(session, compile_service(), options):
+        for item in compiled_update(session, compile_service(session.id), options):
             if isinstance(item, str):
                 progress(None, desc=item)
                 yield COMPILED.fill(session=session, status=item)
@@ -278,7 +278,7 @@ def run_lab_compiled(session: Session, enabled: bool, backend: str,
         yield LAB.fill(session=session)
         return
     try:
-        yield from _lab_stream(session, lab_compiled_update(session, backend, compile_service()), progress)
+        yield from _lab_stream(session, lab_compiled_update(session, backend, compile_service(session.id)), progress)
     except USER_ERRORS as e:
         yield LAB.fill(session=session, status=f"**Cannot compile**: {e}")
 
@@ -945,8 +945,8 @@ def _api_inspect(model: str, config_json: str, text: str, compare: str = "", bac
             raise InputError(view.status)
         if not backend:
             return view.report
-        *_, compiled = compiled_update(session, compile_service(), CompileOptions(backend, dynamic, mark_dynamic,
-                                                                                  fullgraph))
+        options = CompileOptions(backend, dynamic, mark_dynamic, fullgraph)
+        *_, compiled = compiled_update(session, compile_service(session.id), options)
     except (*USER_ERRORS, CompileFailure) as e:
         raise gr.Error(str(e), print_exception=False) from None
     return compiled.report
@@ -983,7 +983,7 @@ def _api_batch(model: str, config_json: str = "{}", lines: str = "", n: int = 64
         texts = lab_texts("typed" if lines.strip() else "generate", lines, n, distribution, min_len, max_len, seed)
         *_, view = lab_update(session, texts, int(bucket_width))
         if backend:
-            *_, view = lab_compiled_update(session, backend, compile_service())
+            *_, view = lab_compiled_update(session, backend, compile_service(session.id))
     except USER_ERRORS as e:
         raise gr.Error(str(e), print_exception=False) from None
     return view.report

@@ -21,13 +21,14 @@ import shutil
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import torch._dynamo
 
 from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
-from explorer.core.limits import COMPILE_TIMEOUT_S, RECOMPILE_LIMIT
+from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, RECOMPILE_LIMIT
 from explorer.core.machine import keep_off_measure_cores, pin_threads, release_free_memory
 from explorer.eager import timing
 
@@ -253,12 +254,12 @@ class CompileService:
             held.close()
 
 
-_service: CompileService | None = None
+_services: list[CompileService] = []
 
 
-def compile_service() -> CompileService:
-    """The process's one compile worker service (created on first use)."""
-    global _service
-    if _service is None:
-        _service = CompileService()
-    return _service
+def compile_service(session: str = "") -> CompileService:
+    """The compile worker for `session`, from the process's pool of `GE_COMPILE_WORKERS` (created on first use):
+    a session always gets the same one, where its compiled model stays between jobs."""
+    if not _services:
+        _services.extend(CompileService() for _ in range(int(COMPILE_WORKERS)))
+    return _services[zlib.crc32(session.encode()) % len(_services)]

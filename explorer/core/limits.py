@@ -55,6 +55,8 @@ THREADS = _limit("threads", 1, int, "torch threads every figure is measured with
 MEASURE_WORKERS = _limit("measure_workers", max(1, len(os.sched_getaffinity(0)) // 2), int,
                          "measuring cores, one timing process pinned to each (default: half the cores; at least one "
                          "core is always left to the server)")
+COMPILE_WORKERS = _limit("compile_workers", max(1, len(os.sched_getaffinity(0)) // 4), int,
+                         "compile worker processes (default: a quarter of the cores); a session keeps its own")
 MAX_RUN_S = _limit("max_run_s", 10.0, float,
                    "seconds one run's capture or timings may take, estimated before they start: a longer capture is "
                    "refused, longer timings are shortened, then not taken (and it is said)")

@@ -235,3 +235,14 @@ def test_a_one_token_input_is_a_graph_of_its_own_and_says_why(fresh_service):
     track, _ = _timeline(fresh_service, CompileOptions("eager"), lengths=(8, 16, 1))
     assert [e.event.length for e in track.timeline] == [8, 16, 1]
     assert "specializes sizes 0 and 1" in track.timeline[-1].event.reason
+
+
+def test_the_compile_pool_gives_a_session_always_the_same_worker(monkeypatch):
+    from explorer.compile import worker
+
+    monkeypatch.setattr(worker, "COMPILE_WORKERS", 3)
+    monkeypatch.setattr(worker, "_services", [])
+    sessions = [Session().id for _ in range(30)]
+    chosen = [worker.compile_service(s) for s in sessions]
+    assert len(worker._services) == 3 and {id(c) for c in chosen} == {id(c) for c in worker._services}
+    assert all(worker.compile_service(s) is c for s, c in zip(sessions, chosen, strict=True))  # nothing started
