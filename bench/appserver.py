@@ -10,6 +10,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from explorer.core.machine import INTERNAL_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -23,7 +25,8 @@ def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90,
               cpus: str | None = None) -> tuple[subprocess.Popen, str, float]:
     """(process, url, seconds from launch to the first served page); `cpus` restricts it like `taskset -c`."""
     port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
+    inherited = {k: v for k, v in os.environ.items() if k not in INTERNAL_ENV}  # this process's machine, not the app's
+    env = {**inherited, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
            "GE_WARM_COMPILE": "0", **(extra_env or {})}
     start = time.monotonic()
     command = [*(["taskset", "-c", cpus] if cpus else []), sys.executable, "app.py"]

@@ -26,6 +26,8 @@ def pin_threads() -> None:
 
 
 _CORES_ENV = "GE_ALLOWED_CORES_"  # internal: set by the app's first process, not an operator's knob
+_MEASURE_ENV = "GE_MEASURE_CORE_COUNT_"  # internal too
+INTERNAL_ENV = (_CORES_ENV, _MEASURE_ENV)  # not to be passed to another app (a benchmark starting one)
 
 
 def _allowed() -> list[int]:
@@ -45,9 +47,9 @@ def _cores() -> tuple[frozenset[int], frozenset[int]]:
     allowed = list(ALLOWED_CORES)
     if len(allowed) < 2:
         return frozenset(allowed), frozenset(allowed)
-    n = min(int(MEASURE_WORKERS), len(allowed) - 1)  # at least one core is left for the server
-    # Handed down like the allowed cores: a worker's own affinity would give it another default.
-    os.environ["GE_MEASURE_WORKERS"] = str(n)
+    inherited = os.environ.get(_MEASURE_ENV)  # handed down like the allowed cores
+    n = int(inherited) if inherited else min(int(MEASURE_WORKERS), len(allowed) - 1)  # one core left to the server
+    os.environ[_MEASURE_ENV] = str(n)
     return frozenset(allowed[:n]), frozenset(allowed[n:])
 
 
