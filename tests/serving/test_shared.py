@@ -171,3 +171,15 @@ def test_a_failed_measurement_is_said_and_frees_its_input():
     # and the input is free again: the next request measures instead of waiting forever for the failed one
     *_, ok = timings(key, job, InProcess(), recent=recent)
     assert isinstance(ok, Sourced) and not ok.reused
+
+
+def test_measure_again_reruns_an_unchanged_input_with_fresh_timings_where_another_session_reuses_them():
+    text = "measure this again"
+    first, second = Session(), Session()
+    list(update(first, "rnn", text, "", {}))
+    *_, reused = update(second, "rnn", text, "", {})
+    assert isinstance(reused, View) and reused.report["eager"]["timing_note"].startswith("Timings reused")
+    assert list(update(second, "rnn", text, "", {}))[-1].startswith("Nothing changed")
+    *_, fresh = update(second, "rnn", text, "", {}, fresh=True)
+    assert isinstance(fresh, View) and fresh.report["eager"]["timing_note"] is None
+    assert fresh.report["run"] == reused.report["run"] + 1
