@@ -216,7 +216,9 @@ def main() -> None:
     finally:
         stop_app(proc)
     ratio = r["reference_loaded_ms"] / r["reference_alone_ms"] if r["reference_loaded_ms"] else float("nan")
-    command = (f"python -m bench.load --sessions {args.sessions} --duration {args.duration:g} --mode {args.mode}"
+    ray = os.environ.get("GE_RAY_ADDRESS")
+    command = ((f"GE_RAY_ADDRESS={ray} " if ray else "")
+               + f"python -m bench.load --sessions {args.sessions} --duration {args.duration:g} --mode {args.mode}"
                + (f" --cpus {args.cpus}" if args.cpus else ""))
     cores = len(set(r["measure_cores"] or []) | set(r["other_cores"] or []))  # what the app was allowed
     rate = r["interactions"] / args.duration
