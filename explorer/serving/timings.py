@@ -31,8 +31,9 @@ class InProcess:
 
 
 def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: bool = False,
-            recent: RecentTimings = RECENT) -> Iterator[str | Sourced]:
-    """`job(turn)` is built in the queue turn (its budget shrinks under load)."""
+            recent: RecentTimings = RECENT, estimate_s: float | None = None) -> Iterator[str | Sourced]:
+    """`job(turn)` is built in the queue turn (its budget shrinks under load); `estimate_s`, the plan's, is said
+    with the progress of a long measurement."""
     while True:
         hit = None if fresh else recent.recent(key)
         if hit is not None:
@@ -48,7 +49,8 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
     def work(turn: Turn) -> Iterator[str | Sourced]:
         for step in timer.run(job(turn)):
             if isinstance(step, Progress):
-                yield f"Measuring: {step.phase}, {step.elapsed_s:.0f} s…"
+                of = f" of about {estimate_s:.0f} s" if estimate_s else ""
+                yield f"Measuring: {step.phase}, {step.elapsed_s:.0f} s{of}…"
             else:
                 recent.put(key, step)
                 yield Sourced(step, notice=turn.notice())

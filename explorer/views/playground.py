@@ -137,7 +137,8 @@ def _measured_run(session: Session, text: str, compare: str, timer: Timer,
     if not p.timed:
         return
     sourced = None
-    for step in timings(captured.key, lambda turn: session.job(captured, p.scaled(turn.budget_scale)), timer, fresh):
+    for step in timings(captured.key, lambda turn: session.job(captured, p.scaled(turn.budget_scale)), timer, fresh,
+                        estimate_s=p.estimate_s):
         if isinstance(step, str):
             yield step
         else:
