@@ -40,9 +40,9 @@ from explorer.deploy.routes import ROUTES
 from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
 from explorer.serving.addresses import LongAddressGuard
-from explorer.serving.pool import measure_pool
 from explorer.serving.residency import Residency
 from explorer.serving.statelink import LinkState, read_link
+from explorer.serving.timings import measure_pool
 from explorer.session import DEFAULT_MODEL, RunResult, Session
 from explorer.views.claims import ClaimView, cached_view, claim_update
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update

@@ -27,8 +27,8 @@ INPUT = "input (each UTF-8 byte is one token)"
 _TITLE = "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map((t) => t.textContent).join(' | ')"
 
 
-_SETTLED = ("() => { const t = document.body.innerText; return t.includes('Measured on cpu') && "
-            "!t.includes('Profiling memory') && !t.includes('timing forward and train step next'); }")
+_SETTLED = ("() => { const t = document.body.innerText; return t.includes('(cpu, core') && "
+            "!t.includes('timing forward and train step next') && !t.includes('Measuring:'); }")
 
 
 def _paint(page, text: str) -> tuple[float, int]:

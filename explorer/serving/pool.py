@@ -9,12 +9,11 @@ started lazily, one job at a time, stopped and replaced if it hangs or dies."""
 from __future__ import annotations
 
 import json
-import os
 import platform
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -26,11 +25,7 @@ from explorer.eager import timing
 from explorer.eager.capture import forward, train_loss, train_step
 from explorer.eager.memory import MemoryPeaks, measure_peaks
 from explorer.eager.timing import Measurement, measure
-from explorer.serving.queueing import QUEUE
 from models import build_model, make_config
-
-if TYPE_CHECKING:
-    from explorer.serving.raypool import RayPool
 
 MODELS_PER_WORKER = 4  # built models a measurement process keeps between jobs (least recently used dropped)
 
@@ -116,23 +111,3 @@ class MeasurePool:
     @property
     def size(self) -> int:
         return len(self._workers)
-
-
-_pool: Any = None
-
-
-def measure_pool() -> MeasurePool | RayPool:
-    """The process's measurement pool (created on first use; its processes start on their first job): on the Ray
-    cluster at `GE_RAY_ADDRESS` if set (explorer/serving/raypool.py), else processes on this machine. The queue
-    lets as many runs be timed at once as the pool has measuring cores."""
-    global _pool
-    if _pool is None:
-        address = os.environ.get("GE_RAY_ADDRESS")
-        if address:
-            from explorer.serving.raypool import RayPool  # optional: only this deployment has ray
-
-            _pool = RayPool(address)
-        else:
-            _pool = MeasurePool()
-        QUEUE.slots = _pool.size
-    return _pool

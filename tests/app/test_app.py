@@ -79,10 +79,13 @@ def test_the_heaviest_run_the_limits_allow_is_refused_in_seconds_and_the_server_
 
 def test_session_history_grows_and_bad_input_keeps_it(app_url):
     client = Client(app_url, verbose=False)
-    out = client.predict("tree", "ab", "", *_controls("tree"), api_name="/edit")
-    graph, cards, history, diff, report, status, _opened = out
+    job = client.submit("tree", "ab", "", *_controls("tree"), api_name="/edit")
+    out = job.result()
+    _, cards, history, diff, report, status, _opened = out
     assert report["run"] == 1 and report["tokens"] == 2
     assert "graph nodes" in cards and "Measured on " in status and "(cpu, core" in status
+    # The graph comes in the first streamed output (with the cards of its counts) and is not sent again.
+    graph = next(o[0] for o in job.outputs() if isinstance(o[0], dict) and o[0].get("plot"))
     drawn = json.loads(graph["plot"])
     assert "Autograd graph: " in drawn["layout"]["title"]["text"]
     assert sum(len(t["x"]) for t in drawn["data"][1:]) == report["graph"]["nodes"]  # small: every node drawn

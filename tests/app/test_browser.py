@@ -332,8 +332,8 @@ def test_no_serious_or_critical_wcag_violation_on_any_tab(page: Page, app_url):
             page.get_by_role("button", name="Run the experiment").first.click()
             expect(page.get_by_text(re.compile(r"^Holds: the RNN's graph grows")).first).to_be_visible(timeout=TIMEOUT)
         # Settled: an output Gradio is still updating is drawn faded (a transient contrast failure, not ours)
-        page.wait_for_function("!document.querySelector('.pending, .generating, .translucent')", timeout=TIMEOUT)
-        page.wait_for_timeout(500)
+        page.wait_for_function("!document.querySelector('.generating')", timeout=TIMEOUT)
+        page.wait_for_timeout(1500)
         found[tab] = page.evaluate(_AXE)
     assert found == {tab: [] for tab in TABS}
 
