@@ -1,7 +1,7 @@
 """The multi-process lab's job: a scenario's world runs, one after another, in the distributed worker (a worker
 of its own, with its own timeout: a scenario can take minutes, and must never hold up the Playground's compiles).
 
-The worker holds the app's measurement lock for the whole scenario: the ranks take every core, so no other
+The worker holds every measuring core of the app for the whole scenario: the ranks take every core, so no other
 figure is timed meanwhile, and none of theirs is bent by one."""
 
 from __future__ import annotations
