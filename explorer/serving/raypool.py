@@ -78,12 +78,7 @@ class RayPool:
 
     def start(self) -> None:
         """Wait until every actor has claimed its core (each imports torch: seconds)."""
-        actors = [self._idle.get() for _ in range(self.size)]
-        try:
-            self._ray.get([a.where.remote() for a in actors])
-        finally:
-            for a in actors:
-                self._idle.put(a)
+        self.where()
 
     def where(self) -> list[tuple[str, int, int]]:
         """(node, core, pid) of every actor, for reports and tests."""

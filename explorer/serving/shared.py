@@ -52,10 +52,6 @@ class LRU(Generic[V]):
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
 
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
-
 
 @dataclass
 class Fixed:
