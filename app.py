@@ -23,7 +23,6 @@ from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.warmup import warm_compile_cache
-from explorer.compile.worker import compile_service
 from explorer.core import limits
 from explorer.core.budget import warm_param_count
 from explorer.core.errors import USER_ERRORS, InputError
@@ -40,9 +39,9 @@ from explorer.deploy.routes import ROUTES
 from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS
 from explorer.serving.addresses import LongAddressGuard
+from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.residency import Residency
 from explorer.serving.statelink import LinkState, read_link
-from explorer.serving.timings import measure_pool
 from explorer.session import DEFAULT_MODEL, RunResult, Session
 from explorer.views.claims import ClaimView, cached_view, claim_update
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update

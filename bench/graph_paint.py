@@ -2,9 +2,9 @@
 
 The real app (bench/appserver.py) in Debian's Chromium at 1280x720: the RNN's text is replaced (as a paste
 does) with one of a length whose graph has about 2,000 or 8,000 nodes, and the clock runs until the autograd
-graph's title shows the new node count, i.e. the server measured the run and the browser drew it. The run
-includes the Playground's own work (capture, eager timings, the figure); lengths alternate so every update draws
-a new graph. Writes bench/RESULTS-paint.md: median and min-max over REPEATS per size."""
+graph's title shows the new node count, i.e. the server captured the run, built the figure and the browser drew
+it (the graph is sent before the timings, which fill in after and are not waited for). Lengths alternate so every
+update draws a new graph. Writes bench/RESULTS-paint.md: median and min-max over REPEATS per size."""
 
 from __future__ import annotations
 
@@ -77,8 +77,8 @@ def main() -> None:
              f"Measured by `python -m bench.graph_paint{' --quick' if args.quick else ''}` on {m['device']} "
              f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, Debian Chromium headless at 1280x720, "
              f"{time.strftime('%Y-%m-%d')}. Each sample: the RNN's input replaced, until the graph's title shows "
-             "the new run (the server's capture, eager timings and figure, the transfer, Plotly's drawing), started "
-             "once the previous run's memory stage has ended; the memory stage that follows is not waited for.", "",
+             "the new run (the server's capture and figure, the transfer, Plotly's drawing; the timings and memory "
+             "that follow are not waited for), started once the previous run has ended.", "",
              "| graph | nodes | median s | min-max s | samples |", "|---|---:|---:|---|---:|", *rows]
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")

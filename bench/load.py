@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import random
 import resource
@@ -17,6 +18,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gradio_client import Client
 
@@ -203,6 +205,7 @@ def main() -> None:
     p.add_argument("--mode", choices=("typing", "class"), default="typing",
                    help="class: every session first opens the same state link, then types")
     p.add_argument("--cpus", default=None, help="run the app on these cores only, as `taskset -c` (default: all)")
+    p.add_argument("--json", type=Path, default=None, help="also write every raw figure of the run here")
     args = p.parse_args()
     if args.quick:
         args.sessions, args.duration = 2, 4.0
@@ -248,6 +251,8 @@ def main() -> None:
     with args.out.open("a") as f:
         f.write(header + "\n".join(lines) + "\n")
     print("\n".join(lines))
+    if args.json:
+        args.json.write_text(json.dumps(r, default=str))
 
 
 if __name__ == "__main__":

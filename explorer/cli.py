@@ -13,8 +13,7 @@ from typing import Any
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.evidence import Workers
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
-from explorer.compile.protocol import CompileFailure
-from explorer.compile.worker import CompileService, compile_service
+from explorer.compile.protocol import CompileFailure, JobRunner
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
@@ -30,6 +29,7 @@ from explorer.eager.memory import warm_profiler
 from explorer.lab.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
 from explorer.lab.results import LabRun
 from explorer.lab.runner import compile_lab
+from explorer.serving.placement import compile_service
 from explorer.session import Session
 from explorer.views.claims import ClaimView, claim_update
 from explorer.views.ddp import ddp_update
@@ -153,7 +153,7 @@ def _items(raw: str | None, default: list[str]) -> list[str]:
     return [x.strip() for x in (raw or "").split(",") if x.strip()] or default
 
 
-def _print_lab(args: argparse.Namespace, service: CompileService, updates: Iterator[Any],
+def _print_lab(args: argparse.Namespace, service: JobRunner, updates: Iterator[Any],
                fmt: Callable[[dict], str]) -> int:
     """Run a lab to its view in `service`'s worker (stopped afterwards) and print its report."""
     pin_threads()

@@ -14,9 +14,8 @@ from typing import Any
 from torch import nn
 
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import Progress
+from explorer.compile.protocol import JobRunner, Progress
 from explorer.compile.track import CompiledRun, CompileTrack
-from explorer.compile.worker import CompileService
 from explorer.core.budget import check_architecture
 from explorer.core.errors import InputError
 from explorer.core.fmt import count
@@ -269,7 +268,7 @@ class Session:
             else:
                 yield item
 
-    def run_compiled(self, service: CompileService, options: CompileOptions,
+    def run_compiled(self, service: JobRunner, options: CompileOptions,
                      result: RunResult | None = None) -> Iterator[Progress | CompiledRun]:
         """Compile and time the run's input (default: the latest run) in the compile worker."""
         result = result or self.last

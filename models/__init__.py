@@ -30,6 +30,8 @@ class ModelEntry:
     activation_bytes: Callable[[Any, int, int], int]
     # The input's decision as text, where the graph alone hardly shows it: (config, token ids) -> "((The cat) sat)".
     decision: Callable[[Any, list[int]], str] | None = None
+    # (leaf module, composing module) of a model whose graph is a tree: call k of the leaf reads token k.
+    tree: tuple[str, str] | None = None
 
     def knobs(self) -> list[Knob]:
         return knobs(self.config_cls)
@@ -70,7 +72,7 @@ ZOO: dict[str, ModelEntry] = {
             "A recursive cell over a bracketing of the text: the graph is the parse tree.",
             TreeConfig, TreeNetwork,
             lambda calls: {"tree leaves": calls.get("leaf", 0), "compositions": calls.get("compose", 0)},
-            tree.activation_bytes, tree.bracketing_text,
+            tree.activation_bytes, tree.bracketing_text, ("leaf", "compose"),
         ),
     )
 }

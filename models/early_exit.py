@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from models.branch import Branch
 from models.config import ConfigError, knob
 from models.heads import NUM_CLASSES
 from models.transformer import EncoderBlock, TokenEmbedding, block_activation_floats, mean_tokens, padding_mask
@@ -72,13 +73,29 @@ class EarlyExitEncoder(nn.Module):
         x = self.embed(ids)
         if self.cfg.exit_with == "cond" and self.cfg.threshold < 1.0:
             return self._from_block(0, x, mask)
-        for block, exit_head in zip(self.blocks, self.exits, strict=True):
+        # The decisions are kept for the drawing in eager runs only: a compiled or traced forward keeps its graph.
+        recording = self.cfg.threshold < 1.0 and not (torch.compiler.is_compiling() or torch.jit.is_tracing())
+        if recording:
+            self.branches: list[Branch] = []
+        for i, (block, exit_head) in enumerate(zip(self.blocks, self.exits, strict=True)):
             x = block(x, mask)
             logits, confidence = exit_head(x, mask)
             # Data-dependent control flow: the whole batch exits when its least confident item is sure.
-            if self.cfg.threshold < 1.0 and bool(confidence.min() >= self.cfg.threshold):
+            stop = self.cfg.threshold < 1.0 and bool(confidence.min() >= self.cfg.threshold)
+            if recording:
+                self.branches.append(self._branch(i, float(confidence.detach().min()), stop))
+            if stop:
                 break
         return logits
+
+    def _branch(self, i: int, least: float, stop: bool) -> Branch:
+        """The decision after block i, as the drawing says it."""
+        t = self.cfg.threshold
+        mark = f"{least:.2f} ≥ {t:.2f}: exit" if stop else f"{least:.2f} < {t:.2f}"
+        then = "exit" if stop else ("next block" if i + 1 < len(self.blocks) else "no block left")
+        said = f"exit head {i}: least confident item {least:.2f}, threshold {t:.2f}: {then}"
+        skipped = tuple(f"blocks.{j}" for j in range(i + 1, len(self.blocks))) if stop else ()
+        return Branch(f"blocks.{i}", mark, said, stop, skipped)
 
     def _from_block(self, i: int, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """Blocks i.. with the same exit rule as `forward`'s loop, each decision a torch.cond: both branches are

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from explorer.compile.worker import CompileService
+from explorer.compile.protocol import JobRunner
 from explorer.core import machine
 
 HOLDS = "holds"
@@ -65,9 +65,9 @@ class Workers:
     and whether to run the smallest version of it (`quick`: fewer inputs and models, a tracing backend; for tests
     and `bench --quick`, never shown as the claim's evidence in the app)."""
 
-    compile: CompileService
-    deploy: CompileService
-    ddp: CompileService
+    compile: JobRunner
+    deploy: JobRunner
+    ddp: JobRunner
     quick: bool = False
 
 

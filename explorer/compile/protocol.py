@@ -7,9 +7,9 @@ next to the code it runs, so the worker imports no lab."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 R = TypeVar("R")
 
@@ -37,3 +37,15 @@ class Job(ABC, Generic[R]):
     @abstractmethod
     def run(self, ctx: WorkerContext) -> R:
         """Runs in the worker process; the return value is sent back to the app."""
+
+
+class JobRunner(Protocol):
+    """Where jobs run: the compile worker (worker.py), or its actor on a Ray cluster (serving/raypool.py)."""
+
+    def run(self, job: Job[R]) -> Iterator[Progress | R]:
+        """Yields Progress while the job runs, then its reply; raises CompileFailure."""
+        ...
+
+    def cancel(self) -> None: ...
+
+    def stop(self) -> None: ...

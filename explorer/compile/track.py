@@ -11,8 +11,7 @@ from typing import Any
 from explorer.compile.jobs import PlaygroundJob, PlaygroundReply
 from explorer.compile.observe import SKIPPED_RNN, CompileEvent, Explanation
 from explorer.compile.options import CompileOptions, require_backend
-from explorer.compile.protocol import Progress
-from explorer.compile.worker import CompileService
+from explorer.compile.protocol import JobRunner, Progress
 from explorer.eager.timing import Measurement
 
 
@@ -107,7 +106,7 @@ class CompileTrack:
     timeline: list[TimelineEntry] = field(default_factory=list)
     runs: list[CompiledRun] = field(default_factory=list)
 
-    def run(self, service: CompileService, model: str, config: dict[str, Any], arch: str,
+    def run(self, service: JobRunner, model: str, config: dict[str, Any], arch: str,
             options: CompileOptions, tokens: list[list[int]]) -> Iterator[Progress | CompiledRun]:
         """Compile and time each input in turn; yields progress, then one CompiledRun per input."""
         require_backend(options.backend)

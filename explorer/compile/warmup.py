@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 
 from explorer.compile.options import CompileOptions, cxx_compiler
+from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompileTrack
-from explorer.compile.worker import CompileService
 from explorer.core.examples import DEFAULT_TEXT
 from models import ZOO, make_config
 from models.config import config_dict
@@ -24,7 +24,7 @@ from models.tokenizer import encode
 SECOND_TEXT = "warm up"  # another length: dynamo's automatic dynamic makes the length symbolic
 
 
-def warm_compile_cache(service: CompileService) -> list[str]:
+def warm_compile_cache(service: JobRunner) -> list[str]:
     """Returns one line per model, for the log."""
     if cxx_compiler() is None:
         return ["no C++ compiler: inductor unavailable, offer aot_eager or eager"]

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer.compile.protocol import CompileFailure, Progress
-from explorer.compile.worker import CompileService
+from explorer.compile.protocol import CompileFailure, JobRunner, Progress
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.debug.compare import Comparison, GraphChange, compare, comparison_texts, graph_change
@@ -73,7 +72,7 @@ class DebugResult:
                 "inspection": [r.as_dict() for r in self.inspection]}
 
 
-def _compiled(service: CompileService, job: DebugJob | InspectJob, label: str) -> Iterator[str | Any]:
+def _compiled(service: JobRunner, job: DebugJob | InspectJob, label: str) -> Iterator[str | Any]:
     try:
         for item in service.run(job):
             yield f"{label}: {item.phase} ({item.elapsed_s:.0f} s)" if isinstance(item, Progress) else item
@@ -81,7 +80,7 @@ def _compiled(service: CompileService, job: DebugJob | InspectJob, label: str) -
         yield e
 
 
-def run_debug(service: CompileService, model: str, config: object, bug: str, text: str,
+def run_debug(service: JobRunner, model: str, config: object, bug: str, text: str,
               modes: list[str]) -> Iterator[str | DebugResult]:
     """Each mode in turn (compiled ones in the worker), then the NaN methods, the comparison and the inspection."""
     if bug not in BUGS:

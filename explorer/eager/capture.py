@@ -16,6 +16,7 @@ from torch import nn
 
 from explorer.eager.graph import AutogradGraph, capture_graph
 from explorer.eager.trace import ModuleTrace
+from models.branch import Branch
 
 
 def train_loss(logits: torch.Tensor) -> torch.Tensor:
@@ -39,6 +40,7 @@ class Capture:
     trace: dict[str, int]  # module path -> calls
     saved_bytes: int  # storages backward reads (reachable from the loss), each once, parameters excluded
     forward_s: float = 0.0  # wall time of the instrumented forward (an upper bound of one plain forward)
+    branches: tuple[Branch, ...] = ()  # what the forward decided from the data, where the model says (early exit)
 
     @property
     def step_s(self) -> float:
@@ -60,4 +62,4 @@ def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
     forward_s = time.perf_counter() - start
     graph = capture_graph(loss.grad_fn, trace, names)
     return Capture(graph=graph, trace=trace.counts(), saved_bytes=graph.saved_activation_bytes(),
-                   forward_s=forward_s)
+                   forward_s=forward_s, branches=tuple(getattr(model, "branches", ())))

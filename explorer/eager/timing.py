@@ -7,6 +7,7 @@ nothing else runs on it. The thread count is pinned and recorded with every figu
 
 from __future__ import annotations
 
+import platform
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -114,6 +115,7 @@ class Measurement:
     start_s: float = 0.0  # time.monotonic() when the timing began and ended (system-wide on Linux: the
     end_s: float = 0.0  # compile worker's figures can be set against the app's)
     cores: tuple[int, ...] = ()  # the CPU cores the timing ran on
+    node: str = ""  # the host they belong to (a Ray cluster has several)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -169,4 +171,5 @@ def measure(label: str, fn: Callable[[], object], min_run_time: float, min_block
         start_s=began,
         end_s=ended,
         cores=cores,
+        node=platform.node(),
     )

@@ -10,8 +10,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from explorer.compile.options import require_backend
-from explorer.compile.protocol import CompileFailure, Progress
-from explorer.compile.worker import CompileService
+from explorer.compile.protocol import CompileFailure, JobRunner, Progress
 from explorer.core.budget import over_memory_note
 from explorer.core.errors import InputError
 from explorer.eager.memory import MemoryProfile
@@ -78,7 +77,7 @@ def run_lab(model: nn.Module, texts: list[str], bucket_width: int = 32, budget_s
     return result  # type: ignore[return-value]
 
 
-def compile_lab(service: CompileService, run: LabRun, backend: str, budget_scale: float = 1.0) -> Iterator[Progress]:
+def compile_lab(service: JobRunner, run: LabRun, backend: str, budget_scale: float = 1.0) -> Iterator[Progress]:
     """Compile and time each supported strategy of a lab run in the worker, one job each (a timeout costs one
     strategy); fills in `compiled` on the run's strategies and yields progress meanwhile."""
     require_backend(backend)

@@ -4,18 +4,14 @@ the queue by the measurement pool. Yields messages (str) until the timings (`Sou
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 from explorer.compile.protocol import Progress, WorkerContext
-from explorer.serving.pool import MeasurePool, Timed, TimingJob
-from explorer.serving.queueing import QUEUE, STATUS_EVERY_S, Turn, queued
+from explorer.serving.pool import Timed, TimingJob
+from explorer.serving.queueing import STATUS_EVERY_S, Turn, queued
 from explorer.serving.shared import RECENT, RecentTimings, Sourced
-
-if TYPE_CHECKING:
-    from explorer.serving.raypool import RayPool
 
 
 class Timer(Protocol):
@@ -63,23 +59,3 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
         yield from queued(work)
     finally:
         recent.end(key)
-
-
-_pool: Any = None
-
-
-def measure_pool() -> MeasurePool | RayPool:
-    """The process's measurement pool (created on first use; its processes start on their first job): on the Ray
-    cluster at `GE_RAY_ADDRESS` if set (explorer/serving/raypool.py), else processes on this machine. The queue
-    lets as many runs be timed at once as the pool has measuring cores."""
-    global _pool
-    if _pool is None:
-        address = os.environ.get("GE_RAY_ADDRESS")
-        if address:
-            from explorer.serving.raypool import RayPool  # optional: only this deployment has ray
-
-            _pool = RayPool(address)
-        else:
-            _pool = MeasurePool()
-        QUEUE.slots = _pool.size
-    return _pool

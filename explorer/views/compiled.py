@@ -10,9 +10,8 @@ import plotly.graph_objects as go
 
 from explorer.compile.observe import SKIPPED_RNN
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import Progress
+from explorer.compile.protocol import JobRunner, Progress
 from explorer.compile.track import CompiledRun
-from explorer.compile.worker import CompileService
 from explorer.core.fmt import format_bytes
 from explorer.session import Session
 from explorer.views.figures import compiled_figure, fx_figure
@@ -88,7 +87,7 @@ def compiled_view(session: Session, c: CompiledRun) -> CompiledView:
     )
 
 
-def compiled_update(session: Session, service: CompileService, options: CompileOptions) -> Iterator[str | CompiledView]:
+def compiled_update(session: Session, service: JobRunner, options: CompileOptions) -> Iterator[str | CompiledView]:
     """Compile the latest input: yields progress messages, then the view."""
     for item in session.run_compiled(service, options):
         if isinstance(item, Progress):

@@ -9,7 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.compile.worker import CompileService
+from explorer.compile.protocol import JobRunner
 from explorer.core import machine
 from explorer.ddp.job import run_ddp
 from explorer.ddp.results import ALLREDUCE, BACKWARD, COMPILE, FORWARD, KINDS, OPTIMIZER, STALLED, WAIT, DdpResult
@@ -97,7 +97,7 @@ def view_of(result: DdpResult) -> DdpView:
                    [_cost_row(c) for c in report["costs"]], timeline_figure(result), report)
 
 
-def ddp_update(service: CompileService, scenario: str, setup: Setup) -> Iterator[str | DdpView]:
+def ddp_update(service: JobRunner, scenario: str, setup: Setup) -> Iterator[str | DdpView]:
     """Progress messages while the scenario's processes run, then the view."""
     for item in run_ddp(service, scenario, setup):
         yield item if isinstance(item, str) else view_of(item)

@@ -9,7 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.compile.worker import CompileService
+from explorer.compile.protocol import JobRunner
 from explorer.core import machine
 from explorer.core.fmt import count
 from explorer.debug.lab import DebugResult, run_debug
@@ -84,7 +84,7 @@ def view_of(result: DebugResult) -> DebugView:
                      inspection_figure(report), report)
 
 
-def debug_update(service: CompileService, model: str, config: object, bug: str, text: str,
+def debug_update(service: JobRunner, model: str, config: object, bug: str, text: str,
                  modes: list[str]) -> Iterator[str | DebugView]:
     for item in run_debug(service, model, config, bug, text, modes):
         yield item if isinstance(item, str) else view_of(item)

@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.compile.worker import CompileService
+from explorer.compile.protocol import JobRunner
 from explorer.core import machine
 from explorer.core.fmt import format_bytes, ms_iqr
 from explorer.deploy.job import run_deploy
@@ -107,7 +107,7 @@ def view_of(result: DeployResult) -> DeployView:
                       diffs_figure(result), graph, code, [r.artefact for r in result.routes if r.artefact], report)
 
 
-def deploy_update(service: CompileService, model: str, config: object, text: str, lengths: list[int],
+def deploy_update(service: JobRunner, model: str, config: object, text: str, lengths: list[int],
                   routes: list[str], out_dir: str) -> Iterator[str | DeployView]:
     """Progress messages while each route runs in the deployment worker, then the view."""
     for item in run_deploy(service, model, config, text, lengths, routes, out_dir):

@@ -21,7 +21,9 @@ from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.eager.graph import AutogradGraph, GraphNode
 from explorer.session import Captured, RunRecord, RunResult
 from explorer.views.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
+from explorer.views.tree_layout import tree_layout
 from models import entry
+from models.branch import Branch
 
 PALETTE = qualitative.Dark24 + qualitative.Light24
 _ADDED = "#d62728"
@@ -83,7 +85,8 @@ def _labels(lay: GraphLayout, ticked: str) -> list[str]:
     groups = module_color_keys(lay.nodes)
     if len(groups) <= MAX_GRAPH_LABELS * 3:
         for group, idx in groups.items():
-            labels[max(idx, key=lambda j: lay.nodes[j].x)] = group or "model"
+            labels[max(idx, key=lambda j: lay.nodes[j].y if lay.direction == "up" else lay.nodes[j].x)] = (
+                group or "model")
     if lay.collapsed and ticked:
         calls = len({m.call for d in lay.nodes for m in d.members if m.module == ticked})
         on_axis = sorted((i for i, d in enumerate(lay.nodes) if d.module == ticked and not d.is_param),
@@ -95,12 +98,52 @@ def _labels(lay: GraphLayout, ticked: str) -> list[str]:
     return labels
 
 
+def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
+    """Each decision the forward took from the data, as a diamond after the module it followed, its numbers beside
+    it; the modules the exit skipped as hollow grey nodes on a dashed path leaving the exit: the path not taken."""
+    marks, lines, ghosts = [], {"x": [], "y": []}, []
+    xs, ys = [d.x for d in lay.nodes] or [0.0], [d.y for d in lay.nodes] or [0.0]
+    dx, dy = max(1.0, (max(xs) - min(xs)) / 12), max(1.0, (max(ys) - min(ys)) / 8)  # a step on the figure
+    for b in branches:
+        at = [d for d in lay.nodes if d.module == b.after or d.module.startswith(b.after + ".")]
+        if not at:
+            continue
+        anchor = max(at, key=lambda d: d.x)
+        x, y = anchor.x + dx / 4, anchor.y
+        marks.append((x, y, b))
+        path = [(x, y)] + [(x + k * dx, y - dy) for k in range(1, len(b.skipped) + 1)]
+        ghosts += [(*p, m) for p, m in zip(path[1:], b.skipped, strict=True)]
+        lines["x"] += [p[0] for p in path] + [None]
+        lines["y"] += [p[1] for p in path] + [None]
+    if not marks:
+        return []
+    traces = [{"type": "scatter", "x": [x for x, _, _ in marks], "y": [y for _, y, _ in marks],
+               "mode": "markers+text", "name": "decision taken from the data",
+               "marker": {"symbol": "diamond", "size": 15, "line": {"width": 2, "color": "#d62728"},
+                          "color": ["#d62728" if b.exits else "#fff" for *_, b in marks]},
+               "text": [html.escape(b.said) for *_, b in marks], "hoverinfo": "text",
+               "texttemplate": [html.escape(b.mark) for *_, b in marks], "textposition": "bottom center",
+               "textfont": {"size": 11, "color": "#a00"}, "cliponaxis": False}]
+    if ghosts:
+        traces += [{"type": "scatter", **lines, "mode": "lines", "line": {"dash": "dash", "color": "#999", "width": 1},
+                    "hoverinfo": "skip", "showlegend": False},
+                   {"type": "scatter", "x": [x for x, _, _ in ghosts], "y": [y for _, y, _ in ghosts],
+                    "mode": "markers+text", "name": "not run (the exit skipped it)",
+                    "marker": {"symbol": "circle-open", "size": 14, "color": "#999"},
+                    "text": [f"{m}: not run, the forward exited before it" for *_, m in ghosts], "hoverinfo": "text",
+                    "texttemplate": [m for *_, m in ghosts],  # alternating sides: the names are wider than a step
+                    "textposition": ["bottom center", "top center"] * len(ghosts),
+                    "textfont": {"size": 11, "color": "#777"}, "cliponaxis": False}]
+    return traces
+
+
 def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
-               max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "") -> go.Figure:
-    """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right, each
-    module a colour named in the legend with its count, groups and modules labelled on the figure, shared
-    parameters drawn once, and the repeated structure's steps on the axis."""
-    lay: GraphLayout = layout_graph(graph, added, max_nodes, expand)
+               max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "",
+               lay: GraphLayout | None = None, branches: Iterable[Branch] = ()) -> go.Figure:
+    """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right (or as
+    a given layout, a parse tree upwards), each module a colour named in the legend with its count, groups and
+    modules labelled on the figure, shared parameters drawn once, and the repeated structure's steps on the axis."""
+    lay = lay or layout_graph(graph, added, max_nodes, expand)
     ex, ey = [], []
     for a, b in lay.edges:
         na, nb = lay.nodes[a], lay.nodes[b]
@@ -110,10 +153,11 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
     # graph for every run of every session).
     traces = [{"type": "scatter", "x": ex, "y": ey, "mode": "lines", "line": {"width": 0.6, "color": "#aab"},
                "hoverinfo": "skip", "showlegend": False}]
-    ticked, tickvals, ticktext = step_ticks(lay)
+    ticked, tickvals, ticktext = step_ticks(lay) if lay.direction == "right" else ("", [], [])
     labels = _labels(lay, ticked)
     groups = sorted(module_color_keys(lay.nodes).items(),  # most nodes first
                     key=lambda kv: (-sum(len(lay.nodes[j].members) for j in kv[1]), kv[0]))
+    param_text = "middle right" if lay.direction == "right" else "top right"  # beside the path, or above the column
     for i, (module, idx) in enumerate(groups):
         nodes = [lay.nodes[j] for j in idx]
         traces.append({
@@ -127,15 +171,25 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
                          "color": [_ADDED if d.added else "#333" for d in nodes]},
             },
             "text": [_hover(d) for d in nodes], "hoverinfo": "text", "texttemplate": [labels[j] for j in idx],
-            "textposition": ["middle right" if d.is_param else "top center" for d in nodes],
+            "textposition": [param_text if d.is_param else "top center" for d in nodes],
             "textfont": {"size": 11, "color": "#333"}, "cliponaxis": False,
         })
+    traces += _branch_traces(lay, branches)
+    if lay.words:
+        traces.append({"type": "scatter", "x": [x for x, _, _ in lay.words], "y": [y for _, y, _ in lay.words],
+                       "mode": "text", "text": [w for _, _, w in lay.words], "hoverinfo": "skip",
+                       "textfont": {"size": 12, "color": "#111"}, "cliponaxis": False, "name": "the words",
+                       "showlegend": False})
     drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
         f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
     if lay.expanded:
         drawn += f", {lay.expanded} opened"
-    axis = ("forward →  (inputs and parameters on the left, output on the right)" if not tickvals else
-            f"forward →  ticks: {ticked}, step (call) number")
+    if lay.direction == "up":
+        axis = "forward ↑  (the words at the bottom, each composition above the two it joins, the output on top)"
+    elif tickvals:
+        axis = f"forward →  ticks: {ticked}, step (call) number"
+    else:
+        axis = "forward →  (inputs and parameters on the left, output on the right)"
     return go.Figure(data=traces, layout={
         "title": {"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
         "height": height, "margin": {"l": 10, "r": 10, "t": 30 + 20 * (title.count("<br>") + 1), "b": 40},
@@ -161,7 +215,11 @@ def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES,
         title += f"<br><sup>{html.escape(said if len(said) <= 110 else said[:109] + '…')}</sup>"
     if result.diff:
         title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
-    return draw_graph(graph, title, result.diff.added_ids if result.diff else frozenset(), max_nodes, height, expand)
+    added = result.diff.added_ids if result.diff else frozenset()
+    lay = None
+    if model.tree and not expand:  # opening a module draws its nodes one by one, layered
+        lay = tree_layout(graph, *model.tree, bytes(result.input.ids[0].tolist()), added)
+    return draw_graph(graph, title, added, max_nodes, height, expand, lay, result.capture.branches)
 
 
 def fx_graph(nodes: tuple[FxNode, ...]) -> AutogradGraph:

@@ -9,7 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.compile.worker import CompileService
+from explorer.compile.protocol import JobRunner
 from explorer.core.errors import InputError
 from explorer.core.fmt import format_bytes, format_flops, ms_iqr
 from explorer.lab.batches import batch_from_lines, generate_batch
@@ -88,7 +88,7 @@ def lab_update(session: Session, texts: list[str], bucket_width: int) -> Iterato
     yield from queued(work)
 
 
-def lab_compiled_update(session: Session, backend: str, service: CompileService) -> Iterator[str | LabView]:
+def lab_compiled_update(session: Session, backend: str, service: JobRunner) -> Iterator[str | LabView]:
     """Compile each strategy of the session's latest lab run in the worker: progress, then the full view."""
     run = session.lab
     if run is None:

@@ -48,6 +48,8 @@ class GraphLayout:
     grouping: str  # "none", "per call", or "per N calls"
     shared: dict[int, int] = field(default_factory=dict)  # drawn node -> operations it feeds (edges not drawn)
     expanded: str = ""  # the module drawn node by node, if one was opened
+    direction: str = "right"  # where forward goes: "right" (layered), "up" (a parse tree, leaves at the bottom)
+    words: list[tuple[float, float, str]] = field(default_factory=list)  # (x, y, text) written under a tree's leaves
 
     @property
     def collapsed(self) -> bool:

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from explorer.cli import main
 from explorer.views.tables import format_ddp, format_debug, format_deploy
 
 REQUIRED_KEYS = [
@@ -83,7 +84,25 @@ def test_inspect_table():
         (["ddp", "--scenario", "gossip", "--model", "rnn"], "invalid choice: 'gossip'"),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(args, message):
+def test_bad_arguments_exit_2_with_one_line(args, message, capsys):
+    # In this process (the parser and the checks are the CLI's own; a subprocess per case cost seconds of torch
+    # imports each): the shell's view of the same is the next test.
+    try:
+        code = main(args)
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = [ln for ln in err.splitlines() if not ln.startswith(("USDT", "STAGE"))]
+    assert message in lines[-1]
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["inspect", "--model", "rnn", "--set", "layers=9", "--text", "x"], "layers must be between 1 and 4"),
+    (["inspect", "--model", "gpt", "--text", "x"], "invalid choice: 'gpt'"),
+])
+def test_a_bad_argument_from_the_shell_exits_2_with_one_line_and_no_traceback(args, message):
     out = _cli(*args)
     assert out.returncode == 2
     lines = [ln for ln in out.stderr.splitlines() if not ln.startswith(("USDT", "STAGE"))]

@@ -1,21 +1,25 @@
-"""A short load test (5 sessions, 20 s) of the real app over loopback; bench/load.py runs the long one."""
+"""A short load test (5 sessions, 20 s) of the real app over loopback, by the load script as the README runs it
+(`python -m bench.load`, which starts the app itself); the README's long runs are the same script."""
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from bench.load import run_load
-from tests.helpers import start_app, stop_app
-
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_class_of_five_opens_one_link_then_types_for_twenty_seconds_without_errors_timings_kept_apart():
-    proc, url, _ = start_app()
-    try:
-        r = run_load(url, sessions=5, duration_s=20, mode="class")
-    finally:
-        stop_app(proc)
+def test_a_class_of_five_opens_one_link_then_types_for_twenty_seconds_without_errors_timings_kept_apart(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "bench.load", "--sessions", "5", "--duration", "20", "--mode",
+                           "class", "--out", str(tmp_path / "results.md"), "--json", str(tmp_path / "r.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "5 sessions for 20 s, class" in (tmp_path / "results.md").read_text()
+    r = json.loads((tmp_path / "r.json").read_text())
     assert r["errors"] == 0, r["error_samples"]
     assert r["interactions"] >= 10 and r["reference_samples"] >= 1
     # The mechanism that keeps timings honest under load (the ratio alone vs loaded is bench/load.py's to

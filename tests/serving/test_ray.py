@@ -1,11 +1,14 @@
-"""The measurement pool on a real Ray cluster: a local head started on loopback with 2 CPUs, the app pointed at
-it with GE_RAY_ADDRESS, the load script against the app, and a Ray worker killed mid-way."""
+"""The measurement and compile pools on a real Ray cluster: a local head started on loopback with 2 CPUs (one
+compile actor, one measurement actor), the app pointed at it with GE_RAY_ADDRESS, the load script and a compile
+against the app, and Ray workers killed mid-job."""
 
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from gradio_client import Client
 
 from bench.appserver import free_port
 from bench.load import run_load
+from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
 from explorer.serving.plan import plan
 from explorer.session import Session
 from tests.helpers import start_app, stop_app
@@ -29,17 +33,37 @@ def cluster():
                     "127.0.0.1", "--include-dashboard", "false", "--disable-usage-stats"],
                    check=True, capture_output=True, timeout=120)
     yield f"127.0.0.1:{port}"
+    if "ray" in sys.modules:  # this process's own connection (the pools tested here), before the cluster goes
+        sys.modules["ray"].shutdown()
     subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
 
 
-def test_the_app_measures_on_ray_actors_under_a_class_and_reports_which_node(cluster):
-    proc, url, _ = start_app({"GE_RAY_ADDRESS": cluster})
+def _spawned_children(pid: int) -> list[str]:
+    """Command lines of the processes `pid` started with multiprocessing (the embedded workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append((entry / "cmdline").read_text().replace("\0", " "))
+        except OSError:  # gone meanwhile
+            continue
+    return [c for c in found if "multiprocessing" in c]
+
+
+def test_the_app_measures_and_compiles_on_ray_actors_under_a_class_and_reports_which_node(cluster):
+    proc, url, _ = start_app({"GE_RAY_ADDRESS": cluster, "GE_COMPILE_WORKERS": "1"})
     try:
-        report = Client(url, verbose=False).predict("rnn", "{}", "measured on a Ray node", "", api_name="/inspect")
+        client = Client(url, verbose=False)
+        report = client.predict("rnn", "{}", "measured on a Ray node", "", api_name="/inspect")
         r = run_load(url, sessions=3, duration_s=12, mode="class")
+        compiled = client.predict("transformer", "{}", "compiled on a Ray node", "", "eager", api_name="/inspect")
+        embedded = _spawned_children(proc.pid)
     finally:
         stop_app(proc)
     assert report["eager"]["measured_on"] == report["machine"]["node"] == os.uname().nodename
+    forward = compiled["compiled"]["forward"]
+    assert forward["node"] == os.uname().nodename and forward["runs"] >= 3 and compiled["compiled"]["fallback"] is None
+    assert embedded == []  # neither a measurement process nor a compile worker on the app's own machine
     assert report["eager"]["forward"]["runs"] >= 3 and report["memory"]["peak_train_bytes"] > 0
     assert r["errors"] == 0, r["error_samples"]
     assert r["link_opened"] == 3 and r["link_reused"] == 2  # the same sharing as embedded
@@ -64,3 +88,40 @@ def test_a_killed_ray_worker_is_a_message_and_a_retry_not_a_hung_request(cluster
         assert pid not in [p for _, _, p in pool.where()]  # replaced
     finally:
         pool.stop()
+
+
+@dataclass(frozen=True)
+class Nap(Job[str]):
+    """A job that says what it does, then sleeps: long enough to be killed or timed out mid-way."""
+
+    seconds: float
+
+    def run(self, ctx: WorkerContext) -> str:
+        ctx.phase("napping")
+        time.sleep(self.seconds)
+        return f"woke in {os.getpid()}"
+
+
+def test_a_compile_actor_streams_its_phase_and_a_killed_or_timed_out_one_is_replaced(cluster):
+    from explorer.serving.raypool import RayCompileService
+
+    svc = RayCompileService(cluster, timeout_s=20)
+    try:
+        svc.start()
+        first = svc.pid
+        steps = list(svc.run(Nap(1.5)))
+        assert steps[-1] == f"woke in {first}"
+        assert any(isinstance(s, Progress) and s.phase.startswith("napping (on Ray, ") for s in steps), steps
+        running = svc.run(Nap(30))
+        next(running)
+        os.kill(first, signal.SIGKILL)
+        with pytest.raises(CompileFailure, match="died"):
+            list(running)
+        assert list(svc.run(Nap(0.1)))[-1] != f"woke in {first}" and svc.pid != first  # a new actor took over
+        svc.timeout_s = 1
+        start = time.monotonic()
+        with pytest.raises(CompileFailure, match="timed out after 1 s"):
+            list(svc.run(Nap(30)))
+        assert time.monotonic() - start < 10
+    finally:
+        svc.stop()

@@ -2,6 +2,7 @@
 shared parameters drawn once with their uses, each block's name on the figure (early exit's depth), and a
 collapsed module that can be opened without changing the counts."""
 
+import html
 from collections import Counter
 
 import pytest
@@ -13,6 +14,8 @@ from explorer.session import Session
 from explorer.views.figures import graph_figure
 from explorer.views.layout import SHARED_USES, layout_graph
 from explorer.views.playground import openable, opened_graph
+from explorer.views.tree_layout import tree_layout
+from models.tree import bracket
 
 
 def _run(model: str, text: str):
@@ -23,6 +26,10 @@ def _run(model: str, text: str):
 
 def _labels(fig) -> list[str]:
     return [t for trace in fig.data[1:] for t in (trace.texttemplate or []) if t]
+
+
+def _trace(fig, name: str):
+    return next(t for t in fig.data if t.name == name)
 
 
 @pytest.mark.parametrize("tokens", [42, 300])
@@ -47,9 +54,76 @@ def test_early_exit_names_each_block_it_ran_and_no_other():
     model_text = "HelloHelloHelloHelloHelloHelloHelloHelloHe"
     s, r = _run("early_exit", model_text)
     ran = structure("early_exit", s.model, r.input.ids)["blocks run"]
-    labels = set(_labels(graph_figure(r)))
+    fig = graph_figure(r)
+    labels = {t for trace in fig.data[1:] if trace.name not in (DECIDED, SKIPPED) for t in trace.texttemplate or []}
     assert {f"blocks.{i}" for i in range(ran)} <= labels
     assert f"blocks.{ran}" not in labels and f"exits.{ran - 1}" in labels
+
+
+DECIDED, SKIPPED = "decision taken from the data", "not run (the exit skipped it)"
+
+
+@pytest.mark.parametrize(("threshold", "blocks"), [(0.6, 6), (0.0, 6), (0.0, 1), (1.0, 6)])
+def test_early_exits_decisions_are_drawn_as_a_branch_with_their_numbers_and_the_path_not_taken(threshold, blocks):
+    s = Session()
+    s.configure("early_exit", {"threshold": threshold, "blocks": blocks})
+    r = s.run("The cat sat on the mat.", budget_scale=0.05)
+    ran = structure("early_exit", s.model, r.input.ids)["blocks run"]
+    fig = graph_figure(r)
+    names = {t.name for t in fig.data}
+    if threshold == 1.0:  # never exits: no decision is taken from the data, none drawn
+        assert ran == blocks and not names & {DECIDED, SKIPPED}
+        return
+    decided = _trace(fig, DECIDED)
+    assert len(decided.x) == ran  # one diamond per exit head that ran
+    fills = list(decided.marker.color)
+    assert fills[-1] != "#fff" and all(c == "#fff" for c in fills[:-1])  # only the last one exited
+    marks = [html.unescape(t) for t in decided.texttemplate]  # escaped for plotly, which draws "&lt;" as "<"
+    assert "≥" in marks[-1] and "exit" in marks[-1] and all(" < " in t for t in marks[:-1])
+    assert all(f"threshold {threshold:.2f}" in h for h in decided.text)
+    if ran == blocks:
+        assert SKIPPED not in names
+    else:
+        skipped = _trace(fig, SKIPPED)
+        assert list(skipped.texttemplate) == [f"blocks.{i}" for i in range(ran, blocks)]
+        assert min(skipped.x) > decided.x[-1]  # the path not taken leaves the exit
+
+
+def _tree(text: str, bracketing: str = "text"):
+    s = Session()
+    s.configure("tree", {"bracketing": bracketing})
+    r = s.capture(text)
+    return r, graph_figure(r)
+
+
+def _depth(tree) -> int:
+    return 0 if isinstance(tree, int) else 1 + max(_depth(tree[0]), _depth(tree[1]))
+
+
+@pytest.mark.parametrize("bracketing", ["text", "left", "right", "balanced"])
+def test_the_tree_is_drawn_as_its_parse_tree_read_from_the_graph_with_the_words_under_its_leaves(bracketing):
+    text = "The cat sat on the mat, and the dog ran."
+    r, fig = _tree(text, bracketing)
+    ids = r.input.ids[0].tolist()
+    lay = tree_layout(r.capture.graph, "leaf", "compose", bytes(ids))
+    assert lay is not None and lay.direction == "up"
+    leaves = sorted((d for d in lay.nodes if d.module == "leaf" and not d.is_param), key=lambda d: d.x)
+    composed = [d for d in lay.nodes if d.module == "compose" and not d.is_param]
+    assert len(leaves) == len(ids) and len(composed) == len(ids) - 1
+    assert [d.x for d in leaves] == list(range(len(ids))) and {d.y for d in leaves} == {0.0}  # in the text's order
+    # The root stands as high as the model's own bracketing is deep: the drawing is the tree autograd recorded.
+    assert max(d.y for d in composed) == _depth(bracket(ids, bracketing))
+    assert [w for *_, w in lay.words] == text.split()
+    assert fig.layout.xaxis.title.text.startswith("forward ↑")
+    assert any(t.mode == "text" and list(t.text) == text.split() for t in fig.data)  # written on the figure
+    hovers = [h for t in fig.data if t.name and t.name.startswith("compose") for h in t.text]
+    assert any(repr(text) in h for h in hovers)  # the root says it composes the whole sentence
+
+
+def test_opening_a_module_of_the_tree_draws_its_nodes_layered_instead():
+    r, _ = _tree("The cat sat.")
+    fig = graph_figure(r, expand="compose")
+    assert fig.layout.xaxis.title.text.startswith("forward →") and "compose opened" in fig.layout.title.text
 
 
 def test_a_collapsed_module_opens_node_by_node_and_the_counts_stay():
