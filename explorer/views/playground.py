@@ -13,8 +13,10 @@ import plotly.graph_objects as go
 
 from explorer.core.fmt import count, format_bytes
 from explorer.core.inputs import empty_message
+from explorer.core.limits import CACHED_RUNS
 from explorer.eager.timing import Measurement
 from explorer.serving.plan import plan
+from explorer.serving.shared import LRU
 from explorer.serving.timings import InProcess, Timer, timings
 from explorer.session import Captured, RunResult, Session
 from explorer.views.figures import graph_figure, history_figure
@@ -122,6 +124,21 @@ class GraphFirst:
     status: str
 
 
+DRAWN: LRU[go.Figure] = LRU(CACHED_RUNS)  # graph figures of runs without a diff: thirty students opening one link
+# are shown one figure, drawn once (the figure is never changed once built)
+
+
+def drawn_graph(captured: Captured) -> go.Figure:
+    """The run's graph figure; built once per (model, config, text) when it has no diff to mark."""
+    if captured.diff is not None:
+        return graph_figure(captured)
+    figure = DRAWN.get(captured.key)
+    if figure is None:
+        figure = graph_figure(captured)
+        DRAWN.put(captured.key, figure)
+    return figure
+
+
 def _measured_run(session: Session, text: str, compare: str, timer: Timer,
                   fresh: bool) -> Iterator[str | View | GraphFirst]:
     # The graph does not wait in the measurement queue: capturing it takes milliseconds on the server's own core
@@ -129,7 +146,7 @@ def _measured_run(session: Session, text: str, compare: str, timer: Timer,
     captured = session.capture(text, compare)
     p = plan(captured.capture)
     said = f"Graph of {count(captured.tokens, 'token')} drawn"
-    first = GraphFirst(graph_figure(captured), openable(captured),
+    first = GraphFirst(drawn_graph(captured), openable(captured),
                        cards(captured) if p.timed else cards(captured, "not timed", "not profiled"),
                        f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
                        "comes)…" if p.timed else f"{said}. {p.note}")

@@ -13,7 +13,7 @@ from explorer.deploy.checks import structure
 from explorer.session import Session
 from explorer.views.figures import graph_figure
 from explorer.views.layout import SHARED_USES, layout_graph
-from explorer.views.playground import openable, opened_graph
+from explorer.views.playground import drawn_graph, openable, opened_graph
 from explorer.views.tree_layout import tree_layout
 from models.tree import bracket
 
@@ -146,3 +146,15 @@ def test_the_trees_title_writes_its_bracketing():
     _, r = _run("tree", "The cat sat on the mat, and then it slept.")
     title = graph_figure(r).layout.title.text
     assert "tree leaves 42, compositions 41" in title and "((The (cat (sat" in title
+
+
+def test_sessions_opening_one_input_are_shown_one_figure_drawn_once_and_a_diff_gets_its_own():
+    text = "Thirty students open one link."
+    first, second = Session(), Session()
+    first.configure("rnn")
+    second.configure("rnn")
+    shown = drawn_graph(first.capture(text))
+    assert drawn_graph(second.capture(text)) is shown
+    second.run(text, budget_scale=0.05)
+    marked = second.capture(text + " And type.")  # a diff against the session's previous run: marked in red
+    assert marked.diff is not None and drawn_graph(marked) is not drawn_graph(marked)
