@@ -70,7 +70,10 @@ def _edit(client: Client, model: str, values: dict, text: str, tally: Tally) -> 
             if first is None and any(_shows_graph(o, text) for o in job.outputs()):
                 first = time.monotonic() - start
             time.sleep(POLL_S)
-        report = job.result()[4]
+        out = job.result()
+        report = out[4]
+        if "eager" not in report:  # the run was not timed: its status says why
+            raise RuntimeError(f"no timings in the final view: {out[5]}")
         tally.record(report)
         with tally.lock:
             tally.latencies.append(time.monotonic() - start)

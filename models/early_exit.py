@@ -80,20 +80,19 @@ class EarlyExitEncoder(nn.Module):
         for i, (block, exit_head) in enumerate(zip(self.blocks, self.exits, strict=True)):
             x = block(x, mask)
             logits, confidence = exit_head(x, mask)
-            # Data-dependent control flow: the whole batch exits when its least confident item is sure.
-            stop = self.cfg.threshold < 1.0 and bool(confidence.min() >= self.cfg.threshold)
             if recording:
-                self.branches.append(self._branch(i, float(confidence.detach().min()), stop))
-            if stop:
+                self.branches.append(self._branch(i, confidence.detach().min()))
+            # Data-dependent control flow: the whole batch exits when its least confident item is sure.
+            if self.cfg.threshold < 1.0 and bool(confidence.min() >= self.cfg.threshold):
                 break
         return logits
 
-    def _branch(self, i: int, least: float, stop: bool) -> Branch:
-        """The decision after block i, as the drawing says it."""
-        t = self.cfg.threshold
-        mark = f"{least:.2f} ≥ {t:.2f}: exit" if stop else f"{least:.2f} < {t:.2f}"
+    def _branch(self, i: int, least: torch.Tensor) -> Branch:
+        """The decision after block i, as the drawing says it (decided as the loop's `if` decides it)."""
+        t, stop = self.cfg.threshold, bool(least >= self.cfg.threshold)
+        mark = f"{float(least):.2f} ≥ {t:.2f}: exit" if stop else f"{float(least):.2f} < {t:.2f}"
         then = "exit" if stop else ("next block" if i + 1 < len(self.blocks) else "no block left")
-        said = f"exit head {i}: least confident item {least:.2f}, threshold {t:.2f}: {then}"
+        said = f"exit head {i}: least confident item {float(least):.2f}, threshold {t:.2f}: {then}"
         skipped = tuple(f"blocks.{j}" for j in range(i + 1, len(self.blocks))) if stop else ()
         return Branch(f"blocks.{i}", mark, said, stop, skipped)
 

@@ -10,7 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench.appserver import start_app, stop_app
+from bench.appserver import start_app as _start_app
+from bench.appserver import stop_app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,6 +19,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 PACKAGES = ["chromium", "fonts-noto-color-emoji", "fonts-noto-cjk"]
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
+
+
+def start_app(extra_env: dict[str, str] | None = None, **kwargs) -> tuple[subprocess.Popen, str, float]:
+    """The app, with this test process's order of cores (tests/conftest.py): its measuring core is this process's."""
+    return _start_app({"GE_ALLOWED_CORES_": os.environ["GE_ALLOWED_CORES_"], **(extra_env or {})}, **kwargs)
 
 
 AXE_VERSION = "4.14.1"

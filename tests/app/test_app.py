@@ -88,7 +88,9 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
     graph = next(o[0] for o in job.outputs() if isinstance(o[0], dict) and o[0].get("plot"))
     drawn = json.loads(graph["plot"])
     assert "Autograd graph: " in drawn["layout"]["title"]["text"]
-    assert sum(len(t["x"]) for t in drawn["data"][1:]) == report["graph"]["nodes"]  # small: every node drawn
+    # The tree is drawn as its parse tree (two leaves, the composition joining them), its word under the leaves.
+    assert "as the parse tree" in drawn["layout"]["title"]["text"]
+    assert any(t.get("mode") == "text" and t["text"] == ["ab"] for t in drawn["data"])
     assert json.loads(history["plot"])["data"][0]["x"] == [2]
     assert diff.startswith("First run")
     first_arch = report["arch"]
