@@ -34,6 +34,17 @@ from explorer.eager import timing
 
 START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy 2-core machine
 
+# Read by torch's compiler when a worker imports it (the Ray compile actors get them too):
+COMPILER_ENV = {
+    # compile in the worker itself, not in a pool of processes that would spread over every core (the worker
+    # keeps off the measuring core; see machine.py);
+    "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    # a job id turns on dynamo's local automatic-dynamic profile (PGO), kept in inductor's cache directory: once a
+    # model's length has varied, later compiles of it (any session, after a restart too) start symbolic, and so
+    # hit the cached symbolic graph. See warmup.py.
+    "TORCH_COMPILE_JOB_ID": "graph-explorer",
+}
+
 
 R = TypeVar("R")
 
@@ -119,13 +130,8 @@ class CompileService:
         self._cancelled = threading.Event()
 
     def _start(self) -> None:
-        # Read by inductor when the worker imports it: compile in the worker itself, not in a pool of processes
-        # that would spread over every core (the worker keeps off the measuring core; see machine.py).
-        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-        # A job id turns on dynamo's local automatic-dynamic profile (PGO), kept in inductor's cache directory:
-        # once a model's length has varied, later compiles of it (any session, after a restart too) start
-        # symbolic, and so hit the cached symbolic graph. See warmup.py.
-        os.environ.setdefault("TORCH_COMPILE_JOB_ID", "graph-explorer")
+        for name, value in COMPILER_ENV.items():
+            os.environ.setdefault(name, value)
         parent, child = self._ctx.Pipe()
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
         self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp, self.core), daemon=self._daemon,

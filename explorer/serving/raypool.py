@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import torch._dynamo
 
 from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
-from explorer.compile.worker import START_TIMEOUT_S
+from explorer.compile.worker import COMPILER_ENV, START_TIMEOUT_S
 from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, MAX_RUN_S, RECOMPILE_LIMIT
 from explorer.core.machine import pin_threads, release_free_memory
 from explorer.eager import timing
@@ -115,10 +115,6 @@ class _Compiler(_OnCore):
             return "error", f"{type(e).__name__}: {e}"
         finally:
             release_free_memory()
-
-
-# What the embedded compile worker sets before torch's compiler is imported (worker.py), for the actors' processes.
-COMPILER_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1", "TORCH_COMPILE_JOB_ID": "graph-explorer"}
 
 
 class RayCompileService:
