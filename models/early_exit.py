@@ -65,6 +65,7 @@ class EarlyExitEncoder(nn.Module):
             EncoderBlock(cfg.width, cfg.heads, FFN_RATIO, "pre", "gelu", ATTENTION) for _ in range(cfg.blocks)
         )
         self.exits = nn.ModuleList(ExitHead(cfg.width, (i + 1) / cfg.blocks) for i in range(cfg.blocks))
+        self.branches: list[Branch] | None = None  # the exit decisions of a forward, when a caller asks for them
         # For torch.cond: a tensor, so tracing never turns the threshold into a symbolic float (cond refuses one).
         self.register_buffer("threshold", torch.tensor(cfg.threshold), persistent=False)
 
@@ -73,10 +74,10 @@ class EarlyExitEncoder(nn.Module):
         x = self.embed(ids)
         if self.cfg.exit_with == "cond" and self.cfg.threshold < 1.0:
             return self._from_block(0, x, mask)
-        # The decisions are kept for the drawing in eager runs only: a compiled or traced forward keeps its graph.
-        recording = self.cfg.threshold < 1.0 and not (torch.compiler.is_compiling() or torch.jit.is_tracing())
-        if recording:
-            self.branches: list[Branch] = []
+        # The decisions are kept for the drawing when the caller asks (`branches` set to a list: the graph capture),
+        # in eager runs only; a timed, compiled or traced forward does no bookkeeping.
+        recording = (self.branches is not None and self.cfg.threshold < 1.0
+                     and not (torch.compiler.is_compiling() or torch.jit.is_tracing()))
         for i, (block, exit_head) in enumerate(zip(self.blocks, self.exits, strict=True)):
             x = block(x, mask)
             logits, confidence = exit_head(x, mask)

@@ -56,10 +56,18 @@ def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
     """The graph is read and the forward timed; backward is not run (the server's core is shared by everyone's
     captures, and the graph frees itself when the loss goes)."""
     names = {id(p): n for n, p in model.named_parameters()}
-    start = time.perf_counter()
-    with ModuleTrace(model) as trace:
-        loss = train_loss(model(ids))
-    forward_s = time.perf_counter() - start
+    asks = hasattr(model, "branches")  # a model that can say what it decided from the data (models/branch.py)
+    if asks:
+        model.branches = []
+    try:
+        start = time.perf_counter()
+        with ModuleTrace(model) as trace:
+            loss = train_loss(model(ids))
+        forward_s = time.perf_counter() - start
+        branches = tuple(model.branches) if asks else ()
+    finally:
+        if asks:
+            model.branches = None  # the timed runs that follow record nothing
     graph = capture_graph(loss.grad_fn, trace, names)
     return Capture(graph=graph, trace=trace.counts(), saved_bytes=graph.saved_activation_bytes(),
-                   forward_s=forward_s, branches=tuple(getattr(model, "branches", ())))
+                   forward_s=forward_s, branches=branches)
