@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -96,6 +97,23 @@ def layout_graph(graph: AutogradGraph, added: frozenset[int] = frozenset(),
     if expand and expand not in dict(modules(graph)):
         expand = ""  # a module of an earlier graph: draw this one as usual
     keys, grouping = _groups(graph, max_nodes, expand)
+    nodes, _, edges = group_nodes(graph, keys, added, lambda n, _: n.module)
+    for d in nodes:
+        d.label = _label(d, grouping)
+
+    g = igraph.Graph(n=len(nodes), edges=_layout_edges(len(nodes), edges), directed=True)
+    coords = g.layout_sugiyama(maxiter=20).coords
+    for d, (pos, layer) in zip(nodes, coords, strict=False):
+        d.x, d.y = layer, -pos  # forward runs left to right
+    shared, drawn = shared_params(nodes, edges)
+    return GraphLayout(nodes, drawn, len(graph.nodes), grouping, shared, expand)
+
+
+def group_nodes(graph: AutogradGraph, keys: dict[int, tuple], added: frozenset[int],
+                module_of: Callable[[GraphNode, tuple], str]) -> tuple[list[DrawNode], dict[tuple, int],
+                                                                     list[tuple[int, int]]]:
+    """One drawn node per key (in the order the graph first meets each), named by `module_of(first node, key)`;
+    the index of each key; the edges between drawn nodes, forward, without self-loops."""
     index: dict[tuple, int] = {}
     nodes: list[DrawNode] = []
     for n in graph.nodes:
@@ -103,21 +121,18 @@ def layout_graph(graph: AutogradGraph, added: frozenset[int] = frozenset(),
         i = index.get(k)
         if i is None:
             i = index[k] = len(nodes)
-            nodes.append(DrawNode(label="", module=n.module))
+            nodes.append(DrawNode(label="", module=module_of(n, k)))
         nodes[i].members.append(n)
         nodes[i].added += n.id in added
-    for d in nodes:
-        d.label = _label(d, grouping)
     edges = sorted({(index[keys[a]], index[keys[b]]) for a, b in graph.edges} - {(i, i) for i in range(len(nodes))})
+    return nodes, index, edges
 
-    g = igraph.Graph(n=len(nodes), edges=_layout_edges(len(nodes), edges), directed=True)
-    coords = g.layout_sugiyama(maxiter=20).coords
-    for d, (pos, layer) in zip(nodes, coords, strict=False):
-        d.x, d.y = layer, -pos  # forward runs left to right
+
+def shared_params(nodes: list[DrawNode], edges: list[tuple[int, int]]) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """Parameter nodes feeding at least SHARED_USES others (with their uses), and the edges still drawn."""
     uses = Counter(a for a, _ in edges)
     shared = {i: uses[i] for i, d in enumerate(nodes) if d.is_param and uses[i] >= SHARED_USES}
-    drawn = [(a, b) for a, b in edges if a not in shared]
-    return GraphLayout(nodes, drawn, len(graph.nodes), grouping, shared, expand)
+    return shared, [(a, b) for a, b in edges if a not in shared]
 
 
 def _layout_edges(n: int, edges: list[tuple[int, int]], fan_out: int = 3) -> list[tuple[int, int]]:

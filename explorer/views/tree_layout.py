@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from explorer.eager.graph import AutogradGraph
-from explorer.views.layout import SHARED_USES, DrawNode, GraphLayout
+from explorer.views.layout import DrawNode, GraphLayout, group_nodes, shared_params
 
 GLUE = "model"  # ops of the model's own forward between module calls (picking a token, an activation)
 
@@ -67,17 +67,8 @@ def tree_layout(graph: AutogradGraph, leaf: str, compose: str, data: bytes,
     """The parse-tree drawing, or None when the graph is not one tree of `compose` calls over `leaf` calls (leaf
     call k reads byte k of `data`)."""
     keys = _keys(graph, (leaf, compose))
-    index: dict[tuple, int] = {}
-    nodes: list[DrawNode] = []
-    for n in graph.nodes:
-        k = keys[n.id]
-        i = index.setdefault(k, len(nodes))
-        if i == len(nodes):
-            nodes.append(DrawNode(label="", module=k[0] if k[0] in (leaf, compose) else k[1]))
-        nodes[i].members.append(n)
-        nodes[i].added += n.id in added
+    nodes, index, edges = group_nodes(graph, keys, added, lambda _, k: k[0] if k[0] in (leaf, compose) else k[1])
     part = {i: k for k, i in index.items()}
-    edges = sorted({(index[keys[a]], index[keys[b]]) for a, b in graph.edges} - {(i, i) for i in range(len(nodes))})
     children: dict[int, list[int]] = defaultdict(list)
     for a, b in edges:
         if part[a][0] in (leaf, compose) and part[b][0] == compose:
@@ -107,11 +98,7 @@ def tree_layout(graph: AutogradGraph, leaf: str, compose: str, data: bytes,
     _place_rest(nodes, edges, span, top, len(leaves))
     for i, d in enumerate(nodes):
         d.label = _label(d, part[i], span.get(i), data)
-    uses: dict[int, int] = defaultdict(int)
-    for a, _ in edges:
-        uses[a] += 1
-    shared = {i: uses[i] for i, d in enumerate(nodes) if d.is_param and uses[i] >= SHARED_USES}
-    drawn = [(a, b) for a, b in edges if a not in shared]
+    shared, drawn = shared_params(nodes, edges)
     words = [((lo + hi) / 2, -0.9, w) for lo, hi, w in _words(data[:len(leaves)])]
     return GraphLayout(nodes, drawn, len(graph.nodes), "per call, as the parse tree", shared, "", direction="up",
                        words=words)
