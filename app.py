@@ -28,7 +28,13 @@ from explorer.core.budget import warm_param_count
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.inputs import empty_message
-from explorer.core.machine import describe, keep_off_measure_cores, limit_malloc_arenas, pin_threads
+from explorer.core.machine import (
+    describe,
+    freeze_startup_objects,
+    keep_off_measure_cores,
+    limit_malloc_arenas,
+    pin_threads,
+)
 from explorer.ddp.job import ddp_service, ddp_setup, model_for
 from explorer.ddp.scenarios import SCENARIOS
 from explorer.ddp.world import max_world_size
@@ -1064,6 +1070,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO)
     _start_background_work()
     demo = build_app()
+    freeze_startup_objects()
     demo.queue(max_size=3 * MEASURE_EVENTS, default_concurrency_limit=1)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
 import urllib.request
+from functools import cache
 from pathlib import Path
+
+from gradio_client import Client
 
 from explorer.core.machine import INTERNAL_ENV
 
@@ -19,6 +23,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@cache
+def _tls() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+def connect(url: str) -> Client:
+    """A gradio_client `Client` that verifies certificates with one TLS context made once. gradio_client opens a
+    new httpx client for every request, and with `ssl_verify=True` each one loads the CA bundle again: that CPU
+    was the load generator's largest cost (bench/RESULTS-load.md), spent on the server's two cores, where a
+    real student's browser spends nothing. httpx takes a context where gradio_client's signature says bool."""
+    return Client(url, verbose=False, ssl_verify=_tls())  # type: ignore[arg-type]
 
 
 def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90,

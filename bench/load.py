@@ -2,8 +2,9 @@
 
 `python -m bench.load [--sessions 30] [--duration 120] [--mode typing|class]` starts the app on a free local
 port, measures a reference input alone, then runs the sessions for the duration while re-measuring the
-reference, and appends the figures to bench/RESULTS-load.md. In `class` mode every session first opens the same
-state link (one input, at once), then types. The test suite runs a short version (tests/test_load.py).
+reference, measures it alone again, and appends the figures to bench/RESULTS-load.md. In `class` mode every
+session first opens the same state link (one input, at once), then types. The test suite runs a short version
+(tests/app/test_load.py).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from pathlib import Path
 
 from gradio_client import Client
 
-from bench.appserver import start_app, stop_app
+from bench.appserver import connect, start_app, stop_app
 from bench.common import parser
 from explorer.views.playground import control_specs
 
 REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")
+ALONE = 5  # reference samples alone, before the load and again after it
 NICE = 19
 POLL_S = 0.05  # how often a simulated student looks for its streamed view (the generator's own CPU is the server's)
 LINK = ("transformer", {"layers": 2}, "The sentence every student opens from the teacher's link.")
@@ -65,10 +67,13 @@ def _edit(client: Client, model: str, values: dict, text: str, tally: Tally) -> 
     start = time.monotonic()
     try:
         job = client.submit(model, text, "", *controls(model, values), api_name="/edit")
-        first = None
+        first, seen = None, 0
         while not job.done():  # a streamed view with this input's graph; the last has the timings and memory
-            if first is None and any(_shows_graph(o, text) for o in job.outputs()):
-                first = time.monotonic() - start
+            if first is None:
+                outputs = job.outputs()
+                if any(_shows_graph(o, text) for o in outputs[seen:]):  # each view looked at once: a plot is big
+                    first = time.monotonic() - start
+                seen = len(outputs)
             time.sleep(POLL_S)
         out = job.result()
         report = out[4]
@@ -88,7 +93,7 @@ def _edit(client: Client, model: str, values: dict, text: str, tally: Tally) -> 
 
 def _user(url: str, seed: int, stop_at: float, tally: Tally, opens_link: bool) -> None:
     rng = random.Random(seed)
-    client = Client(url, verbose=False)
+    client = connect(url)
     if opens_link:  # the whole class opens the teacher's link at once
         start = time.monotonic()
         report = _edit(client, LINK[0], LINK[1], LINK[2], tally)
@@ -129,7 +134,8 @@ def overlapping(timings: list[dict]) -> list[tuple[dict, dict]]:
 
 
 def run_load(url: str, sessions: int, duration_s: float, mode: str = "typing") -> dict:
-    """Reference alone (5 calls), then `sessions` users for `duration_s` with the reference re-measured. The
+    """Reference alone (5 calls), then `sessions` users for `duration_s` with the reference re-measured, then the
+    reference alone again (5 calls). The
     simulated students (real ones are browsers on their own machines) run at the lowest CPU priority, on any core:
     they take what the app leaves idle, and neither its measuring core nor its server core waits for them."""
     os.nice(NICE)  # this thread and the students' threads it starts
@@ -146,11 +152,11 @@ def _p95(xs: list[float]) -> float:
 
 
 def _run_load(url: str, sessions: int, duration_s: float, mode: str) -> dict:
-    probe = Client(url, verbose=False)
+    probe = connect(url)
     tally = Tally()
     for _ in range(2):  # warm: the measurement process's first jobs pay one-time costs
         reference_ms(probe, Tally())
-    alone = [reference_ms(probe, tally) for _ in range(5)]
+    alone = [reference_ms(probe, tally) for _ in range(ALONE)]
     stop_at = time.monotonic() + duration_s
     users = [threading.Thread(target=_user, args=(url, i, stop_at, tally, mode == "class"), daemon=True)
              for i in range(sessions)]
@@ -164,6 +170,9 @@ def _run_load(url: str, sessions: int, duration_s: float, mode: str) -> dict:
             tally.errors.append(f"reference: {type(e).__name__}: {e}"[:200])
     for u in users:
         u.join(timeout=120)
+    # Alone again, after: this VM drifts between a fast and a slow mode for minutes at a time, and a reference
+    # taken only before the load compared the load with whichever mode the start happened to be in.
+    alone += [reference_ms(probe, tally) for _ in range(ALONE)]
     lat = sorted(tally.latencies)
     graph = sorted(tally.to_graph)
     return {
@@ -246,7 +255,7 @@ def main() -> None:
              f"- {r['timings']} timings reported, {r['overlapping_timings']} overlapping; timed on cores "
              f"{r['timing_cores']}, server threads and compiles on {r['other_cores']}",
              f"- reference input (rnn, {len(REFERENCE[2].encode())} tokens) eager forward median: "
-             f"alone {r['reference_alone_ms']:.3f} ms, "
+             f"alone (before and after the load, {2 * ALONE} samples) {r['reference_alone_ms']:.3f} ms, "
              f"under load {r['reference_loaded_ms']:.3f} ms ({r['reference_samples']} samples): "
              f"{ratio:.2f}x; best of each {r['reference_alone_min_ms']:.3f} vs {r['reference_loaded_min_ms']:.3f} ms",
              ""]

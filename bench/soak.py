@@ -13,9 +13,7 @@ import random
 import time
 from pathlib import Path
 
-from gradio_client import Client
-
-from bench.appserver import start_app, stop_app
+from bench.appserver import connect, start_app, stop_app
 from bench.common import parser
 from bench.load import ARCHS, WORDS, controls
 
@@ -52,11 +50,11 @@ def main() -> None:
     proc, url, _ = start_app()
     samples = []
     try:
-        clients = [Client(url, verbose=False) for _ in range(min(args.sessions, args.interactions))]
+        clients = [connect(url) for _ in range(min(args.sessions, args.interactions))]
         start = time.monotonic()
         for i in range(args.interactions):
             if args.sessions <= 10 and i % 50 == 49:  # a tab closes and a new one opens
-                clients[rng.randrange(len(clients))] = Client(url, verbose=False)
+                clients[rng.randrange(len(clients))] = connect(url)
             client = rng.choice(clients) if args.sessions <= 10 else clients[i % len(clients)]
             model, values = ARCHITECTURES[i % len(ARCHITECTURES)]
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40)))

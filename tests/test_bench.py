@@ -13,7 +13,7 @@ SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in 
 
 def test_every_script_is_listed():
     assert SCRIPTS == ["batching", "claims", "compile_costs", "compile_interference", "ddp", "debug", "deploy",
-                       "first_compile", "graph_paint", "load", "soak", "startup", "update_latency"]
+                       "first_compile", "gc_pause", "graph_paint", "load", "soak", "startup", "update_latency"]
 
 
 @pytest.mark.slow

@@ -29,7 +29,7 @@ import torch._dynamo
 
 from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
 from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, RECOMPILE_LIMIT
-from explorer.core.machine import keep_off_measure_cores, pin_threads, release_free_memory
+from explorer.core.machine import freeze_startup_objects, keep_off_measure_cores, pin_threads, release_free_memory
 from explorer.eager import timing
 
 START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy 2-core machine
@@ -91,6 +91,7 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
     pin_threads()
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
     ctx = WorkerContext(lambda phase: conn.send(("phase", phase)))
+    freeze_startup_objects()
     conn.send(("ready", None))  # imports done: from here on, job time is compile time
     while True:
         try:
@@ -103,11 +104,11 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
             reply = ("result", job.run(ctx))
         except Exception as e:  # reported to the parent; the worker stays usable
             reply = ("error", f"{type(e).__name__}: {e}")
-        release_free_memory()
         try:
             conn.send(reply)
         except (BrokenPipeError, EOFError):  # the parent let go of this worker (timeout, shutdown): exit quietly
             return
+        release_free_memory()  # after the reply: the person waiting for it does not wait for this too
 
 
 class CompileService:

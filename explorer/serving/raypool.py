@@ -27,7 +27,7 @@ import torch._dynamo
 from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
 from explorer.compile.worker import COMPILER_ENV, START_TIMEOUT_S
 from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, MAX_RUN_S, RECOMPILE_LIMIT
-from explorer.core.machine import pin_threads, release_free_memory
+from explorer.core.machine import freeze_startup_objects, pin_threads, release_free_memory
 from explorer.eager import timing
 from explorer.serving.pool import Timed, TimingJob
 
@@ -60,6 +60,7 @@ class _OnCore:
         os.sched_setaffinity(0, {self.core})
         pin_threads()
         timing.use_cores(timing.HeldCore(self.core))
+        freeze_startup_objects()
 
     @staticmethod
     def _claim(patience_s: float = 10.0) -> tuple[Any, int]:

@@ -6,8 +6,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-from gradio_client import Client
 
+from bench.appserver import connect
 from explorer.eager.capture import capture_run
 from explorer.views.playground import control_specs
 from models import build_model, make_config
@@ -29,13 +29,13 @@ def _controls(model: str, **overrides):
 
 
 def test_api_lists_the_documented_endpoints(app_url):
-    api = Client(app_url, verbose=False).view_api(print_info=False, return_format="dict")
+    api = connect(app_url).view_api(print_info=False, return_format="dict")
     assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch", "/deploy",
             "/debug", "/ddp", "/claim"} <= set(api["named_endpoints"])
 
 
 def test_inspect_endpoint_returns_the_report(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     report = client.predict("rnn", '{"layers": 2, "cell": "lstm"}', "Hello there", "Hi", api_name="/inspect")
     assert report["config"]["layers"] == 2 and report["config"]["cell"] == "lstm"
     assert report["trace"]["layers.1.fwd"] == 11
@@ -61,7 +61,7 @@ def test_inspect_endpoint_returns_the_report(app_url):
 )
 def test_inspect_endpoint_rejects_bad_input_with_a_message(app_url, config, text, message):
     with pytest.raises(Exception, match=message):
-        Client(app_url, verbose=False).predict("rnn", config, text, "", api_name="/inspect")
+        connect(app_url).predict("rnn", config, text, "", api_name="/inspect")
 
 
 HEAVIEST = '{"cell": "lstm", "hidden": 512, "embed": 512, "layers": 4, "bidirectional": true}'
@@ -70,7 +70,7 @@ HEAVIEST = '{"cell": "lstm", "hidden": 512, "embed": 512, "layers": 4, "bidirect
 @pytest.mark.slow
 def test_the_heaviest_run_the_limits_allow_is_refused_in_seconds_and_the_server_keeps_serving(app_url):
     """Once accepted and 88.6 s long, holding everyone: now estimated first, and refused with the estimate."""
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     with pytest.raises(Exception, match=r"would take about \d+ s to capture .*measured on a 32-token prefix.*"
                                         r"GE_MAX_RUN_S = 10 s.*Try fewer than"):
         client.predict("rnn", HEAVIEST, "x" * 512, "", api_name="/inspect")
@@ -78,7 +78,7 @@ def test_the_heaviest_run_the_limits_allow_is_refused_in_seconds_and_the_server_
 
 
 def test_session_history_grows_and_bad_input_keeps_it(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     job = client.submit("tree", "ab", "", *_controls("tree"), api_name="/edit")
     out = job.result()
     _, cards, history, diff, report, status, _opened = out
@@ -115,7 +115,7 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
 
 
 def test_sessions_are_separate(app_url):
-    a, b = Client(app_url, verbose=False), Client(app_url, verbose=False)
+    a, b = connect(app_url), connect(app_url)
     ra = a.predict("rnn", "one", "", *_controls("rnn"), api_name="/edit")[4]
     rb = b.predict("transformer", "two", "", *_controls("transformer", layers=3), api_name="/edit")[4]
     ra2 = a.predict("rnn", "one more", "", *_controls("rnn"), api_name="/edit")[4]
@@ -124,7 +124,7 @@ def test_sessions_are_separate(app_url):
 
 
 def test_compiled_view_through_the_ui_endpoints(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     client.predict("transformer", "hello world", "", *_controls("transformer", layers=1), api_name="/edit")
     status, cards, timeline, breaks, plot, fx, code, report = client.predict(
         True, "eager", "auto", False, False, api_name="/compile")
@@ -139,7 +139,7 @@ def test_compiled_view_through_the_ui_endpoints(app_url):
 
 
 def test_inspect_with_compile_and_a_timeout_that_leaves_the_app_serving(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     report = client.predict("early_exit", "{}", "The cat sat on the mat.", "", "eager", "auto", False, False,
                             api_name="/inspect")
     assert report["compiled"]["graph_breaks"][0]["where"] == early_exit_branch()
@@ -153,7 +153,7 @@ def test_inspect_with_compile_and_a_timeout_that_leaves_the_app_serving(app_url)
 
 
 def test_batch_endpoint_runs_the_lab(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     report = client.predict("transformer", '{"layers": 1, "width": 32}', "Hi.\nA longer sentence.\nMedium one.",
                             64, "zipf", 5, 300, 0, 8, "", api_name="/batch")
     assert report["sentences"] == 3 and report["config"]["width"] == 32
@@ -181,7 +181,7 @@ def test_batch_endpoint_runs_the_lab(app_url):
 ])
 def test_batch_endpoint_rejects_bad_input_with_a_message(app_url, args, message):
     with pytest.raises(Exception, match=message):
-        Client(app_url, verbose=False).predict(*args, api_name="/batch")
+        connect(app_url).predict(*args, api_name="/batch")
 
 
 def test_two_sessions_changing_architectures_at_once_never_see_each_others_data(app_url):
@@ -190,7 +190,7 @@ def test_two_sessions_changing_architectures_at_once_never_see_each_others_data(
     results, errors = {}, []
 
     def user(name, model, key, values):
-        client = Client(app_url, verbose=False)
+        client = connect(app_url)
         try:
             reports = []
             for i, v in enumerate(values):
@@ -225,7 +225,7 @@ def _raw_call(app_url: str, body: bytes) -> str:
 
 
 def test_hostile_text_through_the_api(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     report = client.predict("rnn", "{}", "\x00\x07tab\there\x1b[31m", "", api_name="/inspect")
     assert report["tokens"] == len(b"\x00\x07tab\there\x1b[31m")  # control characters are bytes too
     with pytest.raises(Exception, match="characters; the limit is"):
@@ -250,7 +250,7 @@ def test_a_hand_made_link_too_long_for_the_server_gets_a_page_that_says_so(app_u
 
 
 def test_deploy_endpoint_reports_each_route_and_refuses_bad_lengths(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     report = client.predict("tree", "{}", "The cat sat on the mat.", "5", "jit.trace", api_name="/deploy")
     (trace,) = report["routes"]
     assert trace["outcome"] == "silently wrong" and trace["checks"][-1]["tokens"] == 23
@@ -260,7 +260,7 @@ def test_deploy_endpoint_reports_each_route_and_refuses_bad_lengths(app_url):
 
 
 def test_debug_endpoint_runs_the_bug_in_each_mode(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     report = client.predict("rnn", "{}", "nan_forward", "The cat sat on the mat.", "eager", api_name="/debug")
     (eager,) = report["modes"]
     assert not eager["failed"] and eager["grad_finite"] is False
@@ -270,7 +270,7 @@ def test_debug_endpoint_runs_the_bug_in_each_mode(app_url):
 
 
 def test_ddp_endpoint_runs_a_scenario_in_processes_and_refuses_a_model_it_does_not_take(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     report = client.predict("stragglers", "transformer", '{"layers": 1, "width": 32}', 2, 2, "aot_eager",
                             api_name="/ddp")
     assert report["states"] == [["finished", "finished"]] and report["world_size"] == 2
@@ -280,7 +280,7 @@ def test_ddp_endpoint_runs_a_scenario_in_processes_and_refuses_a_model_it_does_n
 
 
 def test_claim_endpoint_runs_a_claim_and_refuses_an_unknown_one(app_url):
-    client = Client(app_url, verbose=False)
+    client = connect(app_url)
     report = client.predict("shape", False, api_name="/claim")
     assert report["claim"] == "shape" and report["verdict"] == "holds"
     assert report["numbers"]["rnn_nodes_long"] > report["numbers"]["rnn_nodes_short"]

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from gradio_client import Client
 
-from bench.appserver import free_port
+from bench.appserver import connect, free_port
 from bench.load import run_load
 from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
 from explorer.serving.plan import plan
@@ -53,7 +52,7 @@ def _spawned_children(pid: int) -> list[str]:
 def test_the_app_measures_and_compiles_on_ray_actors_under_a_class_and_reports_which_node(cluster):
     proc, url, _ = start_app({"GE_RAY_ADDRESS": cluster, "GE_COMPILE_WORKERS": "1"})
     try:
-        client = Client(url, verbose=False)
+        client = connect(url)
         report = client.predict("rnn", "{}", "measured on a Ray node", "", api_name="/inspect")
         r = run_load(url, sessions=3, duration_s=12, mode="class")
         compiled = client.predict("transformer", "{}", "compiled on a Ray node", "", "eager", api_name="/inspect")

@@ -1,13 +1,14 @@
 """What sessions share: deterministic results computed once, recent timings reused (and said), one measurement of
 an input at a time, the measurement processes, and the time bound of one run."""
 
+import gc
 import os
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 
-from explorer.compile.protocol import CompileFailure
+from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.eager.capture import Capture, capture_run, train_loss
 from explorer.eager.memory import measure_peaks
 from explorer.serving.plan import plan
@@ -112,6 +113,14 @@ def test_a_fresh_request_measures_again_and_an_old_timing_is_not_reused():
     assert timer.runs == 4 and not later.reused
 
 
+@dataclass(frozen=True)
+class FrozenObjects(Job[int]):
+    """How many objects the process running it keeps out of the cycle collector's walks."""
+
+    def run(self, ctx: WorkerContext) -> int:
+        return gc.get_freeze_count()
+
+
 def test_a_measurement_process_times_on_its_own_pinned_core_and_a_killed_one_is_replaced_with_a_message():
     pool = MeasurePool()
     s = Session()
@@ -122,6 +131,9 @@ def test_a_measurement_process_times_on_its_own_pinned_core_and_a_killed_one_is_
         assert isinstance(timed, Timed) and timed.forward.runs >= 3 and timed.node
         worker = next(iter(pool._workers.values()))
         assert os.sched_getaffinity(worker.pid) == set(timed.forward.cores)  # pinned: nothing else of ours there
+        # its start-up (torch and the rest: bench/RESULTS-gc.md) frozen, so the memory profile's collection is short
+        *_, frozen = worker.run(FrozenObjects())
+        assert frozen > 100_000
         os.kill(worker.pid, 9)  # the process dies between jobs, or during one: a message, a new process, the figures
         steps = list(pool.run(job))
         assert any("Retrying" in getattr(p, "phase", "") for p in steps[:-1]) and isinstance(steps[-1], Timed)
