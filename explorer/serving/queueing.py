@@ -11,15 +11,16 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from explorer.core.errors import InputError
 from explorer.core.limits import LOAD_QUEUE, MAX_QUEUE
 from explorer.core.machine import MEASURE_CORES, release_free_memory
 
+R = TypeVar("R")
 MIN_BUDGET_SCALE = 0.25  # the shortest a timing gets under load: a quarter of its budget
 
 
@@ -99,20 +100,25 @@ QUEUE = MeasureQueue()
 STATUS_EVERY_S = 2.0
 
 
-def queued(work: Callable[[Turn], Iterator[Any]]) -> Iterator[Any]:
-    """Run `work(turn)` in its turn of the server-wide measurement queue: yields waiting messages (str)
-    until then, then what `work` yields; the turn is given up when `work` ends, fails or is abandoned."""
+def _waiting(steps: Iterator[Wait | Turn]) -> Generator[str, None, Turn]:
+    """Waiting messages until the turn comes; returns it. Said at once, then every few seconds: each message is
+    work for the server's one core, and with thirty waiting, saying every change of place was a hundred a second."""
     shown = -STATUS_EVERY_S
-    with closing(QUEUE.turn()) as steps:
-        for step in steps:
-            if isinstance(step, Wait):
-                # Said at once, then every few seconds: each message is work for the server's one core, and with
-                # thirty waiting, saying every change of place was a hundred messages a second.
-                if step.waited_s - shown >= STATUS_EVERY_S:
-                    shown = step.waited_s
-                    yield f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.0f} s…"
-            else:
-                try:
-                    yield from work(step)
-                finally:
-                    release_free_memory()
+    while not isinstance(step := next(steps), Turn):
+        if step.waited_s - shown >= STATUS_EVERY_S:
+            shown = step.waited_s
+            yield f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.0f} s…"
+    return step
+
+
+def queued(work: Callable[[Turn], Generator[str, None, R]]) -> Generator[str, None, R]:
+    """Run `work(turn)` in its turn of the server-wide measurement queue: yields waiting messages until then, then
+    `work`'s own messages, and returns what `work` returns. The turn is given up as soon as `work` returns (or
+    fails, or is abandoned), before the caller has shown anything of the result: the next run starts on the
+    measuring core while this one's view is still being built and sent."""
+    try:
+        with closing(QUEUE.turn()) as steps:
+            turn = yield from _waiting(steps)
+            return (yield from work(turn))
+    finally:
+        release_free_memory()

@@ -5,7 +5,8 @@ the queue by the measurement pool. Yields messages (str) until the timings (`Sou
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Generator, Iterator
 from typing import Protocol
 
 from explorer.compile.protocol import Progress, WorkerContext
@@ -46,16 +47,22 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
             yield "This very input is being timed for another session right now; its figures will be shared…"
         fresh = False  # what that measurement found is as fresh as this one would be
 
-    def work(turn: Turn) -> Iterator[str | Sourced]:
+    def work(turn: Turn) -> Generator[str, None, Sourced]:
+        said = -STATUS_EVERY_S
+        timed = None
         for step in timer.run(job(turn)):
-            if isinstance(step, Progress):
+            if isinstance(step, Timed):
+                timed = step
+            elif time.monotonic() - said >= STATUS_EVERY_S:  # a long run says how far it is; a short one is quiet
+                said = time.monotonic()
                 of = f" of about {estimate_s:.0f} s" if estimate_s else ""
                 yield f"Measuring: {step.phase}, {step.elapsed_s:.0f} s{of}…"
-            else:
-                recent.put(key, step)
-                yield Sourced(step, notice=turn.notice())
+        assert timed is not None, "a timer ends with its timings"
+        recent.put(key, timed)
+        return Sourced(timed, notice=turn.notice())
 
     try:
-        yield from queued(work)
+        sourced = yield from queued(work)
     finally:
-        recent.end(key)
+        recent.end(key)  # those waiting for this very input get it now, not after this caller has shown it
+    yield sourced

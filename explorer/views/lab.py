@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,16 +76,16 @@ def lab_update(session: Session, texts: list[str], bucket_width: int) -> Iterato
     """Run every strategy eagerly on the session's current model, in its turn of the measurement queue:
     progress strings, then the view."""
 
-    def work(turn: Turn) -> Iterator[str | LabView]:
+    def work(turn: Turn) -> Generator[str, None, LabView]:
         start = time.monotonic()
         for item in session.run_lab(texts, int(bucket_width), budget_scale=turn.budget_scale):
             if isinstance(item, LabRun):
                 report = item.report()
             else:
                 yield f"Eager: timing *{item}* ({time.monotonic() - start:.1f} s)…"
-        yield _view(report, " ".join(filter(None, [turn.notice(), _measured(report)])))
+        return _view(report, " ".join(filter(None, [turn.notice(), _measured(report)])))
 
-    yield from queued(work)
+    yield (yield from queued(work))
 
 
 def lab_compiled_update(session: Session, backend: str, service: JobRunner) -> Iterator[str | LabView]:
