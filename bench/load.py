@@ -49,6 +49,7 @@ class Tally:
     to_graph: list[float] = field(default_factory=list)  # to the first view: the graph of the typed input
     by_model: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # model -> (to graph, to final)
     link: list[float] = field(default_factory=list)  # class mode: opening the shared link, to its final view
+    connect: list[float] = field(default_factory=list)  # each student's connection (the app's config and API)
     link_reused: int = 0  # of those, how many showed timings measured for another session
     errors: list[str] = field(default_factory=list)
     reference_ms: list[float] = field(default_factory=list)
@@ -93,7 +94,10 @@ def _edit(client: Client, model: str, values: dict, text: str, tally: Tally) -> 
 
 def _user(url: str, seed: int, stop_at: float, tally: Tally, opens_link: bool) -> None:
     rng = random.Random(seed)
-    client = connect(url)
+    began = time.monotonic()
+    client = connect(url)  # as a browser loads the page: the app's config (and, here, its API description)
+    with tally.lock:
+        tally.connect.append(time.monotonic() - began)
     if opens_link:  # the whole class opens the teacher's link at once
         start = time.monotonic()
         report = _edit(client, LINK[0], LINK[1], LINK[2], tally)
@@ -187,6 +191,8 @@ def _run_load(url: str, sessions: int, duration_s: float, mode: str) -> dict:
         "link_max_s": max(tally.link) if tally.link else None,
         "link_first_s": min(tally.link) if tally.link else None,
         "link_opened": len(tally.link), "link_reused": tally.link_reused,
+        "connect_p50_s": statistics.median(tally.connect) if tally.connect else None,
+        "connect_max_s": max(tally.connect) if tally.connect else None,
         "graph_p95_s": _p95(graph) if graph else None,
         "reference_alone_ms": statistics.median(alone),
         "reference_loaded_ms": statistics.median(tally.reference_ms) if tally.reference_ms else None,
@@ -239,7 +245,9 @@ def main() -> None:
     rate = r["interactions"] / args.duration
     link = (f"- class: {r['link_opened']} sessions opened the same link at once: to its final view first "
             f"{r['link_first_s']:.2f} s, median {r['link_p50_s']:.2f} s, last {r['link_max_s']:.2f} s; "
-            f"{r['link_reused']} of them were shown timings measured for another session"
+            f"{r['link_reused']} of them were shown timings measured for another session. Before that, each "
+            f"connected (fetched the app's config and API description, as a browser loads the page) in a median "
+            f"{r['connect_p50_s']:.2f} s, the slowest {r['connect_max_s']:.2f} s"
             if r["link_opened"] else None)
     lines = [f"## {args.sessions} sessions for {args.duration:.0f} s, {args.mode} "
              f"({time.strftime('%Y-%m-%d %H:%M')})", "", f"`{command}`", "", *filter(None, [link]),
