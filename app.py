@@ -1056,7 +1056,11 @@ def _start_background_work() -> None:
     """Pay one-time costs off the first click: the profiler, the meta device, inductor's toolchain."""
     pin_threads()
     warm_profiler()
-    threading.Thread(target=measure_pool().start, daemon=True, name="measurement-warm-up").start()
+    try:
+        pool = measure_pool()  # on Ray, a cluster too small for the pools stops the launch with the reason
+    except RuntimeError as e:
+        raise SystemExit(f"Graph Explorer cannot start: {e}") from None
+    threading.Thread(target=pool.start, daemon=True, name="measurement-warm-up").start()
     # The first parameter count on the meta device imports torch's reference ops (seconds): not on a first click.
     threading.Thread(target=warm_param_count, daemon=True, name="meta-warm-up").start()
     if os.environ.get("GE_WARM_COMPILE", "1") != "0":

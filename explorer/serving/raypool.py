@@ -200,7 +200,13 @@ class RayPool:
     def __init__(self, address: str, timeout_s: float = 3 * MAX_RUN_S) -> None:
         self._ray, self.timeout_s = connect(address), timeout_s
         self._remote = self._ray.remote(num_cpus=1, max_restarts=0)(_Measurer)
-        self.size = max(1, int(self._ray.cluster_resources().get("CPU", 1)) - compile_actors())
+        cpus = int(self._ray.cluster_resources().get("CPU", 0))
+        if cpus < compile_actors() + 1:  # else the measurement actor waits for a CPU forever: every run would hang
+            raise RuntimeError(f"the Ray cluster at {address} has {cpus} CPU(s); its {compile_actors()} compile "
+                               f"actor(s) (GE_COMPILE_WORKERS) and at least one measurement actor need "
+                               f"{compile_actors() + 1}. Add CPUs (`ray start --num-cpus N`) or lower "
+                               "GE_COMPILE_WORKERS.")
+        self.size = cpus - compile_actors()
         self._idle: queue.Queue[Any] = queue.Queue()
         for _ in range(self.size):
             self._idle.put(self._remote.remote())

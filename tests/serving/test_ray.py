@@ -18,7 +18,7 @@ from bench.load import run_load
 from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
 from explorer.serving.plan import plan
 from explorer.session import Session
-from tests.helpers import start_app, stop_app
+from tests.helpers import ROOT, start_app, stop_app
 
 pytestmark = pytest.mark.slow
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -67,6 +67,16 @@ def test_the_app_measures_and_compiles_on_ray_actors_under_a_class_and_reports_w
     assert r["errors"] == 0, r["error_samples"]
     assert r["link_opened"] == 3 and r["link_reused"] == 2  # the same sharing as embedded
     assert r["overlapping_timings"] == 0 and {c for cores in r["timing_cores"] for c in cores} <= {0, 1}, r
+
+
+def test_a_cluster_too_small_for_its_pools_stops_the_launch_with_the_reason(cluster):
+    env = {**os.environ, "GE_RAY_ADDRESS": cluster, "GE_COMPILE_WORKERS": "2", "GE_WARM_COMPILE": "0",
+           "GRADIO_SERVER_PORT": str(free_port())}
+    done = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "Graph Explorer cannot start: the Ray cluster at" in done.stderr and "Traceback" not in done.stderr
+    assert "has 2 CPU(s); its 2 compile actor(s) (GE_COMPILE_WORKERS) and at least one measurement actor need 3" \
+        in done.stderr
 
 
 def test_a_killed_ray_worker_is_a_message_and_a_retry_not_a_hung_request(cluster):

@@ -4,11 +4,12 @@ an input at a time, the measurement processes, and the time bound of one run."""
 import gc
 import os
 import threading
+import time
 from dataclasses import dataclass, replace
 
 import pytest
 
-from explorer.compile.protocol import CompileFailure, Job, WorkerContext
+from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
 from explorer.eager.capture import Capture, capture_run, train_loss
 from explorer.eager.memory import measure_peaks
 from explorer.serving.plan import plan
@@ -111,6 +112,42 @@ def test_a_fresh_request_measures_again_and_an_old_timing_is_not_reused():
     list(timings(key, job, timer, recent=stale))
     *_, later = timings(key, job, timer, recent=stale)
     assert timer.runs == 4 and not later.reused
+
+
+def test_the_measurement_turn_ends_when_the_timings_arrive_not_when_the_caller_has_shown_them():
+    recent = RecentTimings(8, 60.0)
+    first = timings(*_job("shown slowly"), InProcess(), recent=recent)
+    got = next(s for s in first if isinstance(s, Sourced))  # its caller now builds and sends the view: slowly
+    second = threading.Thread(target=lambda: list(timings(*_job("timed meanwhile"), InProcess(), recent=recent)))
+    second.start()
+    second.join(timeout=60)
+    assert not second.is_alive() and not got.reused  # the next run was timed while the first was still held
+    first.close()
+
+
+class _Paced:
+    """The in-process timer, saying each phase `gap_s` apart before its timings."""
+
+    def __init__(self, gap_s: float) -> None:
+        self.gap_s = gap_s
+
+    def run(self, job):
+        start = time.monotonic()
+        for phase in ("timing forward", "timing the train step", "profiling memory"):
+            yield Progress(time.monotonic() - start, phase)
+            time.sleep(self.gap_s)
+        yield from InProcess().run(job)
+
+
+def test_a_long_measurement_says_what_it_is_doing_and_how_far_and_a_short_one_says_it_once(monkeypatch):
+    monkeypatch.setattr("explorer.serving.timings.STATUS_EVERY_S", 0.2)
+    key, job = _job("paced")
+    said = [s for s in timings(key, job, _Paced(0.3), fresh=True, estimate_s=3.0) if isinstance(s, str)]
+    assert [s.split(",")[0] for s in said] == ["Measuring: timing forward", "Measuring: timing the train step",
+                                              "Measuring: profiling memory"]
+    assert said[-1] == "Measuring: profiling memory, 1 s of about 3 s…"  # 0.6 s in
+    quick = [s for s in timings(key, job, _Paced(0.0), fresh=True) if isinstance(s, str)]
+    assert quick == ["Measuring: timing forward, 0 s…"]  # one message per run, not one per phase
 
 
 @dataclass(frozen=True)
