@@ -76,16 +76,17 @@ def lab_update(session: Session, texts: list[str], bucket_width: int) -> Iterato
     """Run every strategy eagerly on the session's current model, in its turn of the measurement queue:
     progress strings, then the view."""
 
-    def work(turn: Turn) -> Generator[str, None, LabView]:
+    def work(turn: Turn) -> Generator[str, None, tuple[dict[str, Any], str | None]]:
         start = time.monotonic()
         for item in session.run_lab(texts, int(bucket_width), budget_scale=turn.budget_scale):
             if isinstance(item, LabRun):
                 report = item.report()
             else:
                 yield f"Eager: timing *{item}* ({time.monotonic() - start:.1f} s)…"
-        return _view(report, " ".join(filter(None, [turn.notice(), _measured(report)])))
+        return report, turn.notice()
 
-    yield (yield from queued(work))
+    report, notice = yield from queued(work)  # the figures are drawn after the turn, off the measuring core's time
+    yield _view(report, " ".join(filter(None, [notice, _measured(report)])))
 
 
 def lab_compiled_update(session: Session, backend: str, service: JobRunner) -> Iterator[str | LabView]:
