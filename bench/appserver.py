@@ -32,9 +32,10 @@ def _tls() -> ssl.SSLContext:
 
 def connect(url: str) -> Client:
     """A gradio_client `Client` that verifies certificates with one TLS context made once. gradio_client opens a
-    new httpx client for every request, and with `ssl_verify=True` each one loads the CA bundle again: that CPU
-    was the load generator's largest cost (bench/RESULTS-load.md), spent on the server's two cores, where a
-    real student's browser spends nothing. httpx takes a context where gradio_client's signature says bool."""
+    new httpx client for every request, and with `ssl_verify=True` each one loads the CA bundle again: the load
+    generator's CPU per run fell from 40-45 s to 12-13 s without it (bench/RESULTS-load.md), CPU spent on the
+    server's two cores, where a real student's browser spends nothing. httpx takes a context where
+    gradio_client's signature says bool."""
     return Client(url, verbose=False, ssl_verify=_tls())  # type: ignore[arg-type]
 
 

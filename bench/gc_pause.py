@@ -13,17 +13,18 @@ import importlib
 import multiprocessing as mp
 import statistics
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 IMPORTS = {"measurement process": ("explorer.compile.worker", "explorer.serving.pool"), "server": ("app",)}
 PROFILED = ("rnn", {"cell": "gru", "hidden": 64}, 85)  # model, config, tokens: a typical student's input
 
 
-def _ms(fn: object, runs: int) -> list[float]:
+def _ms(fn: Callable[[], object], runs: int) -> list[float]:
     out = []
     for _ in range(runs):
         start = time.perf_counter()
-        fn()  # type: ignore[operator]
+        fn()
         out.append(1e3 * (time.perf_counter() - start))
     return out
 

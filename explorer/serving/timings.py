@@ -48,7 +48,7 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
         fresh = False  # what that measurement found is as fresh as this one would be
 
     def work(turn: Turn) -> Generator[str, None, Sourced]:
-        said = -STATUS_EVERY_S
+        said = float("-inf")  # when progress was last said: at once, then every STATUS_EVERY_S
         timed = None
         for step in timer.run(job(turn)):
             if isinstance(step, Timed):
