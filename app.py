@@ -18,12 +18,13 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from explorer.claims.board import CLAIMS, ClaimBoard
-from explorer.claims.evidence import Claim, Workers
+from explorer.claims.evidence import Claim
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.compile.options import BACKENDS, CompileOptions
-from explorer.compile.protocol import CompileFailure
+from explorer.compile.protocol import CompileFailure, Workers
 from explorer.compile.warmup import warm_compile_cache
 from explorer.core import limits
+from explorer.core.batches import DISTRIBUTIONS
 from explorer.core.budget import warm_param_count
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
@@ -35,28 +36,28 @@ from explorer.core.machine import (
     limit_malloc_arenas,
     pin_threads,
 )
-from explorer.ddp.job import ddp_service, ddp_setup, model_for
-from explorer.ddp.scenarios import SCENARIOS
-from explorer.ddp.world import max_world_size
-from explorer.debug.modes import MODES
-from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
-from explorer.deploy.job import deploy_service
-from explorer.deploy.routes import ROUTES
+from explorer.core.progress import Progress
 from explorer.eager.memory import warm_profiler
-from explorer.lab.batches import DISTRIBUTIONS
+from explorer.labs.batching.view import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
+from explorer.labs.ddp.job import ddp_service, ddp_setup, model_for
+from explorer.labs.ddp.registry import SCENARIOS
+from explorer.labs.ddp.view import COST_COLUMNS, ddp_update
+from explorer.labs.ddp.world import max_world_size
+from explorer.labs.debug.modes import MODES
+from explorer.labs.debug.view import MODE_COLUMNS, NAN_COLUMNS, debug_update
+from explorer.labs.deploy.checks import DEFAULT_LENGTHS, parse_lengths
+from explorer.labs.deploy.job import deploy_service
+from explorer.labs.deploy.routes import ROUTES
+from explorer.labs.deploy.view import DEPLOY_COLUMNS, deploy_update
+from explorer.runs.session import DEFAULT_MODEL, RunResult, Session
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.residency import Residency
 from explorer.serving.statelink import LinkState, read_link
-from explorer.session import DEFAULT_MODEL, RunResult, Session
 from explorer.views.claims import ClaimView, cached_view, claim_update
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
-from explorer.views.ddp import COST_COLUMNS, ddp_update
-from explorer.views.debug import MODE_COLUMNS, NAN_COLUMNS, debug_update
-from explorer.views.deploy import DEPLOY_COLUMNS, deploy_update
 from explorer.views.export import ExportDir
 from explorer.views.figures import graph_figure
-from explorer.views.lab import LAB_COLUMNS, LabView, lab_compiled_update, lab_texts, lab_update
 from explorer.views.playground import GraphFirst, View, control_specs, opened_graph, update, values_for
 from models import ZOO, Knob, make_config
 from models.bugs import BUGS
@@ -201,7 +202,7 @@ def run_playground(request: gr.Request, session: Session, model: str, text: str,
     try:
         drawn = False
         for view in update(session, model, text, compare, values_for(model, list(flat)), measure_pool(), fresh):
-            if isinstance(view, str):
+            if isinstance(view, Progress):
                 yield PLAYGROUND.fill(session=session, status=view)
             elif isinstance(view, GraphFirst):  # the new graph and its counts at once; the timings follow
                 drawn = True
@@ -236,7 +237,7 @@ def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, ma
     try:
         options = CompileOptions(backend, dynamic, mark, fullgraph)
         for item in compiled_update(session, compile_service(session.id), options):
-            if isinstance(item, str):
+            if isinstance(item, Progress):
                 progress(None, desc=item)
                 yield COMPILED.fill(session=session, status=item)
             else:
@@ -250,10 +251,10 @@ def run_compiled(session: Session, enabled: bool, backend: str, dynamic: str, ma
         yield COMPILED.fill(session=session, status=f"**Compile stopped**: {e}")
 
 
-def _lab_stream(session: Session, items: Iterator[str | LabView], progress: gr.Progress) -> Iterator[tuple]:
+def _lab_stream(session: Session, items: Iterator[Progress | LabView], progress: gr.Progress) -> Iterator[tuple]:
     """Progress messages to the status line (and the progress bar), views to every lab output."""
     for item in items:
-        if isinstance(item, str):
+        if isinstance(item, Progress):
             progress(None, desc=item)
             yield LAB.fill(session=session, status=item)
         else:
@@ -298,7 +299,7 @@ def _playground_lab(out: Outputs, session: Session, lab: str, updates: Callable[
         return
     try:
         for item in updates(r):
-            if isinstance(item, str):
+            if isinstance(item, Progress):
                 progress(None, desc=item)
                 yield out.fill(status=item)
             else:
@@ -348,7 +349,7 @@ def run_ddp_lab(session: Session, scenario: str, world_size: float, backend: str
         setup = ddp_setup(scenario, model, config, int(world_size), backend=backend)
         _DdpOwner.session = request.session_hash
         for item in ddp_update(ddp_service(), scenario, setup):
-            if isinstance(item, str):
+            if isinstance(item, Progress):
                 progress(None, desc=item)
                 yield DDP.fill(status=item)
             else:
@@ -376,7 +377,7 @@ def run_claim(claim_id: str, again: bool, progress: gr.Progress = gr.Progress())
     """A claim card's button: the server's recent result, or the experiment with its progress."""
     try:
         for item in claim_update(CLAIM_BOARD, _workers(), claim_id, again):
-            if isinstance(item, str):
+            if isinstance(item, Progress):
                 progress(None, desc=item)
                 yield CLAIM.fill(status=item)
             else:

@@ -13,11 +13,11 @@ import time
 from bench.common import parser
 from explorer.compile.worker import CompileService
 from explorer.core import machine
+from explorer.core.batches import generate_batch
 from explorer.core.fmt import format_bytes, format_flops
 from explorer.eager.memory import warm_profiler
-from explorer.lab.batches import generate_batch
-from explorer.lab.runner import compile_lab
-from explorer.session import Session
+from explorer.labs.batching.runner import compile_lab
+from explorer.runs.session import Session
 
 MODELS = ("rnn", "transformer")
 BACKENDS = ("inductor", "aot_eager")

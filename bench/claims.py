@@ -9,11 +9,12 @@ import time
 
 from bench.common import parser
 from explorer.claims.board import CLAIMS
-from explorer.claims.evidence import ClaimResult, Workers, duration, run_claim
+from explorer.claims.evidence import ClaimResult, duration, run_claim
+from explorer.compile.protocol import Workers
 from explorer.compile.worker import CompileService
 from explorer.core import machine
-from explorer.ddp.job import ddp_service
-from explorer.deploy.job import deploy_service
+from explorer.labs.ddp.job import ddp_service
+from explorer.labs.deploy.job import deploy_service
 
 
 def _section(number: int, r: ClaimResult) -> list[str]:

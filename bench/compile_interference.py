@@ -25,11 +25,11 @@ from explorer.compile.options import CompileOptions
 from explorer.compile.track import CompileTrack
 from explorer.compile.worker import CompileService
 from explorer.core import machine
+from explorer.core.batches import sentence
 from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager import timing
 from explorer.eager.capture import forward
 from explorer.eager.timing import measure
-from explorer.lab.batches import sentence
 from models import build_model, make_config
 from models.config import config_dict
 from models.tokenizer import encode, to_ids

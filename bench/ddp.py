@@ -10,10 +10,10 @@ import time
 
 from bench.common import parser
 from explorer.core import machine
-from explorer.ddp.job import ddp_service, ddp_setup, run_ddp
-from explorer.ddp.results import DdpResult
-from explorer.ddp.scenarios import SCENARIOS
-from explorer.ddp.world import max_world_size
+from explorer.labs.ddp.job import ddp_service, ddp_setup, run_ddp
+from explorer.labs.ddp.registry import SCENARIOS
+from explorer.labs.ddp.results import DdpResult
+from explorer.labs.ddp.world import max_world_size
 from models import make_config
 
 STEPS = {"stragglers": 10}  # more steps where the figure is a spread over steps

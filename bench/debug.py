@@ -11,8 +11,8 @@ from bench.common import parser
 from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.examples import DEFAULT_TEXT
-from explorer.debug.lab import DebugResult, run_debug
-from explorer.debug.modes import MODES, ModeOutcome
+from explorer.labs.debug.lab import DebugResult, run_debug
+from explorer.labs.debug.modes import MODES, ModeOutcome
 from models import ZOO, make_config
 from models.bugs import BUGS
 

@@ -18,8 +18,8 @@ from bench.common import parser
 from explorer.core import machine
 from explorer.eager.capture import capture_run, train_loss, train_step
 from explorer.eager.memory import measure_peaks, warm_profiler
+from explorer.runs.session import Session
 from explorer.serving.pool import MeasurePool
-from explorer.session import Session
 from explorer.views.playground import GraphFirst, View, update
 from models import ZOO, build_model, make_config
 from models.tokenizer import to_ids

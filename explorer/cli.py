@@ -1,4 +1,5 @@
-"""Command line: `python -m explorer models`, `inspect`, `batch`, `deploy`, `debug`, `ddp` and `claim`."""
+"""Command line: `python -m explorer models`, `inspect` and `claim`, and one verb per lab (`batch`, `deploy`, `debug`,
+`ddp`), made from the lab's spec."""
 
 from __future__ import annotations
 
@@ -6,40 +7,27 @@ import argparse
 import json
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from explorer.api import final, lab_subject, run_lab, workers
 from explorer.claims.board import CLAIMS, ClaimBoard
-from explorer.claims.evidence import Workers
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
-from explorer.compile.protocol import CompileFailure, JobRunner
+from explorer.compile.protocol import CompileFailure
 from explorer.core.errors import USER_ERRORS, InputError
-from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.machine import pin_threads
-from explorer.ddp.job import ddp_service, ddp_setup
-from explorer.ddp.scenarios import SCENARIOS
-from explorer.ddp.world import max_world_size
-from explorer.debug.modes import MODES
-from explorer.deploy.checks import DEFAULT_LENGTHS, parse_lengths
-from explorer.deploy.job import deploy_service
-from explorer.deploy.routes import ROUTES
 from explorer.eager.memory import warm_profiler
-from explorer.lab.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
-from explorer.lab.results import LabRun
-from explorer.lab.runner import compile_lab
+from explorer.labs.contract import LabContext, LabSpec
+from explorer.labs.registry import LABS
+from explorer.runs.session import Session
 from explorer.serving.placement import compile_service
-from explorer.session import Session
+from explorer.sources.registry import SOURCES
 from explorer.views.claims import ClaimView, claim_update
-from explorer.views.ddp import ddp_update
-from explorer.views.debug import debug_update
-from explorer.views.deploy import deploy_update
 from explorer.views.export import html_report, session_csv
 from explorer.views.report import build_report
-from explorer.views.tables import format_claim, format_ddp, format_debug, format_deploy, format_lab, format_table
-from models import ZOO, make_config
-from models.bugs import BUGS
+from explorer.views.tables import format_claim, format_table
+from models import ZOO, Knob
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,86 +108,84 @@ def _write_exports(args: argparse.Namespace, session: Session) -> None:
                 raise InputError(f"cannot write {path}: {e.strerror}") from None
 
 
-def _batch(args: argparse.Namespace) -> int:
-    values = _parse_sets(args.set)
-    if args.lines:
-        try:
-            texts = batch_from_lines(Path(args.lines).read_text(encoding="utf-8"))
-        except OSError as e:
-            raise InputError(f"cannot read --lines {args.lines}: {e.strerror}") from None
-    else:
-        texts = generate_batch(args.n, args.lengths_from, args.min_len, args.max_len, args.seed)
+def _values(args: argparse.Namespace, spec: LabSpec) -> dict[str, Any]:
+    """The lab's parameters the command line gave (the spec's defaults stand for the rest)."""
+    values: dict[str, Any] = {}
+    for k in spec.knobs():
+        raw = getattr(args, k.name)
+        if raw is not None and k.file:
+            try:
+                raw = Path(raw).read_text(encoding="utf-8")
+            except OSError as e:
+                raise InputError(f"cannot read {_flag(k)} {raw}: {e.strerror}") from None
+        if raw is None and k.switch and getattr(args, f"{k.name}_switch"):
+            raw = next(c for c in k.choices if c)
+        if raw is not None:
+            values[k.name] = raw
+    return values
+
+
+def _lab(args: argparse.Namespace, spec: LabSpec) -> int:
+    """Run a lab to its last view in this process (its workers stopped afterwards) and print its report."""
+    params = spec.parse(_values(args, spec))
+    who = lab_subject(spec, args.model, _parse_sets(args.set), getattr(params, "text", ""))
     pin_threads()
     warm_profiler()
-    session = Session()
-    session.configure(args.model, values)
-    *_, run = session.run_lab(texts, args.bucket_width)
-    assert isinstance(run, LabRun)
-    if args.compile:
-        service = compile_service()
-        try:
-            for _ in compile_lab(service, run, args.backend):
-                pass
-        finally:
-            service.stop()
-    report = run.report()
-    _write_exports(args, session)
-    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_lab(report))
-    return 0
-
-
-def _items(raw: str | None, default: list[str]) -> list[str]:
-    """'a, b' -> ['a', 'b']; nothing -> the default."""
-    return [x.strip() for x in (raw or "").split(",") if x.strip()] or default
-
-
-def _print_lab(args: argparse.Namespace, service: JobRunner, updates: Iterator[Any],
-               fmt: Callable[[dict], str]) -> int:
-    """Run a lab to its view in `service`'s worker (stopped afterwards) and print its report."""
-    pin_threads()
+    ws = workers()
+    out = getattr(args, "out", None) or (tempfile.mkdtemp(prefix="graph-explorer-deploy-") if spec.keeps_files
+                                         else "")
     try:
-        *_, view = updates
+        view = final(run_lab(spec, who, params, LabContext(ws, lambda: out)))
+    except CompileFailure as e:
+        raise InputError(str(e)) from None
     finally:
-        service.stop()
-    report = view.report
-    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else fmt(report))
+        for worker in {id(w): w for w in (ws.compile, spec.worker(ws))}.values():
+            worker.stop()
+    print(json.dumps(view.report, indent=2, ensure_ascii=False) if args.json else spec.text(view.report))
     return 0
 
 
-def _deploy(args: argparse.Namespace) -> int:
-    config = make_config(args.model, _parse_sets(args.set))
-    out_dir = args.out or tempfile.mkdtemp(prefix="graph-explorer-deploy-")
-    service = deploy_service()
-    return _print_lab(args, service, deploy_update(service, args.model, config, args.text, parse_lengths(
-        args.lengths), _items(args.routes, list(ROUTES)), out_dir), format_deploy)
+def _flag(k: Knob) -> str:
+    return k.flag or "--" + k.name.replace("_", "-")
 
 
-def _debug(args: argparse.Namespace) -> int:
-    config = make_config(args.model, _parse_sets(args.set))
-    service = compile_service()
-    return _print_lab(args, service, debug_update(service, args.model, config, args.bug, args.text,
-                                                  _items(args.mode, list(MODES))), format_debug)
-
-
-def _ddp(args: argparse.Namespace) -> int:
-    setup = ddp_setup(args.scenario, args.model, make_config(args.model, _parse_sets(args.set)), args.world_size,
-                      args.steps, args.backend)
-    service = ddp_service()
-    return _print_lab(args, service, ddp_update(service, args.scenario, setup), format_ddp)
+def _add_lab(sub: Any, spec: LabSpec) -> None:
+    """A lab's verb, made from its spec: --model and --set, then one option per parameter."""
+    p = sub.add_parser(spec.name, help=spec.summary)
+    p.add_argument("--model", required=True, choices=sorted(SOURCES))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
+    for k in spec.knobs():
+        default = ",".join(map(str, k.default)) if isinstance(k.default, tuple) else k.default
+        said = f"{k.help} (default: {default})"
+        if k.file:
+            p.add_argument(_flag(k), dest=k.name, metavar="FILE", help=f"{k.help}: read from FILE")
+        elif k.type == "choice":
+            p.add_argument(_flag(k), dest=k.name, choices=k.choices, help=said)
+        elif k.type == "subset":
+            p.add_argument(_flag(k), dest=k.name, help=f"{said}; comma-separated, of: {', '.join(k.choices)}")
+        else:
+            p.add_argument(_flag(k), dest=k.name, help=said)
+        if k.switch:
+            p.add_argument(k.switch, dest=f"{k.name}_switch", action="store_true",
+                           help=f"the same as {_flag(k)} {next(c for c in k.choices if c)}")
+    if spec.keeps_files:
+        p.add_argument("--out", metavar="DIR", help="where the artefacts go (default: a new temporary directory)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=lambda args: _lab(args, spec))
 
 
 def _claim(args: argparse.Namespace) -> int:
     pin_threads()
-    workers = Workers(compile_service(), deploy_service(), ddp_service())
+    ws = workers()
     board = ClaimBoard()
     reports = []
     try:
         for claim_id in list(CLAIMS) if args.claim == "all" else [args.claim]:
-            *_, view = claim_update(board, workers, claim_id)
+            *_, view = claim_update(board, ws, claim_id)
             assert isinstance(view, ClaimView)
             reports.append(view.report)
     finally:
-        for service in (workers.compile, workers.deploy, workers.ddp):
+        for service in (ws.compile, ws.deploy, ws.ddp):
             service.stop()
     out = reports if args.claim == "all" else reports[0]
     print(json.dumps(out, indent=2, ensure_ascii=False) if args.json else "\n\n".join(map(format_claim, reports)))
@@ -228,50 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (figures inline)")
     p.add_argument("--csv", metavar="FILE", help="also write the measurements of every run as CSV")
     p.set_defaults(fn=_inspect)
-    p = sub.add_parser("batch", help="run a batch of sentences with every batching strategy")
-    p.add_argument("--model", required=True, choices=sorted(ZOO))
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
-    p.add_argument("--lengths-from", default="zipf", choices=DISTRIBUTIONS, help="length distribution")
-    p.add_argument("--n", type=int, default=64, help="number of sentences (generated)")
-    p.add_argument("--min-len", type=int, default=5)
-    p.add_argument("--max-len", type=int, default=300)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--lines", metavar="FILE", help="read the sentences from FILE, one per line, instead")
-    p.add_argument("--bucket-width", type=int, default=32, help="length range of one bucket, in tokens")
-    p.add_argument("--compile", action="store_true", help="also compile each strategy (in a worker process)")
-    p.add_argument("--backend", default="inductor", choices=BACKENDS)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (figures inline)")
-    p.set_defaults(fn=_batch)
-    p = sub.add_parser("deploy", help="freeze a model by every deployment route and check what survives")
-    p.add_argument("--model", required=True, choices=sorted(ZOO))
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
-    p.add_argument("--text", default=DEFAULT_TEXT, help="the input the model is frozen at")
-    p.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)),
-                   help="other lengths to check the artefacts at, e.g. 8,32,128")
-    p.add_argument("--routes", help=f"comma-separated, of {', '.join(ROUTES)} (default: all)")
-    p.add_argument("--out", metavar="DIR", help="where the artefacts go (default: a new temporary directory)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=_deploy)
-    p = sub.add_parser("debug", help="inject a bug and see it in eager, compiled and traced code")
-    p.add_argument("--model", required=True, choices=sorted(ZOO))
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
-    p.add_argument("--bug", required=True, choices=list(BUGS))
-    p.add_argument("--text", default=DEFAULT_TEXT)
-    p.add_argument("--mode", default="eager,compiled (eager),traced",
-                   help=f"comma-separated, of: {', '.join(MODES)}")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=_debug)
-    p = sub.add_parser("ddp", help="train in several processes with DistributedDataParallel (gloo, loopback)")
-    p.add_argument("--scenario", required=True, choices=list(SCENARIOS),
-                   help="; ".join(f"{s.name}: {s.title} ({', '.join(s.models)})" for s in SCENARIOS.values()))
-    p.add_argument("--model", required=True, choices=sorted(ZOO))
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
-    p.add_argument("--world-size", type=int, default=2, help=f"processes, 2..{max_world_size()} (one per core)")
-    p.add_argument("--steps", type=int, default=6, help="training steps per phase (2..20)")
-    p.add_argument("--backend", default="aot_eager", choices=BACKENDS, help="the compiled scenario's backend")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=_ddp)
+    for spec in LABS.values():
+        _add_lab(sub, spec)
     p = sub.add_parser("claim", help="test a claim about dynamic graphs on this machine, with its verdict")
     p.add_argument("--claim", required=True, choices=[*CLAIMS, "all"],
                    help="; ".join(f"{c.id}: {c.statement}" for c in CLAIMS.values()) + "; all: each in turn")

@@ -1,18 +1,18 @@
-"""The layout is the architecture: imports flow one way, the engine never imports Gradio, models only torch.
+"""The layout is the architecture, read from the source with `ast` (every import, inside functions too), so a new
+module is checked the day it lands, with no list to add it to:
 
-Read from the source with `ast` (every import, inside functions too), so a new module is checked the day it
-lands."""
+- the folders are the layers: the graph of which folder imports which has no cycle, so their order is derived
+  from it (`layers()`), and no module imports one of a layer above its own;
+- the labs are siblings: one never imports another (what two share lives in `explorer/core` or below);
+- only the UI (`explorer/ui/`, `app.py`) imports Gradio; `models/` imports only torch and the standard library."""
 
 import ast
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# Lowest first: a module may import its own layer and the layers before it, never one after.
-LAYERS = ["models", "explorer", "explorer.core", "explorer.eager", "explorer.compile", "explorer.lab",
-          "explorer.deploy", "explorer.debug", "explorer.ddp", "explorer.serving", "explorer.session",
-          "explorer.claims", "explorer.views", "explorer.cli", "explorer.__main__", "app"]
 THIRD_PARTY_OF_MODELS = {"torch"}
+UI = ("app", "explorer.ui")
 
 
 def _module_name(path: Path) -> str:
@@ -22,7 +22,7 @@ def _module_name(path: Path) -> str:
 
 def _sources() -> dict[str, Path]:
     files = [ROOT / "app.py", *(ROOT / "explorer").rglob("*.py"), *(ROOT / "models").rglob("*.py")]
-    return {_module_name(p): p for p in files}
+    return {_module_name(p): p for p in files if ".venv" not in p.parts}
 
 
 def _imports(path: Path, known: set[str]) -> set[str]:
@@ -43,8 +43,31 @@ def _graph() -> dict[str, set[str]]:
     return {name: _imports(path, known) - {name} for name, path in sources.items()}
 
 
+def folder(module: str) -> str | None:
+    """The layer a module belongs to: its folder under explorer/ (each lab its own; the labs' contract and registry
+    each their own), or models, or app; None for a module outside the project."""
+    parts = module.split(".")
+    if parts[0] in ("models", "app"):
+        return parts[0]
+    if parts[0] != "explorer":
+        return None
+    if len(parts) == 1:
+        return "explorer"
+    if parts[1] == "labs" and len(parts) > 2:  # each lab, and the contract below them and the registry above
+        return ".".join(parts[:3])
+    return ".".join(parts[:2])
+
+
+def _folder_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, deps in _graph().items():
+        own = folder(module)
+        graph.setdefault(own, set()).update(f for d in deps if (f := folder(d)) not in (None, own))
+    return graph
+
+
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle among the graph's own modules, as a path that starts and ends on the same module."""
+    """One cycle in the graph, as a path that starts and ends on the same node."""
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
 
     def visit(node: str, path: list[str]) -> list[str] | None:
@@ -65,36 +88,52 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def _layer(module: str) -> int | None:
-    for i, prefix in reversed(list(enumerate(LAYERS))):
-        if module == prefix or module.startswith(prefix + "."):
-            return i
-    return None
+def layers(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The folders in layers derived from their imports: each imports only from the layers before it."""
+    placed: dict[str, int] = {}
+    while len(placed) < len(graph):
+        for node, deps in sorted(graph.items()):
+            if node not in placed and all(d in placed for d in deps if d in graph):
+                placed[node] = 1 + max((placed[d] for d in deps if d in graph), default=-1)
+    return [sorted(n for n, i in placed.items() if i == level) for level in range(max(placed.values()) + 1)]
 
 
 def test_the_checker_finds_a_cycle_it_is_shown():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "torch"}, "b": set()}) is None
+    assert layers({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == [["b"], ["a"], ["c"]]
 
 
-def test_no_import_cycle():
+def test_no_import_cycle_between_modules():
     assert find_cycle(_graph()) is None, find_cycle(_graph())
 
 
-def test_every_module_sits_in_a_layer():
-    assert [m for m in _graph() if _layer(m) is None] == []
+def test_the_folders_are_layers():
+    """No folder imports one that imports it back (directly or round a loop): the layer order exists."""
+    cycle = find_cycle(_folder_graph())
+    assert cycle is None, f"folders that import each other: {' -> '.join(cycle)}"
+    assert _folder_graph()["models"] == set()  # the bottom: pure torch
 
 
-def test_no_import_runs_back_up_a_layer():
+def _lab(module: str) -> str | None:
+    """The lab package a module belongs to (not the labs' contract or registry)."""
+    parts = module.split(".")
+    is_lab = len(parts) > 2 and parts[:2] == ["explorer", "labs"] and (ROOT / "explorer" / "labs" / parts[2]).is_dir()
+    return parts[2] if is_lab else None
+
+
+def test_the_labs_never_import_each_other():
     wrong = [(m, dep) for m, deps in _graph().items() for dep in deps
-             if _layer(dep) is not None and _layer(dep) > _layer(m)]
-    assert wrong == [], f"imports that run back up a layer: {wrong}"
+             if (a := _lab(m)) and (b := _lab(dep)) and a != b]
+    assert wrong == [], f"one lab importing another (move what they share down to explorer/core): {wrong}"
 
 
-def test_the_engine_never_imports_gradio():
-    wrong = [(m, dep) for m, deps in _graph().items() if m != "app" for dep in deps
-             if dep.split(".")[0] in ("gradio", "gradio_client")]
+def test_only_the_ui_imports_gradio():
+    wrong = [(m, dep) for m, deps in _graph().items() if not m.startswith(UI) for dep in deps
+             if dep.split(".")[0] in ("gradio", "gradio_client", "starlette", "fastapi")]
     assert wrong == []
+    back_up = [(m, dep) for m, deps in _graph().items() if not m.startswith(UI) for dep in deps if dep.startswith(UI)]
+    assert back_up == [], f"the engine importing the UI: {back_up}"
 
 
 def test_models_import_only_torch_and_the_standard_library():
@@ -105,7 +144,10 @@ def test_models_import_only_torch_and_the_standard_library():
 
 
 def test_the_tests_are_laid_out_like_the_code():
-    """A test folder per engine folder, plus models/ and app/ (the entry points: app.py and the CLI)."""
-    code = {p.name for p in (ROOT / "explorer").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    tests = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert tests - {"app", "models"} == code
+    """A test folder per engine folder and per lab, plus models/ and app/ (the entry points: app.py, the UI and the
+    CLI)."""
+    def packages(base: Path) -> set[str]:
+        return {p.name for p in base.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+
+    assert packages(ROOT / "tests") - {"app", "models"} == packages(ROOT / "explorer") - {"ui"}
+    assert packages(ROOT / "tests" / "labs") == packages(ROOT / "explorer" / "labs")

@@ -8,9 +8,11 @@ import time
 from collections.abc import Iterator
 
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
-from explorer.claims.evidence import Claim, ClaimResult, Workers, run_claim
+from explorer.claims.evidence import Claim, ClaimResult, run_claim
+from explorer.compile.protocol import Workers
 from explorer.core.errors import InputError
 from explorer.core.limits import CLAIMS_TTL_S
+from explorer.core.progress import Progress
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in (shape.CLAIM, padding.CLAIM, rebuild.CLAIM, debugging.CLAIM,
                                               speed.CLAIM, overhead.CLAIM, deploying.CLAIM, distributed.CLAIM)}
@@ -36,7 +38,7 @@ class ClaimBoard:
         r = self._results.get(claim(claim_id).id)
         return r if r is not None and time.time() - r.measured_at < self.ttl_s else None
 
-    def run(self, claim_id: str, workers: Workers, again: bool = False) -> Iterator[str | ClaimResult]:
+    def run(self, claim_id: str, workers: Workers, again: bool = False) -> Iterator[Progress | ClaimResult]:
         """The cached result, or progress messages and a new one. `again` measures anew unless a run that started
         after this call (another visitor's) has just finished."""
         asked = time.time()
@@ -46,7 +48,7 @@ class ClaimBoard:
             return
         lock = self._locks[c.id]
         if not lock.acquire(blocking=False):
-            yield "Someone else on this server started this experiment: waiting for its result"
+            yield Progress.said("Someone else on this server started this experiment: waiting for its result")
             lock.acquire()
         try:
             r = self.cached(c.id)

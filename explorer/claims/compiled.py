@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from explorer.claims.evidence import Workers
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import CompileFailure, Progress
+from explorer.compile.protocol import CompileFailure, Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.errors import InputError
 from explorer.core.examples import DEFAULT_TEXT
-from explorer.session import RunResult, Session
+from explorer.core.progress import Progress
+from explorer.runs.session import RunResult, Session
 
 
 def options(quick: bool) -> CompileOptions:
@@ -21,14 +21,14 @@ def options(quick: bool) -> CompileOptions:
 
 
 def run_compiled(session: Session, w: Workers, model: str, values: Mapping[str, Any] | None = None,
-                 text: str = DEFAULT_TEXT) -> Iterator[str | tuple[RunResult, CompiledRun]]:
+                 text: str = DEFAULT_TEXT) -> Iterator[Progress | tuple[RunResult, CompiledRun]]:
     """Configure, run eagerly (graph, timings) and compile; progress messages, then the pair."""
     session.configure(model, values)
     result = session.run(text, budget_scale=0.25 if w.quick else 1.0)
     try:
         for item in session.run_compiled(w.compile, options(w.quick), result):
             if isinstance(item, Progress):
-                yield f"{model} ({result.arch}): {item.phase} ({item.elapsed_s:.0f} s)"
+                yield Progress(item.elapsed_s, f"{model} ({result.arch}): {item.phase} ({item.elapsed_s:.0f} s)")
             else:
                 yield result, item
     except CompileFailure as e:

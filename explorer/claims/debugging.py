@@ -19,8 +19,9 @@ from explorer.claims.evidence import (
     times,
 )
 from explorer.core.examples import DEFAULT_TEXT
-from explorer.debug.lab import DebugResult, run_debug
-from explorer.debug.modes import ModeOutcome
+from explorer.core.progress import Progress
+from explorer.labs.debug.lab import DebugResult, run_debug
+from explorer.labs.debug.modes import ModeOutcome
 from models import make_config
 from models.bugs import BUGS
 
@@ -34,7 +35,7 @@ def _named(m: ModeOutcome) -> bool:
     return bool(m.failure and BUGS[BUG].marker in m.failure.source)
 
 
-def measure(w: Workers) -> Iterator[str | Evidence]:
+def measure(w: Workers) -> Iterator[Progress | Evidence]:
     result: DebugResult | None = None
     for item in run_debug(w.compile, MODEL, make_config(MODEL), BUG, DEFAULT_TEXT, list(QUICK_MODES if w.quick
                                                                                       else MODES)):

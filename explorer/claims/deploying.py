@@ -6,18 +6,20 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.compile.protocol import Workers
 from explorer.core.examples import DEFAULT_TEXT
-from explorer.deploy.checks import DEFAULT_LENGTHS
-from explorer.deploy.job import run_deploy
-from explorer.deploy.results import LOUD, SILENT, WORKS, DeployResult
+from explorer.core.progress import Progress
+from explorer.labs.deploy.checks import DEFAULT_LENGTHS
+from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.results import LOUD, SILENT, WORKS, DeployResult
 from models import ZOO, make_config
 
 ROUTES = ("jit.trace", "export", "onnx")
 OUTCOMES = {WORKS: 1.0, LOUD: 0.0, SILENT: -1.0}  # numbers the verdict reads: -1 is the one to fear
 
 
-def measure(w: Workers) -> Iterator[str | Evidence]:
+def measure(w: Workers) -> Iterator[Progress | Evidence]:
     numbers: dict[str, float] = {}
     series: dict[str, Series] = {}
     with tempfile.TemporaryDirectory(prefix="graph-explorer-claims-") as out:  # no download is kept
@@ -29,7 +31,7 @@ def measure(w: Workers) -> Iterator[str | Evidence]:
                 if isinstance(item, DeployResult):
                     result = item
                 else:
-                    yield f"{model}: {item}"
+                    yield Progress(item.elapsed_s, f"{model}: {item.phase}")
             assert result is not None
             for r in result.routes:
                 numbers[f"{model}.{r.route}.outcome"] = OUTCOMES.get(r.outcome, 0.0)

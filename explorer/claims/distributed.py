@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
-from explorer.ddp.job import MIN_STEPS, ddp_setup, run_ddp
-from explorer.ddp.results import DdpResult, WorldRun
-from explorer.ddp.unused import PHASES, TOLERANCE
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.compile.protocol import Workers
+from explorer.core.progress import Progress
+from explorer.labs.ddp.job import MIN_STEPS, ddp_setup, run_ddp
+from explorer.labs.ddp.results import DdpResult, WorldRun
+from explorer.labs.ddp.unused import PHASES, TOLERANCE
 from models import make_config
 
 MODEL, WORLD = "early_exit", 2
@@ -25,7 +27,7 @@ def _phase(run: WorldRun, phase: str) -> tuple[float, float]:
     return float(raised), max(errors, default=-1.0)
 
 
-def measure(w: Workers) -> Iterator[str | Evidence]:
+def measure(w: Workers) -> Iterator[Progress | Evidence]:
     setup = ddp_setup("unused", MODEL, make_config(MODEL), WORLD, MIN_STEPS if w.quick else 6)
     result: DdpResult | None = None
     for item in run_ddp(w.ddp, "unused", setup):

@@ -8,8 +8,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from explorer.compile.protocol import JobRunner
+from explorer.compile.protocol import Workers
 from explorer.core import machine
+from explorer.core.machine import Machine
+from explorer.core.progress import Progress
 
 HOLDS = "holds"
 CONDITION = "holds with a condition"
@@ -60,18 +62,6 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Workers:
-    """The worker processes an experiment may use (compiles, exports and distributed runs each have their own),
-    and whether to run the smallest version of it (`quick`: fewer inputs and models, a tracing backend; for tests
-    and `bench --quick`, never shown as the claim's evidence in the app)."""
-
-    compile: JobRunner
-    deploy: JobRunner
-    ddp: JobRunner
-    quick: bool = False
-
-
-@dataclass(frozen=True)
 class Claim:
     """A thing people say, the experiment that tests it here, and how its numbers decide."""
 
@@ -79,7 +69,7 @@ class Claim:
     statement: str
     experiment: str  # one sentence: what runs
     reproduce: str  # where to see it for yourself: a Playground link query ("?model=...") or a tab's name
-    measure: Callable[[Workers], Iterator[str | Evidence]]  # progress messages, then the evidence
+    measure: Callable[[Workers], Iterator[Progress | Evidence]]  # progress messages, then the evidence
     judge: Callable[[dict[str, float]], Verdict]
 
 
@@ -94,10 +84,9 @@ class ClaimResult:
 
     def label(self) -> str:
         """Where and when this was measured, for every figure of the card."""
-        m = self.machine
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.measured_at))
-        return (f"Measured on this server at {when} (in {duration(self.seconds)}): {m['device']} ({m['cpu']}), "
-                f"{m['threads']} torch thread(s) per measurement.")
+        return (f"Measured on this server at {when} (in {duration(self.seconds)}): {Machine.of(self.machine).line()} "
+                "per measurement.")
 
     def as_dict(self) -> dict[str, Any]:
         return {"claim": self.claim.id, "statement": self.claim.statement, "experiment": self.claim.experiment,
@@ -107,7 +96,7 @@ class ClaimResult:
                 "measured_at": self.measured_at, "seconds": self.seconds, "machine": self.machine}
 
 
-def run_claim(claim: Claim, workers: Workers) -> Iterator[str | ClaimResult]:
+def run_claim(claim: Claim, workers: Workers) -> Iterator[Progress | ClaimResult]:
     """The experiment's progress messages, then its result with the verdict its numbers give."""
     start = time.monotonic()
     evidence: Evidence | None = None

@@ -12,17 +12,18 @@ import torch
 import torch._dynamo as dynamo
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
 from explorer.compile.observe import CountingBackend, run_guarded
-from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
+from explorer.compile.protocol import CompileFailure, Job, WorkerContext, Workers
+from explorer.core.batches import token_ids
 from explorer.core.errors import InputError
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.limits import FORWARD_BUDGET_S
+from explorer.core.progress import Progress
 from explorer.eager.timing import Measurement, measure
-from explorer.lab.batches import token_ids
-from explorer.lab.strategies import prepare
-from explorer.lab.timed import no_grad
+from explorer.labs.batching.strategies import prepare
+from explorer.labs.batching.timed import no_grad
 from models import build_model, make_config
 
 MODELS = ("rnn", "transformer")
@@ -98,7 +99,7 @@ def overhead_share(p: GridPoint, per_op_ms: float) -> float:
     return min(1.0, p.ops * per_op_ms / p.eager.median_ms)
 
 
-def grid(w: Workers) -> Iterator[str | list[GridPoint]]:
+def grid(w: Workers) -> Iterator[Progress | list[GridPoint]]:
     """Every model at every point, one job each; progress messages, then the points."""
     points: list[GridPoint] = []
     batches, lengths = ((1, 8), (4,)) if w.quick else (BATCHES, LENGTHS)
@@ -109,7 +110,8 @@ def grid(w: Workers) -> Iterator[str | list[GridPoint]]:
                 try:
                     for item in w.compile.run(PointJob(model, batch, length, backend, scale)):
                         if isinstance(item, Progress):
-                            yield f"{model}, {batch} x {length} tokens: {item.phase} ({item.elapsed_s:.0f} s)"
+                            yield Progress(item.elapsed_s, f"{model}, {batch} x {length} tokens: {item.phase} "
+                                                            f"({item.elapsed_s:.0f} s)")
                         else:
                             points.append(item)
                 except CompileFailure as e:
@@ -153,9 +155,9 @@ def evidence_of(points: list[GridPoint]) -> Evidence:
     return Evidence(numbers, shown, chart, notes)
 
 
-def measure_claim(w: Workers) -> Iterator[str | Evidence]:
+def measure_claim(w: Workers) -> Iterator[Progress | Evidence]:
     for item in grid(w):
-        yield item if isinstance(item, str) else evidence_of(item)
+        yield item if isinstance(item, Progress) else evidence_of(item)
 
 
 def judge(x: dict[str, float]) -> Verdict:

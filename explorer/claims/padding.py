@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
-from explorer.lab.batches import generate_batch
-from explorer.lab.results import LabResult
-from explorer.lab.runner import iter_lab
-from explorer.lab.strategies import STRATEGIES
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.compile.protocol import Workers
+from explorer.core.batches import generate_batch
+from explorer.core.progress import Progress
+from explorer.labs.batching.results import LabResult
+from explorer.labs.batching.runner import iter_lab
+from explorer.labs.batching.strategies import STRATEGIES
 from models import ZOO, build_model, make_config
 
 BATCH = {"n": 64, "distribution": "zipf", "min_len": 5, "max_len": 300, "seed": 0}  # the lab's default batch
@@ -17,13 +19,13 @@ BUCKET_WIDTH = 32
 PADDING_FREE = ("loop", "pack", "nested")  # no position computed for a pad
 
 
-def _lab(model_name: str, texts: list[str], budget_scale: float) -> Iterator[str | LabResult]:
+def _lab(model_name: str, texts: list[str], budget_scale: float) -> Iterator[Progress | LabResult]:
     model = build_model(model_name, make_config(model_name))
     for item in iter_lab(model, texts, BUCKET_WIDTH, budget_scale):
-        yield f"{model_name}: {item}" if isinstance(item, str) else item
+        yield f"{model_name}: {item}" if isinstance(item, Progress) else item
 
 
-def measure(w: Workers) -> Iterator[str | Evidence]:
+def measure(w: Workers) -> Iterator[Progress | Evidence]:
     batch = BATCH | ({"n": 6, "max_len": 40} if w.quick else {})
     texts = generate_batch(batch["n"], batch["distribution"], batch["min_len"], batch["max_len"], batch["seed"])
     numbers: dict[str, float] = {}

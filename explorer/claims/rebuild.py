@@ -6,15 +6,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from explorer.claims.compiled import run_compiled
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import tokenize
 from explorer.core.limits import FORWARD_BUDGET_S
+from explorer.core.progress import Progress
 from explorer.eager.capture import capture_run
 from explorer.eager.timing import measure as time_it
+from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState
-from explorer.session import Session
 from models import build_model, make_config
 from models.config import config_dict
 
@@ -23,17 +25,17 @@ BEFORE, AFTER = {"layers": 2}, {"layers": 3}
 MUCH_FASTER = 10  # eager's new graph at least this many times sooner than the recompile: the claim holds outright
 
 
-def measure(w: Workers) -> Iterator[str | Evidence]:
+def measure(w: Workers) -> Iterator[Progress | Evidence]:
     session = Session()
     runs: list[CompiledRun] = []
     for values in (BEFORE, AFTER):
         for item in run_compiled(session, w, MODEL, values):
-            if isinstance(item, str):
+            if isinstance(item, Progress):
                 yield item
             else:
                 runs.append(item[1])
     first, change = runs
-    yield "eager: building the new architecture and recording its graph, timed"
+    yield Progress.said("eager: building the new architecture and recording its graph, timed")
     ids = tokenize(DEFAULT_TEXT).ids
     config = make_config(MODEL, AFTER)
     eager = time_it("new architecture to its graph", lambda: capture_run(build_model(MODEL, config), ids),

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict
+from explorer.compile.protocol import Workers
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.inputs import text_of_length, tokenize
-from explorer.deploy.checks import structure
+from explorer.core.progress import Progress
 from explorer.eager.capture import capture_run
+from explorer.labs.deploy.checks import structure
 from explorer.serving.statelink import LinkState
 from models import build_model, make_config
 from models.config import config_dict
@@ -38,15 +40,15 @@ def _exit_extremes(n: int) -> tuple[str, str]:
     return min(blocks, key=blocks.__getitem__), max(blocks, key=blocks.__getitem__)
 
 
-def measure(_: Workers) -> Iterator[str | Evidence]:
-    yield f"RNN: {SHORT} and {LONG} tokens"
+def measure(_: Workers) -> Iterator[Progress | Evidence]:
+    yield Progress.said(f"RNN: {SHORT} and {LONG} tokens")
     short, long = text_of_length(DEFAULT_TEXT, SHORT), text_of_length(DEFAULT_TEXT, LONG)
     (rs_nodes, rs_depth, _), (rl_nodes, rl_depth, _) = _graphs("rnn", short, long)
-    yield "early exit: the example texts, soonest and deepest exit"
+    yield Progress.said("early exit: the example texts, soonest and deepest exit")
     n = tokenize(DEFAULT_TEXT).tokens
     easy, hard = _exit_extremes(n)
     (ee_nodes, ee_depth, ee), (eh_nodes, eh_depth, eh) = _graphs("early_exit", easy, hard)
-    yield "tree network: a sentence with and without its comma"
+    yield Progress.said("tree network: a sentence with and without its comma")
     a, b = DEFAULT_TEXT, DEFAULT_TEXT.replace(",", " ")  # one clause instead of two: another bracketing
     (ta_nodes, ta_depth, _), (tb_nodes, tb_depth, _) = _graphs("tree", a, b)
     numbers = {"rnn_nodes_short": rs_nodes, "rnn_nodes_long": rl_nodes, "rnn_depth_short": rs_depth,

@@ -6,18 +6,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from explorer.claims.compiled import options, run_compiled
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, Workers, times
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
+from explorer.core.progress import Progress
+from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState
-from explorer.session import Session
 from models import ZOO, make_config
 from models.config import config_dict
 
 FASTER = 1.1  # the smallest speed-up counted as one (a noisy timing is set aside separately)
 
 
-def measure(w: Workers) -> Iterator[str | Evidence]:
+def measure(w: Workers) -> Iterator[Progress | Evidence]:
     session = Session()
     numbers: dict[str, float] = {}
     eager = Series("eager", [], [], spread=[])
@@ -26,7 +28,7 @@ def measure(w: Workers) -> Iterator[str | Evidence]:
     for model in ("transformer",) if w.quick else ZOO:
         run: CompiledRun | None = None
         for item in run_compiled(session, w, model):
-            if isinstance(item, str):
+            if isinstance(item, Progress):
                 yield item
             else:
                 _, run = item

@@ -11,17 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from explorer.core.progress import Progress
+
 R = TypeVar("R")
 
 
 class CompileFailure(RuntimeError):
     """The worker timed out or died; the message says which. The worker has been replaced."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    elapsed_s: float
-    phase: str
 
 
 class WorkerContext:
@@ -49,3 +45,15 @@ class JobRunner(Protocol):
     def cancel(self) -> None: ...
 
     def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Workers:
+    """The worker processes an experiment may use (compiles, exports and distributed runs each have their own),
+    and whether to run the smallest version of it (`quick`: fewer inputs and models, a tracing backend; for tests
+    and `bench --quick`, never shown as the claim's evidence in the app)."""
+
+    compile: JobRunner
+    deploy: JobRunner
+    ddp: JobRunner
+    quick: bool = False

@@ -11,7 +11,8 @@ from typing import Any
 from explorer.compile.jobs import PlaygroundJob, PlaygroundReply
 from explorer.compile.observe import SKIPPED_RNN, CompileEvent, Explanation
 from explorer.compile.options import CompileOptions, require_backend
-from explorer.compile.protocol import JobRunner, Progress
+from explorer.compile.protocol import JobRunner
+from explorer.core.progress import Progress
 from explorer.eager.timing import Measurement
 
 

@@ -27,9 +27,10 @@ from typing import Any, TypeVar
 
 import torch._dynamo
 
-from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
+from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, RECOMPILE_LIMIT
 from explorer.core.machine import freeze_startup_objects, keep_off_measure_cores, pin_threads, release_free_memory
+from explorer.core.progress import Progress
 from explorer.eager import timing
 
 START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy 2-core machine

@@ -12,8 +12,9 @@ import ctypes
 import gc
 import os
 import platform
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
 from functools import cache
 from typing import Any
 
@@ -85,18 +86,45 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@dataclass(frozen=True)
+class Machine:
+    """What a figure was measured on; said once per report (`as_dict`) and once per sentence (`line`)."""
+
+    torch: str
+    python: str
+    node: str  # the host: a run timed on a Ray node says that node instead
+    device: str
+    cpu: str
+    cores: int | None
+    threads: int
+    measure_cores: tuple[int, ...]
+    other_cores: tuple[int, ...]
+
+    def line(self) -> str:
+        """'cpu (AMD EPYC 7B13), 1 thread(s), torch 2.13.0+cpu'."""
+        return f"{self.device} ({self.cpu}), {self.threads} thread(s), torch {self.torch}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "measure_cores": list(self.measure_cores), "other_cores": list(self.other_cores)}
+
+    @classmethod
+    def of(cls, report: Mapping[str, Any]) -> Machine:
+        """A report's machine (its JSON form) read back."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in report.items() if k in known}
+        return cls(**{**values, "measure_cores": tuple(values.get("measure_cores", ())),
+                      "other_cores": tuple(values.get("other_cores", ()))})
+
+
+def this_machine() -> Machine:
+    return Machine(torch=torch.__version__, python=platform.python_version(), node=platform.node(), device="cpu",
+                   cpu=_cpu_model(), cores=os.cpu_count(), threads=int(THREADS),
+                   measure_cores=tuple(sorted(MEASURE_CORES)), other_cores=tuple(sorted(OTHER_CORES)))
+
+
 def describe() -> dict[str, Any]:
-    return {
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "node": platform.node(),  # the host: a run timed on a Ray node says that node instead
-        "device": "cpu",
-        "cpu": _cpu_model(),
-        "cores": os.cpu_count(),
-        "threads": THREADS,
-        "measure_cores": sorted(MEASURE_CORES),
-        "other_cores": sorted(OTHER_CORES),
-    }
+    """This machine as a report's JSON object."""
+    return this_machine().as_dict()
 
 
 def _glibc() -> ctypes.CDLL | None:

@@ -17,10 +17,11 @@ from typing import Any
 
 import torch
 
-from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
+from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.compile.worker import CompileService
 from explorer.core.limits import MAX_RUN_S
 from explorer.core.machine import MEASURE_CORES
+from explorer.core.progress import Progress
 from explorer.eager import timing
 from explorer.eager.capture import forward, train_loss, train_step
 from explorer.eager.memory import MemoryPeaks, measure_peaks

@@ -19,6 +19,7 @@ from typing import TypeVar
 from explorer.core.errors import InputError
 from explorer.core.limits import LOAD_QUEUE, MAX_QUEUE
 from explorer.core.machine import MEASURE_CORES, release_free_memory
+from explorer.core.progress import Progress
 
 R = TypeVar("R")
 MIN_BUDGET_SCALE = 0.25  # the shortest a timing gets under load: a quarter of its budget
@@ -100,18 +101,18 @@ QUEUE = MeasureQueue()
 STATUS_EVERY_S = 2.0
 
 
-def _waiting(steps: Iterator[Wait | Turn]) -> Generator[str, None, Turn]:
+def _waiting(steps: Iterator[Wait | Turn]) -> Generator[Progress, None, Turn]:
     """Waiting messages until the turn comes; returns it. Said at once, then every few seconds: each message is
     work for the server's one core, and with thirty waiting, saying every change of place was a hundred a second."""
     shown = -STATUS_EVERY_S
     while not isinstance(step := next(steps), Turn):
         if step.waited_s - shown >= STATUS_EVERY_S:
             shown = step.waited_s
-            yield f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.0f} s…"
+            yield Progress.said(f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.0f} s…")
     return step
 
 
-def queued(work: Callable[[Turn], Generator[str, None, R]]) -> Generator[str, None, R]:
+def queued(work: Callable[[Turn], Generator[Progress, None, R]]) -> Generator[Progress, None, R]:
     """Run `work(turn)` in its turn of the server-wide measurement queue: yields waiting messages until then, then
     `work`'s own messages, and returns what `work` returns. The turn is given up as soon as `work` returns (or
     fails, or is abandoned), before the caller has shown anything of the result: the next run starts on the

@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Protocol
 
-from explorer.compile.protocol import Progress, WorkerContext
+from explorer.compile.protocol import WorkerContext
+from explorer.core.progress import Progress
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.queueing import STATUS_EVERY_S, Turn, queued
 from explorer.serving.shared import RECENT, RecentTimings, Sourced
@@ -32,7 +33,7 @@ class InProcess:
 
 
 def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: bool = False,
-            recent: RecentTimings = RECENT, estimate_s: float | None = None) -> Iterator[str | Sourced]:
+            recent: RecentTimings = RECENT, estimate_s: float | None = None) -> Iterator[Progress | Sourced]:
     """`job(turn)` is built in the queue turn (its budget shrinks under load); `estimate_s`, the plan's, is said
     with the progress of a long measurement."""
     while True:
@@ -44,10 +45,11 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
         if running is None:
             break
         while not running.wait(STATUS_EVERY_S):
-            yield "This very input is being timed for another session right now; its figures will be shared…"
+            yield Progress.said("This very input is being timed for another session right now; its figures will "
+                                "be shared…")
         fresh = False  # what that measurement found is as fresh as this one would be
 
-    def work(turn: Turn) -> Generator[str, None, Sourced]:
+    def work(turn: Turn) -> Generator[Progress, None, Sourced]:
         said = float("-inf")  # when progress was last said: at once, then every STATUS_EVERY_S
         timed = None
         for step in timer.run(job(turn)):
@@ -56,7 +58,7 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
             elif time.monotonic() - said >= STATUS_EVERY_S:  # a long run says how far it is; a short one is quiet
                 said = time.monotonic()
                 of = f" of about {estimate_s:.0f} s" if estimate_s else ""
-                yield f"Measuring: {step.phase}, {step.elapsed_s:.0f} s{of}…"
+                yield Progress(step.elapsed_s, f"Measuring: {step.phase}, {step.elapsed_s:.0f} s{of}…")
         assert timed is not None, "a timer ends with its timings"
         recent.put(key, timed)
         return Sourced(timed, notice=turn.notice())

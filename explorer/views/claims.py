@@ -10,8 +10,10 @@ from typing import Any
 import plotly.graph_objects as go
 
 from explorer.claims.board import ClaimBoard, claim
-from explorer.claims.evidence import Chart, ClaimResult, Workers
-from explorer.views.figures import PALETTE, iqr_bars, wrapped
+from explorer.claims.evidence import Chart, ClaimResult
+from explorer.compile.protocol import Workers
+from explorer.core.progress import Progress
+from explorer.draw.style import PALETTE, iqr_bars, wrapped
 
 
 @dataclass
@@ -60,10 +62,11 @@ def view_of(result: ClaimResult) -> ClaimView:
                      f"{result.verdict.text()}\n\n<small>{notes}</small>", report)
 
 
-def claim_update(board: ClaimBoard, workers: Workers, claim_id: str, again: bool = False) -> Iterator[str | ClaimView]:
+def claim_update(board: ClaimBoard, workers: Workers, claim_id: str,
+                 again: bool = False) -> Iterator[Progress | ClaimView]:
     """Progress messages while the experiment runs (or waits for another visitor's run), then the view."""
     for item in board.run(claim_id, workers, again):
-        yield item if isinstance(item, str) else view_of(item)
+        yield item if isinstance(item, Progress) else view_of(item)
 
 
 def cached_view(board: ClaimBoard, claim_id: str) -> ClaimView | None:

@@ -10,10 +10,11 @@ import plotly.graph_objects as go
 
 from explorer.compile.observe import SKIPPED_RNN
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import JobRunner, Progress
+from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompiledRun
 from explorer.core.fmt import format_bytes
-from explorer.session import Session
+from explorer.core.progress import Progress
+from explorer.runs.session import Session
 from explorer.views.figures import compiled_figure, fx_figure
 from explorer.views.report import build_report
 
@@ -87,10 +88,10 @@ def compiled_view(session: Session, c: CompiledRun) -> CompiledView:
     )
 
 
-def compiled_update(session: Session, service: JobRunner, options: CompileOptions) -> Iterator[str | CompiledView]:
+def compiled_update(session: Session, service: JobRunner, options: CompileOptions) -> Iterator[Progress | CompiledView]:
     """Compile the latest input: yields progress messages, then the view."""
     for item in session.run_compiled(service, options):
         if isinstance(item, Progress):
-            yield f"Compiling ({options.label()}): {item.elapsed_s:.1f} s, {item.phase}…"
+            yield Progress(item.elapsed_s, f"Compiling ({options.label()}): {item.elapsed_s:.1f} s, {item.phase}…")
         else:
             yield compiled_view(session, item)

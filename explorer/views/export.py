@@ -20,15 +20,9 @@ import plotly.graph_objects as go
 
 from explorer.core import limits, machine
 from explorer.core.fmt import format_bytes
-from explorer.session import Session
-from explorer.views.figures import (
-    compiled_figure,
-    graph_figure,
-    history_figure,
-    lab_lengths_figure,
-    lab_time_figure,
-    lab_waste_figure,
-)
+from explorer.labs.batching.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
+from explorer.runs.session import Session
+from explorer.views.figures import compiled_figure, graph_figure, history_figure
 from explorer.views.report import build_report
 
 CSV_COLUMNS = ["run", "model", "arch", "tokens", "graph_nodes", "forward_median_ms", "forward_iqr_ms",
@@ -67,10 +61,11 @@ vertical-align:top}th{background:#f5f5f5}pre{background:#f7f7f7;padding:1em;over
 
 def html_report(session: Session) -> str:
     """The session as one self-contained page: latest run, its graph, history, compiled side, batching lab."""
-    m = machine.describe()
+    here = machine.this_machine()
+    m = here.as_dict()
     parts = [f"<h1>Graph Explorer report</h1><p>Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. Every figure "
-             f"was measured on {html.escape(m['cpu'])} ({m['cores']} cores), {m['device']}, {m['threads']} "
-             f"thread(s), torch {html.escape(m['torch'])}, Python {m['python']}: medians with their IQR.</p>"]
+             f"was measured on {html.escape(here.line())} ({here.cores} cores), Python {here.python}: medians with "
+             "their IQR.</p>"]
     figures: list[go.Figure] = []
     r = session.last
     if r is not None:
@@ -92,8 +87,8 @@ def html_report(session: Session) -> str:
                      + html.escape(json.dumps(report, indent=1, ensure_ascii=False)) + "</pre></details>")
     if session.history:
         figures.append(history_figure(session.history))
-    if session.lab is not None:
-        lab = session.lab.report()
+    lab = session.labs.get("batch")
+    if lab is not None:
         parts.append(f"<h2>Batching lab</h2><p>{html.escape(lab['arch'])}: {lab['sentences']} sentences, "
                      f"{lab['tokens']} tokens. {html.escape(lab['verdict'].replace('**', ''))}</p>")
         figures += [lab_lengths_figure(lab), lab_time_figure(lab), lab_waste_figure(lab)]

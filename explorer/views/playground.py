@@ -12,15 +12,16 @@ from typing import Any
 import plotly.graph_objects as go
 
 from explorer.core.fmt import count, format_bytes
-from explorer.core.inputs import empty_message
 from explorer.core.limits import CACHED_RUNS
+from explorer.core.progress import Progress
+from explorer.draw.layout import modules
 from explorer.eager.timing import Measurement
-from explorer.serving.plan import plan
+from explorer.runs import playground as runs
+from explorer.runs.playground import Planned
+from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.shared import LRU
-from explorer.serving.timings import InProcess, Timer, timings
-from explorer.session import Captured, RunResult, Session
+from explorer.serving.timings import Timer
 from explorer.views.figures import graph_figure, history_figure
-from explorer.views.layout import modules
 from explorer.views.report import build_report
 from models import ZOO, Knob, entry
 
@@ -93,27 +94,6 @@ def opened_graph(session: Session, module: str) -> go.Figure | None:
     return None if session.last is None else graph_figure(session.last, expand=module)
 
 
-def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any],
-           timer: Timer | None = None, fresh: bool = False) -> Iterator[str | View | GraphFirst]:
-    """Reconfigure if needed, capture and yield the new graph at once (it does not wait in the measurement queue),
-    wait for the queue (yielding messages), time, and yield the view twice: with the timings, then with the
-    profiler's memory. One run at a time per session; an input identical to the
-    latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a new run, unless
-    `fresh` (then its timings are measured again, never reused), and so does an empty box: a pause while a person
-    retypes, not an error (no error toast, no red badges over the previous run's figures). Timings run on
-    `timer` (the server's measurement pool; default: in this thread)."""
-    if text == "":
-        still = f" The figures shown are still run {session.last.number}'s." if session.last else ""
-        yield f"**Not run**: {empty_message()}{still}"
-        return
-    with session.run_lock:
-        session.configure(model, values)  # validation first: a bad config never waits in the queue
-        if session.is_latest(text, compare) and not fresh:
-            yield f"Nothing changed since run {session.last.number}: its figures are the ones shown."
-            return
-        yield from _measured_run(session, text, compare, timer or InProcess(), fresh)
-
-
 @dataclass
 class GraphFirst:
     """The new graph and the cards of its counts, drawn as soon as it is captured, before the timings."""
@@ -139,34 +119,39 @@ def drawn_graph(captured: Captured) -> go.Figure:
     return figure
 
 
-def _measured_run(session: Session, text: str, compare: str, timer: Timer,
-                  fresh: bool) -> Iterator[str | View | GraphFirst]:
-    # The graph does not wait in the measurement queue: capturing it takes milliseconds on the server's own core
-    # (timings run in their own processes, on their own cores), and an input any session ran before is cached.
-    captured = session.capture(text, compare)
-    p = plan(captured.capture)
+def first_view(planned: Planned) -> GraphFirst:
+    """The new graph and the cards of its counts, drawn before the timings."""
+    captured, p = planned.captured, planned.plan
     said = f"Graph of {count(captured.tokens, 'token')} drawn"
-    first = GraphFirst(drawn_graph(captured), openable(captured),
-                       cards(captured) if p.timed else cards(captured, "not timed", "not profiled"),
-                       f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
-                       "comes)…" if p.timed else f"{said}. {p.note}")
-    yield first
-    if not p.timed:
-        return
-    sourced = None
-    for step in timings(captured.key, lambda turn: session.job(captured, p.scaled(turn.budget_scale)), timer, fresh,
-                        estimate_s=p.estimate_s):
-        if isinstance(step, str):
-            yield step
-        else:
-            sourced = step
-    assert sourced is not None
-    r = session.time_run(captured, sourced, note=p.note)
-    notes = " ".join([*r.notices, *filter(None, [r.timing_note])])
+    return GraphFirst(drawn_graph(captured), openable(captured),
+                      cards(captured) if p.timed else cards(captured, "not timed", "not profiled"),
+                      f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
+                      "comes)…" if p.timed else f"{said}. {p.note}")
+
+
+def measured_on(r: RunResult) -> str:
     m = r.forward
     where = f"{r.node} (cpu, core {', '.join(map(str, m.cores))})" if m.cores else "cpu"
-    measured = (f"Measured on {where}, {m.threads} thread(s), torch.utils.benchmark ({m.runs} runs); memory "
-                "from torch.profiler.")
-    if r.memory is None:
-        measured = measured.replace("; memory from torch.profiler.", "; memory not profiled (see above).")
-    yield _view(session, r, f"{notes} {measured}".strip(), first)
+    said = f"Measured on {where}, {m.threads} thread(s), torch.utils.benchmark ({m.runs} runs); memory "
+    return said + ("from torch.profiler." if r.memory is not None else "not profiled (see above).")
+
+
+def shown(session: Session, items: Iterator[Progress | Planned | RunResult]) -> Iterator[Progress | GraphFirst | View]:
+    """A Playground run as the UI shows it: its progress, the graph first, then the whole view with the timings."""
+    first = None
+    for item in items:
+        if isinstance(item, Planned):
+            first = first_view(item)
+            yield first
+        elif isinstance(item, RunResult):
+            assert first is not None
+            notes = " ".join([*item.notices, *filter(None, [item.timing_note])])
+            yield _view(session, item, f"{notes} {measured_on(item)}".strip(), first)
+        else:
+            yield item
+
+
+def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any],
+           timer: Timer | None = None, fresh: bool = False) -> Iterator[Progress | GraphFirst | View]:
+    """A Playground run (`explorer.runs.playground.update`) as the UI shows it."""
+    return shown(session, runs.update(session, model, text, compare, values, timer, fresh))

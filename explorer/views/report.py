@@ -9,7 +9,7 @@ from typing import Any
 
 from explorer.compile.track import CompileTrack
 from explorer.core import limits, machine
-from explorer.session import RunResult
+from explorer.runs.session import RunResult
 from models import entry
 from models.config import config_dict
 

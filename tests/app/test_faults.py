@@ -15,13 +15,14 @@ import app
 from explorer.compile import options as compile_options
 from explorer.compile.jobs import PlaygroundJob
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import CompileFailure, Progress
+from explorer.compile.protocol import CompileFailure
 from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.machine import OTHER_CORES
-from explorer.lab.runner import compile_lab
-from explorer.session import Session
+from explorer.core.progress import Progress
+from explorer.labs.batching.runner import compile_lab
+from explorer.runs.session import Session
 from explorer.views.playground import control_specs
 from models.rnn import UnrolledRNN
 from models.tokenizer import encode

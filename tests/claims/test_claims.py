@@ -8,12 +8,14 @@ import pytest
 
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, ClaimResult, Workers, run_claim
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, ClaimResult, run_claim
 from explorer.claims.lessons import STEPS, step, step_markdown
+from explorer.compile.protocol import Workers
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
-from explorer.ddp.job import ddp_service
-from explorer.deploy.job import deploy_service
+from explorer.core.progress import Progress
+from explorer.labs.ddp.job import ddp_service
+from explorer.labs.deploy.job import deploy_service
 from explorer.views.claims import chart_figure, view_of
 
 
@@ -27,7 +29,7 @@ def workers():
 
 def _result(claim_id: str, w: Workers) -> ClaimResult:
     *progress, result = run_claim(CLAIMS[claim_id], w)
-    assert isinstance(result, ClaimResult) and all(isinstance(p, str) for p in progress)
+    assert isinstance(result, ClaimResult) and all(isinstance(p, Progress) for p in progress)
     return result
 
 

@@ -14,7 +14,7 @@ from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.compile.worker import CompileService
 from explorer.core.inputs import text_of_length
 from explorer.eager.timing import Measurement
-from explorer.session import Session
+from explorer.runs.session import Session
 from models import build_model, make_config
 from models.tokenizer import encode
 from tests.helpers import early_exit_branch

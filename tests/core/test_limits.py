@@ -3,14 +3,15 @@
 import pytest
 
 from explorer.core import budget
+from explorer.core.batches import pad_ids
 from explorer.core.errors import InputError
 from explorer.core.inputs import text_of_length, tokenize
 from explorer.eager.capture import capture_run, train_loss
 from explorer.eager.graph import capture_graph
 from explorer.eager.trace import ModuleTrace
-from explorer.lab.runner import run_lab
-from explorer.lab.strategies import nested, pad_ids
-from explorer.session import Session
+from explorer.labs.batching.runner import run_lab
+from explorer.labs.batching.strategies import nested
+from explorer.runs.session import Session
 from models import ZOO, build_model, make_config, param_count
 
 CASES = [

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.inputs import tokenize
-from explorer.session import Session
+from explorer.runs.session import Session
 from models import ZOO, make_config, param_count
 
 NAMES = sorted(ZOO)

@@ -3,12 +3,12 @@
 import pytest
 import torch
 
+from explorer.draw.layout import layout_graph
 from explorer.eager.capture import capture_run, train_loss
 from explorer.eager.diff import diff_graphs
 from explorer.eager.graph import AutogradGraph, GraphNode, capture_graph
 from explorer.eager.memory import param_bytes
 from explorer.eager.trace import ModuleTrace
-from explorer.views.layout import layout_graph
 from models import build_model, make_config
 from models.tokenizer import to_ids
 

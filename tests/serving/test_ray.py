@@ -15,9 +15,10 @@ import pytest
 
 from bench.appserver import connect, free_port
 from bench.load import run_load
-from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
+from explorer.compile.protocol import CompileFailure, Job, WorkerContext
+from explorer.core.progress import Progress
+from explorer.runs.session import Session
 from explorer.serving.plan import plan
-from explorer.session import Session
 from tests.helpers import ROOT, start_app, stop_app
 
 pytestmark = pytest.mark.slow
@@ -31,7 +32,7 @@ def cluster():
     subprocess.run([RAY, "start", "--head", "--num-cpus", "2", "--port", str(port), "--node-ip-address",
                     "127.0.0.1", "--include-dashboard", "false", "--disable-usage-stats"],
                    check=True, capture_output=True, timeout=120)
-    yield f"127.0.0.1:{port}"
+    yield Progress.said(f"127.0.0.1:{port}")
     if "ray" in sys.modules:  # this process's own connection (the pools tested here), before the cluster goes
         sys.modules["ray"].shutdown()
     subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)

@@ -9,14 +9,15 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from explorer.compile.protocol import CompileFailure, Job, Progress, WorkerContext
+from explorer.compile.protocol import CompileFailure, Job, WorkerContext
+from explorer.core.progress import Progress
 from explorer.eager.capture import Capture, capture_run, train_loss
 from explorer.eager.memory import measure_peaks
+from explorer.runs.session import Session
 from explorer.serving.plan import plan
 from explorer.serving.pool import MeasurePool, Timed, TimingJob
 from explorer.serving.shared import RecentTimings, Sourced, run_key
 from explorer.serving.timings import InProcess, timings
-from explorer.session import Session
 from explorer.views.playground import GraphFirst, View, update
 from models import ZOO, build_model, make_config
 
@@ -142,11 +143,11 @@ class _Paced:
 def test_a_long_measurement_says_what_it_is_doing_and_how_far_and_a_short_one_says_it_once(monkeypatch):
     monkeypatch.setattr("explorer.serving.timings.STATUS_EVERY_S", 0.2)
     key, job = _job("paced")
-    said = [s for s in timings(key, job, _Paced(0.3), fresh=True, estimate_s=3.0) if isinstance(s, str)]
+    said = [s.phase for s in timings(key, job, _Paced(0.3), fresh=True, estimate_s=3.0) if isinstance(s, Progress)]
     assert [s.split(",")[0] for s in said] == ["Measuring: timing forward", "Measuring: timing the train step",
                                               "Measuring: profiling memory"]
     assert said[-1] == "Measuring: profiling memory, 1 s of about 3 s…"  # 0.6 s in
-    quick = [s for s in timings(key, job, _Paced(0.0), fresh=True) if isinstance(s, str)]
+    quick = [s.phase for s in timings(key, job, _Paced(0.0), fresh=True) if isinstance(s, Progress)]
     assert quick == ["Measuring: timing forward, 0 s…"]  # one message per run, not one per phase
 
 
@@ -189,7 +190,7 @@ def test_a_run_too_long_for_the_limit_is_shortened_and_then_not_timed():
 
 
 def test_a_refused_run_still_shows_its_graph_and_counts_and_says_why(monkeypatch):
-    monkeypatch.setattr("explorer.views.playground.plan", lambda capture: plan(capture, max_s=1e-6))
+    monkeypatch.setattr("explorer.runs.playground.plan", lambda capture: plan(capture, max_s=1e-6))
     steps = list(update(Session(), "rnn", "too long for this limit", "", {}))
     assert isinstance(steps[-1], GraphFirst) and not any(isinstance(s, View) for s in steps)
     assert "Not timed" in steps[-1].status and ("forward", "…", "not timed") in steps[-1].cards
@@ -232,7 +233,7 @@ def test_measure_again_reruns_an_unchanged_input_with_fresh_timings_where_anothe
     list(update(first, "rnn", text, "", {}))
     *_, reused = update(second, "rnn", text, "", {})
     assert isinstance(reused, View) and reused.report["eager"]["timing_note"].startswith("Timings reused")
-    assert list(update(second, "rnn", text, "", {}))[-1].startswith("Nothing changed")
+    assert list(update(second, "rnn", text, "", {}))[-1].phase.startswith("Nothing changed")
     *_, fresh = update(second, "rnn", text, "", {}, fresh=True)
     assert isinstance(fresh, View) and fresh.report["eager"]["timing_note"] is None
     assert fresh.report["run"] == reused.report["run"] + 1

@@ -7,9 +7,9 @@ from copy import deepcopy
 import pytest
 import torch
 
+from explorer.runs.session import Session
 from explorer.serving.queueing import QUEUE, Busy, MeasureQueue, Turn, Wait
 from explorer.serving.residency import Residency
-from explorer.session import Session
 from explorer.views.playground import GraphFirst, View, update
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from explorer.core import limits, machine
 from explorer.core.errors import InputError
+from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState, read_link
-from explorer.session import Session
 from explorer.views.export import CSV_COLUMNS, ExportDir, html_report, session_csv
 from models import make_config
 from models.config import config_dict
@@ -89,13 +89,6 @@ def test_state_link_round_trips():
 def test_a_bad_state_link_is_refused_with_a_message(params, message):
     with pytest.raises((InputError, ValueError), match=message):
         read_link(params)
-
-
-def test_error_bars_never_reach_below_zero():
-    from explorer.views.figures import iqr_bars
-
-    bars = iqr_bars([2.0, 10.0], [5.0, 1.0])
-    assert bars["arrayminus"] == [2.0, 1.0] and bars["array"] == [5.0, 1.0]
 
 
 def test_a_link_carries_only_the_text_that_runs():

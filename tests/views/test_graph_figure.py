@@ -9,12 +9,12 @@ import pytest
 
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
-from explorer.deploy.checks import structure
-from explorer.session import Session
+from explorer.draw.layout import SHARED_USES, layout_graph
+from explorer.draw.tree_layout import tree_layout
+from explorer.labs.deploy.checks import structure
+from explorer.runs.session import Session
 from explorer.views.figures import graph_figure
-from explorer.views.layout import SHARED_USES, layout_graph
 from explorer.views.playground import drawn_graph, openable, opened_graph
-from explorer.views.tree_layout import tree_layout
 from models.tree import bracket
 
 

@@ -1,0 +1,142 @@
+"""One way in for the UI, the CLI and the HTTP API, with no UI library: a request's raw values parsed by the spec
+that declares them (refused with a one-line message before any work), a lab's run streamed as `Progress` and
+views, and each lab's endpoint made from its spec with named, typed parameters."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from explorer.compile.protocol import Workers
+from explorer.core.errors import InputError
+from explorer.core.progress import Progress
+from explorer.labs.contract import LabContext, LabSpec, Needs
+from explorer.labs.ddp.job import ddp_service
+from explorer.labs.deploy.job import deploy_service
+from explorer.serving.placement import compile_service
+from explorer.sources.contract import Subject
+from explorer.sources.registry import subject
+from models.config import Knob
+
+MAX_CONFIG_CHARS = 10_000  # a config is a handful of fields: a longer JSON text is not one
+MAX_CONFIG_DEPTH = 2  # {"field": value}: nothing nests deeper
+
+
+def workers(session: str = "") -> Workers:
+    """The worker processes a run may use: the session's compile worker, the deployment and distributed ones."""
+    return Workers(compile_service(session), deploy_service(), ddp_service())
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def config_values(config_json: str | Mapping[str, Any] | None) -> dict[str, Any]:
+    """A JSON object of config values (or the object itself), bounded in size and depth."""
+    if isinstance(config_json, Mapping):
+        values = dict(config_json)
+    elif config_json is None or isinstance(config_json, str):
+        text = config_json or "{}"
+        if len(text) > MAX_CONFIG_CHARS:
+            raise InputError(f"config is {len(text):,} characters; a config is at most {MAX_CONFIG_CHARS:,}")
+        try:
+            values = json.loads(text, parse_int=_bounded_int)
+        except json.JSONDecodeError as e:
+            raise InputError(f"config must be a JSON object: {e.msg}") from None
+        except RecursionError:
+            raise InputError("config must be a flat JSON object, e.g. {\"layers\": 2}") from None
+    else:
+        raise InputError(f"config must be a JSON object, e.g. {{\"layers\": 2}}; got {type(config_json).__name__}")
+    if not isinstance(values, dict):
+        raise InputError("config must be a JSON object, e.g. {\"layers\": 2}")
+    if _depth(values) > MAX_CONFIG_DEPTH:
+        raise InputError("config must be a flat JSON object, e.g. {\"layers\": 2}")
+    return values
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits) > 18:
+        raise InputError(f"config holds a number of {len(digits)} digits; no field takes one that large")
+    return int(digits)
+
+
+def lab_subject(spec: LabSpec, model: str, config: str | Mapping[str, Any] | None, text: str = "") -> Subject:
+    """The model a caller named for a lab, with its config values, checked before anything is built."""
+    return subject(model, config_values(config), text)
+
+
+def run_lab(spec: LabSpec, who: Subject | None, values: Mapping[str, Any] | Any,
+            ctx: LabContext) -> Iterator[Progress | Any]:
+    """The lab's progress, then its view of each result (an eager one, say, then the compiled one). `values` are
+    raw (a person's: parsed and checked here, before any work) or the spec's parameters already."""
+    params = values if isinstance(values, spec.params) else spec.parse(values)
+    if who is None and spec.needs is not Needs.ANY_MODEL:
+        raise InputError(f"Run an input in the Playground first: the {spec.title.lower()} works on "
+                         f"{spec.needs.value}.")
+    if who is not None and spec.needs is Needs.RUN and who.playground:
+        params = dataclasses.replace(params, text=who.text)
+    for item in spec.run(who, params, ctx):
+        yield item if isinstance(item, Progress) else spec.view(item)
+
+
+def final(items: Iterator[Progress | Any]) -> Any:
+    """The last view of a run (what the CLI and the HTTP API answer with)."""
+    view = None
+    for item in items:
+        if not isinstance(item, Progress):
+            view = item
+    assert view is not None, "a run ends with a view"
+    return view
+
+
+_API_TYPES = {"int": int, "float": float, "bool": bool}
+
+
+def _api_default(k: Knob) -> Any:
+    """A knob's default as the HTTP API takes it: lists comma-separated."""
+    return ",".join(map(str, k.default)) if k.type in ("ints", "subset") else k.default
+
+
+def endpoint_parameters(spec: LabSpec) -> list[inspect.Parameter]:
+    """The endpoint's parameters, named and typed: the lab's knobs with `model` and `config_json` at `model_at`
+    (a knob before them is required, as it was)."""
+    def param(name: str, kind: type, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=kind)
+
+    ks = spec.knobs()
+    before = [param(k.name, _API_TYPES.get(k.type, str)) for k in ks[:spec.model_at]]
+    after = [param(k.name, _API_TYPES.get(k.type, str), _api_default(k)) for k in ks[spec.model_at:]]
+    return [*before, param("model", str), param("config_json", str, "{}"), *after]
+
+
+def endpoint(spec: LabSpec, context: Callable[[], LabContext]) -> Callable[..., dict[str, Any]]:
+    """The lab as one function of named parameters that returns its report (`spec.name` at the HTTP API): every
+    value checked by the spec before any work; a refused one raises InputError (or ConfigError) with one line."""
+    parameters = endpoint_parameters(spec)
+    signature = inspect.Signature(parameters, return_annotation=dict)
+
+    def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise InputError(f"/{spec.name}: {e}") from None
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        model, config = values.pop("model"), values.pop("config_json")
+        params = spec.parse(values)
+        who = lab_subject(spec, model, config, getattr(params, "text", ""))
+        return final(run_lab(spec, who, params, context())).report
+
+    call.__name__ = call.__qualname__ = spec.name
+    call.__doc__ = f"The {spec.title.lower()}: {spec.summary}. Returns its report, as `python -m explorer " \
+                   f"{spec.name} --json`."
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": dict}
+    return call

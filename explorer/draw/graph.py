@@ -1,0 +1,187 @@
+"""Any graph of GraphNodes (autograd, or a compiled FX graph) drawn with Plotly, from a layout."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Iterable
+
+import plotly.graph_objects as go
+
+from explorer.compile.observe import FxNode
+from explorer.core.fmt import count, format_bytes
+from explorer.core.limits import MAX_DRAWN_NODES
+from explorer.draw.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
+from explorer.draw.style import PALETTE
+from explorer.eager.graph import AutogradGraph, GraphNode
+from models.branch import Branch
+
+_ADDED = "#d62728"
+
+
+def _hover(d: DrawNode) -> str:
+    first = d.members[0]
+    if len(d.members) == 1:
+        lines = [f"<b>{first.param or first.op}</b>", f"module: {first.module} (call {first.call})"]
+        if first.shape is not None:
+            lines.append(f"output: {list(first.shape)} {first.dtype}")
+        for s in first.saved[:6]:
+            tag = " (parameter)" if s.is_param else ""
+            lines.append(f"saved {s.name}: {list(s.shape)} {s.dtype}, {format_bytes(s.bytes)}{tag}")
+        if len(first.saved) > 6:
+            lines.append(f"... {len(first.saved) - 6} more saved tensors")
+    else:
+        lines = [f"<b>{d.label}</b>", f"{len(d.members)} nodes grouped"]
+        ops: dict[str, int] = {}
+        for m in d.members:
+            ops[m.op] = ops.get(m.op, 0) + 1
+        lines += [f"{n} x {op}" for op, n in sorted(ops.items(), key=lambda kv: -kv[1])[:6]]
+    lines.append(f"saved by these nodes: {format_bytes(d.saved_bytes)}")
+    if d.added:
+        lines.append(f"<b>added vs comparison: {d.added}</b>")
+    return "<br>".join(lines)
+
+
+MAX_GRAPH_LABELS = 8  # group labels drawn on a graph; more would cover each other
+
+
+def _legend_name(group: str, nodes: list[DrawNode]) -> str:
+    """'cell: 42 steps, 1,008 nodes': what a colour is, and how much of the graph it made."""
+    ops = [m for d in nodes for m in d.members if not m.is_param]
+    steps = max(Counter(module for module, _ in {(m.module, m.call) for m in ops}).values(), default=0)
+    said = f"{steps} steps, " if steps > 1 else ""
+    return f"{group or '(model)'}: {said}{count(len(ops), 'node')}" if ops else f"{group or '(model)'}: parameters"
+
+
+def _labels(lay: GraphLayout, ticked: str) -> list[str]:
+    """The text drawn beside nodes: each colour group's name once, at its last node (so that the blocks that ran,
+    early exit's depth, can be read off the figure); for a collapsed graph, the first and last group of the module
+    the axis counts (`ticked`), with their steps; shared parameters with their number of uses."""
+    labels = [""] * len(lay.nodes)
+    groups = module_color_keys(lay.nodes)
+    if len(groups) <= MAX_GRAPH_LABELS * 3:
+        for group, idx in groups.items():
+            labels[max(idx, key=lambda j: lay.nodes[j].y if lay.direction == "up" else lay.nodes[j].x)] = (
+                group or "model")
+    if lay.collapsed and ticked:
+        calls = len({m.call for d in lay.nodes for m in d.members if m.module == ticked})
+        on_axis = sorted((i for i, d in enumerate(lay.nodes) if d.module == ticked and not d.is_param),
+                         key=lambda i: lay.nodes[i].x)
+        for i in on_axis[:1] + on_axis[-1:]:
+            labels[i] = short_label(lay.nodes[i], calls)
+    for i, uses in lay.shared.items():
+        labels[i] = f"{lay.nodes[i].label.split(' (')[0]} (shared: {uses} uses)"
+    return labels
+
+
+def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
+    """Each decision the forward took from the data, as a diamond after the module it followed, its numbers beside
+    it; the modules the exit skipped as hollow grey nodes on a dashed path leaving the exit: the path not taken."""
+    marks, lines, ghosts = [], {"x": [], "y": []}, []
+    xs, ys = [d.x for d in lay.nodes] or [0.0], [d.y for d in lay.nodes] or [0.0]
+    dx, dy = max(1.0, (max(xs) - min(xs)) / 12), max(1.0, (max(ys) - min(ys)) / 8)  # a step on the figure
+    for b in branches:
+        at = [d for d in lay.nodes if d.module == b.after or d.module.startswith(b.after + ".")]
+        if not at:
+            continue
+        anchor = max(at, key=lambda d: d.x)
+        x, y = anchor.x + dx / 4, anchor.y
+        marks.append((x, y, b))
+        path = [(x, y)] + [(x + k * dx, y - dy) for k in range(1, len(b.skipped) + 1)]
+        ghosts += [(*p, m) for p, m in zip(path[1:], b.skipped, strict=True)]
+        lines["x"] += [p[0] for p in path] + [None]
+        lines["y"] += [p[1] for p in path] + [None]
+    if not marks:
+        return []
+    traces = [{"type": "scatter", "x": [x for x, _, _ in marks], "y": [y for _, y, _ in marks],
+               "mode": "markers+text", "name": "decision taken from the data",
+               "marker": {"symbol": "diamond", "size": 15, "line": {"width": 2, "color": "#d62728"},
+                          "color": ["#d62728" if b.exits else "#fff" for *_, b in marks]},
+               "text": [html.escape(b.said) for *_, b in marks], "hoverinfo": "text",
+               "texttemplate": [html.escape(b.mark) for *_, b in marks], "textposition": "bottom center",
+               "textfont": {"size": 11, "color": "#a00"}, "cliponaxis": False}]
+    if ghosts:
+        traces += [{"type": "scatter", **lines, "mode": "lines", "line": {"dash": "dash", "color": "#999", "width": 1},
+                    "hoverinfo": "skip", "showlegend": False},
+                   {"type": "scatter", "x": [x for x, _, _ in ghosts], "y": [y for _, y, _ in ghosts],
+                    "mode": "markers+text", "name": "not run (the exit skipped it)",
+                    "marker": {"symbol": "circle-open", "size": 14, "color": "#999"},
+                    "text": [f"{m}: not run, the forward exited before it" for *_, m in ghosts], "hoverinfo": "text",
+                    "texttemplate": [m for *_, m in ghosts],  # alternating sides: the names are wider than a step
+                    "textposition": ["bottom center", "top center"] * len(ghosts),
+                    "textfont": {"size": 11, "color": "#777"}, "cliponaxis": False}]
+    return traces
+
+
+def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
+               max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "",
+               lay: GraphLayout | None = None, branches: Iterable[Branch] = ()) -> go.Figure:
+    """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right (or as
+    a given layout, a parse tree upwards), each module a colour named in the legend with its count, groups and
+    modules labelled on the figure, shared parameters drawn once, and the repeated structure's steps on the axis."""
+    lay = lay or layout_graph(graph, added, max_nodes, expand)
+    ex, ey = [], []
+    for a, b in lay.edges:
+        na, nb = lay.nodes[a], lay.nodes[b]
+        ex += [na.x, nb.x, None]
+        ey += [na.y, nb.y, None]
+    # Plain dicts, one Figure built at once: trace-by-trace construction validated each (the server draws a
+    # graph for every run of every session).
+    traces = [{"type": "scatter", "x": ex, "y": ey, "mode": "lines", "line": {"width": 0.6, "color": "#aab"},
+               "hoverinfo": "skip", "showlegend": False}]
+    ticked, tickvals, ticktext = step_ticks(lay) if lay.direction == "right" else ("", [], [])
+    labels = _labels(lay, ticked)
+    groups = sorted(module_color_keys(lay.nodes).items(),  # most nodes first
+                    key=lambda kv: (-sum(len(lay.nodes[j].members) for j in kv[1]), kv[0]))
+    param_text = "middle right" if lay.direction == "right" else "top right"  # beside the path, or above the column
+    for i, (module, idx) in enumerate(groups):
+        nodes = [lay.nodes[j] for j in idx]
+        traces.append({
+            "type": "scatter", "x": [d.x for d in nodes], "y": [d.y for d in nodes], "mode": "markers+text",
+            "name": _legend_name(module, nodes),
+            "marker": {
+                "size": [min(22, 8 + 2 * len(d.members) ** 0.5) for d in nodes],
+                "color": PALETTE[i % len(PALETTE)],
+                "symbol": ["square" if d.is_param else "circle" for d in nodes],
+                "line": {"width": [3 if d.added else 0.5 for d in nodes],
+                         "color": [_ADDED if d.added else "#333" for d in nodes]},
+            },
+            "text": [_hover(d) for d in nodes], "hoverinfo": "text", "texttemplate": [labels[j] for j in idx],
+            "textposition": [param_text if d.is_param else "top center" for d in nodes],
+            "textfont": {"size": 11, "color": "#333"}, "cliponaxis": False,
+        })
+    traces += _branch_traces(lay, branches)
+    if lay.words:
+        traces.append({"type": "scatter", "x": [x for x, _, _ in lay.words], "y": [y for _, y, _ in lay.words],
+                       "mode": "text", "text": [w for _, _, w in lay.words], "hoverinfo": "skip",
+                       "textfont": {"size": 12, "color": "#111"}, "cliponaxis": False, "name": "the words",
+                       "showlegend": False})
+    drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
+        f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
+    if lay.expanded:
+        drawn += f", {lay.expanded} opened"
+    if lay.direction == "up":
+        axis = "forward ↑  (the words at the bottom, each composition above the two it joins, the output on top)"
+    elif tickvals:
+        axis = f"forward →  ticks: {ticked}, step (call) number"
+    else:
+        axis = "forward →  (inputs and parameters on the left, output on the right)"
+    return go.Figure(data=traces, layout={
+        "title": {"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
+        "height": height, "margin": {"l": 10, "r": 10, "t": 30 + 20 * (title.count("<br>") + 1), "b": 40},
+        "plot_bgcolor": "white",
+        "legend": {"title": {"text": "module (most nodes first)"}, "itemsizing": "constant"},
+        "hoverlabel": {"align": "left"},
+        "xaxis": {"title": {"text": axis}, "showgrid": bool(tickvals), "gridcolor": "#f0f0f0", "zeroline": False,
+                  "showticklabels": bool(tickvals), "tickvals": tickvals, "ticktext": ticktext},
+        "yaxis": {"visible": False},
+    })
+
+
+def fx_graph(nodes: tuple[FxNode, ...]) -> AutogradGraph:
+    """An FX graph in the shape the graph renderer draws (its op kind stands where a module would)."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    graph_nodes = [GraphNode(i, n.target, n.op, 0, None, None) for i, n in enumerate(nodes)]
+    edges = [(index[a], index[n.name]) for n in nodes for a in n.inputs if a in index]
+    return AutogradGraph(graph_nodes, edges, len(nodes) - 1)
+

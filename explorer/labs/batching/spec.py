@@ -1,0 +1,79 @@
+"""The batching lab: one batch of sentences run with every batching strategy on the chosen model, each checked
+against the per-sample loop, timed (eagerly, and compiled if asked), counted and profiled."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+
+from explorer.compile.options import BACKENDS
+from explorer.core.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
+from explorer.core.limits import MAX_BATCH, MAX_TEXT_CHARS, MAX_TOKENS
+from explorer.core.progress import Progress
+from explorer.labs.batching.results import LabResult, LabRun
+from explorer.labs.batching.runner import compile_lab, iter_lab
+from explorer.labs.batching.view import OUTPUTS, BatchOutcome, format_lab, view_of
+from explorer.labs.contract import LabContext, LabSpec, Needs
+from explorer.serving.queueing import Turn, queued
+from explorer.sources.contract import Subject
+from models.config import knob
+
+
+@dataclass(frozen=True)
+class BatchParams:
+    lines: str = knob("", "your sentences, one per line (empty: N generated ones, below)", most=MAX_TEXT_CHARS,
+                      file=True)
+    n: int = knob(64, "number of sentences generated", min=1, max=MAX_BATCH)
+    distribution: str = knob("zipf", "their lengths (zipf: many short, a few very long)", choices=DISTRIBUTIONS,
+                             flag="--lengths-from")
+    min_len: int = knob(5, "the shortest generated sentence, in tokens", min=1, max=MAX_TOKENS)
+    max_len: int = knob(300, "the longest generated sentence, in tokens", min=1, max=MAX_TOKENS)
+    seed: int = knob(0, "seed of the generated sentences", min=0, max=2**31 - 1)
+    bucket_width: int = knob(32, "sentences whose lengths fall in the same range share a padded batch", min=1,
+                             max=MAX_TOKENS)
+    backend: str = knob("", "also compile each strategy with this backend, in the worker (empty: eager only)",
+                        choices=("", *BACKENDS), switch="--compile")
+
+
+def texts_of(p: BatchParams) -> list[str]:
+    """The batch: the typed lines, or N generated sentences."""
+    if p.lines.strip():
+        return batch_from_lines(p.lines)
+    return generate_batch(p.n, p.distribution, p.min_len, p.max_len, p.seed)
+
+
+def run(subject: Subject | None, p: BatchParams, ctx: LabContext) -> Iterator[Progress | BatchOutcome]:
+    """Every strategy eagerly in this process, in its turn of the measurement queue, then (with a backend) each one
+    compiled in the compile worker: progress, the eager outcome, then the compiled one."""
+    assert subject is not None, "the batching lab needs a model"
+    texts = texts_of(p)
+    model = subject.build()
+
+    def work(turn: Turn) -> Generator[Progress, None, tuple[LabRun, str | None]]:
+        start, result = time.monotonic(), None
+        for item in iter_lab(model, texts, p.bucket_width, budget_scale=turn.budget_scale):
+            if isinstance(item, LabResult):
+                result = item
+            else:
+                yield Progress(time.monotonic() - start, f"Eager: timing *{item.phase}* "
+                                                         f"({time.monotonic() - start:.1f} s)…")
+        assert result is not None
+        return LabRun(texts, p.bucket_width, result, subject.model, subject.config), turn.notice()
+
+    lab_run, notice = yield from queued(work)  # the figures are drawn after the turn, off the measuring core's time
+    yield BatchOutcome(lab_run, notice)
+    if p.backend:
+        for step in compile_lab(ctx.workers.compile, lab_run, p.backend):
+            yield Progress(step.elapsed_s, f"Compiled: {step.phase} ({step.elapsed_s:.0f} s)…")
+        yield BatchOutcome(lab_run, notice, p.backend)
+
+
+SPEC = LabSpec(
+    name="batch", title="Batching lab", summary="run a batch of sentences with every batching strategy",
+    intro="Sentences have different lengths. A dynamic graph can run each one as it is; a batch needs them padded "
+          "to one shape, or sorted into buckets, or packed. This lab runs **the Playground's current model and "
+          "architecture** on one batch with each strategy, checks every strategy's outputs against the per-sample "
+          "loop, and measures time, memory and wasted work. Change the model in the Playground tab.",
+    button="Run the lab", params=BatchParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
+    text=format_lab, worker=lambda w: w.compile, queue="measure")

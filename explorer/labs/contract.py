@@ -1,0 +1,98 @@
+"""The lab contract: what a lab declares once, and everything else is made from it.
+
+A lab is a package under `explorer/labs/` with one `spec.py` that builds a `LabSpec`, and one line in
+`registry.py`. From the spec come the lab's tab (`explorer/ui/labs.py`), its CLI verb and its HTTP endpoint
+(`explorer/api.py`): its parameters are a dataclass of `knob()` fields (type, default, range and help, declared
+once), its model comes through the model contract (`explorer/sources`), and its run streams `Progress` and then
+typed results, which its view turns into the figures, tables and text its outputs declare."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Generic, TypeVar
+
+from explorer.compile.protocol import JobRunner, Workers
+from explorer.core.progress import Progress
+from explorer.sources.contract import Subject
+from models.config import Knob, build_config, knobs
+
+P = TypeVar("P")  # the lab's parameters: a dataclass of knob() fields
+R = TypeVar("R")  # what a run measured
+
+
+class Needs(Enum):
+    """What a lab needs of a model. In the UI each is taken from the Playground; on the CLI and the HTTP API the
+    caller names the model and its config (and gives the text as the lab's `text` parameter)."""
+
+    MODEL = "the Playground's current model and architecture"
+    RUN = "the Playground's latest run: its model, architecture and text"
+    ANY_MODEL = "the Playground's latest model if the lab takes it, else one of the lab's own"
+
+
+class Kind(Enum):
+    """How an output is shown (the UI picks the component from it)."""
+
+    MARKDOWN = "markdown"
+    TABLE = "table"
+    PLOT = "plot"
+    CODE = "code"
+    FILES = "files"
+
+
+@dataclass(frozen=True)
+class Output:
+    """One thing a lab's view shows: `name` is the view's field it reads."""
+
+    name: str
+    kind: Kind
+    label: str = ""
+    columns: tuple[str, ...] = ()  # a table's headers
+    row: int = 0  # outputs with the same non-zero row stand side by side
+    folded: bool = False  # in a closed accordion (long text: tracebacks)
+
+
+@dataclass(frozen=True)
+class LabContext:
+    """What a run may use besides its model: the worker processes, and a fresh directory for files it keeps."""
+
+    workers: Workers
+    out_dir: Callable[[], str]
+
+
+@dataclass(frozen=True)
+class LabSpec(Generic[P, R]):
+    name: str  # the tab's id, the CLI verb and the endpoint's name
+    title: str  # the tab's title
+    summary: str  # one line: the CLI's help
+    intro: str  # markdown: what the lab shows, at the top of its tab
+    button: str  # the button that runs it
+    params: type[P]
+    needs: Needs
+    run: Callable[[Subject | None, P, LabContext], Iterator[Progress | R]]  # progress, then one result or more
+    view: Callable[[R], Any]  # a dataclass with `status`, `report` and one field per output
+    outputs: tuple[Output, ...]
+    text: Callable[[dict[str, Any]], str]  # the report as the CLI prints it without --json
+    worker: Callable[[Workers], JobRunner]  # the worker its runs hold: stopped after a CLI run, cancelled on close
+    queue: str  # the server's queue its runs wait in: "measure", "compile", "deploy" or "ddp"
+    model_at: int = 0  # where `model` and `config_json` stand among the endpoint's parameters
+    keeps_files: bool = False  # writes artefacts: the CLI takes --out DIR, the UI offers them for download
+
+    def knobs(self) -> list[Knob]:
+        return knobs(self.params)
+
+    def parse(self, values: Mapping[str, Any] | None = None) -> P:
+        """The parameters from a person's values (the defaults where none is given); refused with a one-line
+        ConfigError by name, type and range."""
+        return build_config(self.params, values, what="parameter")
+
+    def shown(self) -> list[Knob]:
+        """The knobs the UI makes controls for: `text` comes from the Playground's run where the lab needs one."""
+        return [k for k in self.knobs() if not (self.needs is Needs.RUN and k.name == "text")]
+
+
+def fields_of(view: Any) -> dict[str, Any]:
+    """A view's fields by name, shallow (figures are not copied)."""
+    return {f.name: getattr(view, f.name) for f in dataclasses.fields(view)}

@@ -1,0 +1,131 @@
+"""Where did the NaN come from? Three ways of finding the forward line, each timed against a plain step:
+autograd's anomaly mode, forward hooks on every module, and a dispatch mode that checks every op's output."""
+
+from __future__ import annotations
+
+import linecache
+import re
+import time
+import traceback
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from explorer.compile.observe import _PROJECT, message_line
+from explorer.eager.capture import train_loss
+from explorer.labs.debug.failure import sanitize
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+@dataclass(frozen=True)
+class Finding:
+    method: str  # "detect_anomaly", "forward hooks", "dispatch mode"
+    found: str  # what it names: a backward function, a module and call, an op, or "nothing"
+    where: str  # the user's line it names ("" if none)
+    seconds: float
+    cost: float  # seconds / a plain training step's
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _user_frame(frames: list[traceback.FrameSummary]) -> str:
+    mine = [f for f in frames if f.filename.startswith(_PROJECT + "models/")]
+    return f"{sanitize(mine[-1].filename)}:{mine[-1].lineno}: {(mine[-1].line or '').strip()}" if mine else ""
+
+
+def _finite(x: object) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in tree_leaves(x) if isinstance(t, torch.Tensor)
+               and t.is_floating_point())
+
+
+def _step(model: nn.Module, ids: torch.Tensor) -> None:
+    model.zero_grad(set_to_none=True)
+    train_loss(model(ids)).backward()
+
+
+def _timed(fn: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def anomaly(model: nn.Module, ids: torch.Tensor) -> tuple[str, str]:
+    """autograd.detect_anomaly: the backward function that returned NaN, and the forward line it recorded."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autograd.detect_anomaly():
+                _step(model, ids)
+        except RuntimeError as e:
+            forward = next((str(w.message) for w in caught if "Traceback of forward call" in str(w.message)), "")
+            frames = [ln.strip() for ln in forward.splitlines() if ln.strip().startswith('File "')]
+            mine = [m for f in frames if (m := _FRAME.search(f)) and m.group(1).startswith(_PROJECT + "models/")]
+            where = ""
+            if mine:
+                file, line = mine[-1].group(1), int(mine[-1].group(2))
+                where = f"{sanitize(file)}:{line}: {linecache.getline(file, line).strip()}"
+            return message_line(e).split(" returned")[0].replace("Function ", ""), where
+    return "nothing (no backward function returned NaN)", ""
+
+
+def hooks(model: nn.Module, ids: torch.Tensor) -> tuple[str, str]:
+    """Forward hooks on every module: the first call whose inputs were finite and whose output was not."""
+    first: list[str] = []
+    calls: dict[str, int] = {}
+
+    def watch(name: str) -> Any:
+        def hook(module: nn.Module, args: tuple, out: object) -> None:
+            calls[name] = calls.get(name, 0) + 1
+            if not first and _finite(args) and not _finite(out):
+                first.append(f"{name} (call {calls[name]})")
+        return hook
+
+    handles = [m.register_forward_hook(watch(n or "model")) for n, m in model.named_modules()]
+    try:
+        _step(model, ids)
+    finally:
+        for h in handles:
+            h.remove()
+    return (first[0], "") if first else ("nothing (every module's output was finite)", "")
+
+
+class _FirstNonFinite(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: tuple[str, str] | None = None
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if self.found is None and _finite((args, kwargs)) and not _finite(out):
+            self.found = (str(func), _user_frame(traceback.extract_stack()))
+        return out
+
+
+def dispatch(model: nn.Module, ids: torch.Tensor) -> tuple[str, str]:
+    """A TorchDispatchMode that checks every op's output: the first op with finite inputs and a non-finite
+    output, and the user's line that called it."""
+    mode = _FirstNonFinite()
+    with mode:
+        _step(model, ids)
+    return mode.found or ("nothing (every op's output was finite)", "")
+
+
+METHODS = {"detect_anomaly": anomaly, "forward hooks": hooks, "dispatch mode": dispatch}
+
+
+def locate(model: nn.Module, ids: torch.Tensor) -> list[Finding]:
+    """Every method on the same model and input, each timed, against a plain step."""
+    _step(model, ids)  # warm-up: the first step pays one-time costs
+    _, plain = _timed(lambda: _step(model, ids))
+    findings = []
+    for name, method in METHODS.items():
+        (found, where), seconds = _timed(lambda method=method: method(model, ids))
+        findings.append(Finding(name, found, where, seconds, seconds / plain))
+    return findings

@@ -1,0 +1,119 @@
+"""The debugging lab's view as plain data: the modes side by side, the tracebacks, the NaN methods, the
+comparison, the recorded hidden-state norms eager vs compiled (the UI, the CLI and the API show it; tests call it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from explorer.core import machine
+from explorer.core.fmt import count
+from explorer.core.machine import Machine
+from explorer.labs.contract import Kind, Output
+from explorer.labs.debug.lab import DebugResult
+
+MODE_COLUMNS = ("mode", "fails?", "seconds to the error", "your line it names last", "traceback frames",
+                "traceback lines", "exception: first line")
+NAN_COLUMNS = ("method", "what it names", "your line", "seconds", "x a plain step")
+OUTPUTS = (
+    Output("verdict", Kind.MARKDOWN),
+    Output("modes", Kind.TABLE, "per mode", MODE_COLUMNS),
+    Output("nan", Kind.TABLE, "where did the NaN come from (NaN bugs)", NAN_COLUMNS),
+    Output("comparison", Kind.PLOT, "against the un-bugged model", row=1),
+    Output("inspection", Kind.PLOT, "a recording hook, eager vs compiled", row=1),
+    Output("tracebacks", Kind.MARKDOWN, "the tracebacks, as printed", folded=True),
+)
+
+
+@dataclass
+class DebugView:
+    status: str
+    verdict: str
+    modes: list[list[Any]]
+    tracebacks: str  # markdown: each mode's traceback in a fenced block
+    nan: list[list[Any]]
+    comparison: go.Figure
+    inspection: go.Figure
+    report: dict[str, Any]
+
+
+def _mode_row(m: dict[str, Any]) -> list[Any]:
+    f = m["failure"]
+    if f is None:
+        return [m["mode"], "no", "—", "—", "—", "—", f"nothing raised (loss {m['loss']:.3g}, gradients "
+                f"{'finite' if m['grad_finite'] else 'NOT finite'})"]
+    return [m["mode"], "yes", f"{m['seconds']:.2f}", f"{f['where']}: {f['source']}" if f["where"] else "none",
+            f["frames"], f["lines"], f"{f['exception']}: {f['message']}"]
+
+
+def comparison_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
+    rows = report["comparison"]
+    labels = [count(c["tokens"], "token") + (" (non-ASCII)" if not c["text"].isascii() else "") for c in rows]
+    fig = go.Figure()
+    fig.add_bar(x=labels, y=[c["max_abs_diff"] for c in rows], name="max |diff|",
+                text=[f"{c['max_abs_diff']:.3g}" if c["error"] == "" else "" for c in rows],
+                hovertemplate="%{x}: max |diff| %{y:.3g}<extra></extra>")
+    raised = [(x, c["error"]) for x, c in zip(labels, rows, strict=True) if c["error"]]
+    if raised:
+        fig.add_scatter(x=[x for x, _ in raised], y=[0] * len(raised), mode="markers+text", name="raised",
+                        marker={"symbol": "x", "size": 12}, text=["raised"] * len(raised), textposition="top center",
+                        hovertext=[e for _, e in raised], hovertemplate="%{x}: %{hovertext}<extra></extra>")
+    fig.update_layout(title="Bugged vs un-bugged (same weights)", yaxis_title="max |diff| of the logits",
+                      height=height, margin={"l": 60, "r": 20, "t": 50, "b": 40}, showlegend=False)
+    return fig
+
+
+def inspection_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
+    fig = go.Figure()
+    for r in report["inspection"]:
+        label = f"{r['mode']}: {len(r['norms'])} values, {r['graphs']} graph(s), {len(r['graph_breaks'])} break(s)"
+        fig.add_scatter(y=r["norms"], mode="lines+markers", name=label)
+    name = report["inspection"][0]["module"] if report["inspection"] else ""
+    fig.update_layout(title=f"A hook on {name}: each hidden state's norm", height=height,
+                      xaxis_title="hidden state (token, for the RNN's cell)", yaxis_title="norm",
+                      margin={"l": 60, "r": 20, "t": 60, "b": 40}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def view_of(result: DebugResult) -> DebugView:
+    report = result.as_dict() | {"machine": machine.describe()}
+    blocks = [f"**{m['mode']}** ({m['failure']['lines']} lines)\n```\n{m['failure']['text']}\n```"
+              for m in report["modes"] if m["failure"]]
+    nan = [[f["method"], f["found"], f["where"] or "—", f"{f['seconds']:.3f}", f"{f['cost']:.1f}x"]
+           for f in report["nan"]]
+    g = report["graph_change"]
+    status = (f"{result.model}, {result.tokens} tokens, bug: {report['bug_what']}. Times are one run each, on "
+              f"{Machine.of(report['machine']).line()}."
+              + (f" Graph diff against the un-bugged model: {g['label']}" if g else ""))
+    return DebugView(status, f"**Verdict**: {report['verdict']}", [_mode_row(m) for m in report["modes"]],
+                     "\n\n".join(blocks) or "No mode raised.", nan, comparison_figure(report),
+                     inspection_figure(report), report)
+
+
+def format_debug(report: dict[str, Any]) -> str:
+    """The debugging lab's report as text (`debug` without --json)."""
+    m = report["machine"]
+    lines = [f"{report['model']}, {report['tokens']} tokens, bug {report['bug']}: {report['bug_what']}; "
+             f"{Machine.of(m).line()}"]
+    for mode in report["modes"]:
+        f = mode["failure"]
+        if f is None:
+            lines.append(f"{mode['mode']:<22} no error   loss {mode['loss']:.3g}, gradients "
+                         f"{'finite' if mode['grad_finite'] else 'NOT finite'}")
+            continue
+        lines.append(f"{mode['mode']:<22} FAILS after {mode['seconds']:.2f} s: {f['exception']}: {f['message']}")
+        lines.append(f"{'':<23}names {f['where'] or 'none of your lines'} {f['source']}; traceback "
+                     f"{f['frames']} frames, {f['lines']} lines")
+    for n in report["nan"]:
+        lines.append(f"NaN by {n['method']:<15} {n['found']} {n['where']}  ({n['seconds']:.3f} s, "
+                     f"{n['cost']:.1f}x a plain step)")
+    for c in report["comparison"]:
+        lines.append(f"vs un-bugged, {c['tokens']:>4} tokens: " + (f"raised {c['error']}" if c["error"] else
+                                                                  f"max |diff| {c['max_abs_diff']:.3g}"))
+    for r in report["inspection"]:
+        lines.append(f"hook on {r['module']}, {r['mode']}: {len(r['norms'])} values, {r['graphs']} graph(s), "
+                     f"{len(r['graph_breaks'])} graph break(s)")
+    lines.append(f"verdict: {report['verdict']}")
+    return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""The deployment lab: freeze a model by every route (TorchScript trace and script, torch.export, ONNX run by
+ONNX Runtime, AOTInductor), then check each artefact against eager on other lengths and another text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from explorer.core.examples import DEFAULT_TEXT
+from explorer.core.inputs import tokenize
+from explorer.core.limits import MAX_TEXT_CHARS, MAX_TOKENS
+from explorer.core.progress import Progress
+from explorer.eager.capture import capture_run
+from explorer.labs.contract import LabContext, LabSpec, Needs
+from explorer.labs.deploy.checks import DEFAULT_LENGTHS, MAX_LENGTHS, parse_lengths
+from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.results import DeployResult
+from explorer.labs.deploy.routes import ROUTES
+from explorer.labs.deploy.view import OUTPUTS, DeployOutcome, format_deploy, view_of
+from explorer.sources.contract import Subject
+from models.config import knob
+
+
+@dataclass(frozen=True)
+class DeployParams:
+    text: str = knob(DEFAULT_TEXT, "the input the model is frozen at", most=MAX_TEXT_CHARS)
+    lengths: tuple[int, ...] = knob(DEFAULT_LENGTHS, f"other lengths to check the artefacts at, 1 to {MAX_TOKENS} "
+                                    "tokens; the current input is always checked, and another text of its length",
+                                    min=1, max=MAX_TOKENS, most=MAX_LENGTHS)
+    routes: tuple[str, ...] = knob(tuple(ROUTES), "the routes to freeze by (none given: all; aot compiles C++, tens "
+                                   "of seconds)", choices=tuple(ROUTES))
+
+
+def run(subject: Subject | None, p: DeployParams, ctx: LabContext) -> Iterator[Progress | DeployOutcome]:
+    """Each route in the deployment worker, then the routes' results with the input's autograd graph."""
+    assert subject is not None, "the deployment lab needs a model"
+    lengths = parse_lengths(p.lengths)
+    capture = capture_run(subject.build(), tokenize(p.text).ids)  # milliseconds, here: the graph the routes freeze
+    for item in run_deploy(ctx.workers.deploy, subject.model, subject.config, p.text, lengths, list(p.routes),
+                           ctx.out_dir()):
+        yield item if not isinstance(item, DeployResult) else DeployOutcome(item, capture)
+
+
+SPEC = LabSpec(
+    name="deploy", title="Deployment lab", summary="freeze a model by every deployment route and check what survives",
+    intro="Deploying means freezing: a TorchScript trace or script, a `torch.export` program, an ONNX file run by "
+          "ONNX Runtime, an AOTInductor package. Each one keeps **one run's decisions**. This lab freezes **the "
+          "Playground's latest run** (its model, architecture and text) by every route, for real, then runs each "
+          "artefact on other lengths and on another text of the same length against eager: which routes work, which "
+          "fail loudly (with your line), and which run without an error and return **wrong answers**. Try the "
+          "early-exit model, then its `exit_with=cond` variant; the RNN, then `loop=scan`.",
+    button="Freeze the current model", params=DeployParams, needs=Needs.RUN, run=run, view=view_of,
+    outputs=OUTPUTS, text=format_deploy, worker=lambda w: w.deploy, queue="deploy", keeps_files=True)

@@ -1,0 +1,282 @@
+"""A person's session: the current model and config, the history of runs for the plots, the compiled side
+and each lab's latest report. Built from the eager and compile engines; the runs and views read it."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+from explorer.compile.options import CompileOptions
+from explorer.compile.protocol import JobRunner
+from explorer.compile.track import CompiledRun, CompileTrack
+from explorer.core.budget import check_architecture
+from explorer.core.errors import InputError
+from explorer.core.fmt import count
+from explorer.core.inputs import TokenizedText, tokenize
+from explorer.core.limits import HISTORY_LENGTH
+from explorer.core.progress import Progress
+from explorer.eager.capture import Capture, capture_run
+from explorer.eager.diff import GraphDiff, diff_graphs
+from explorer.eager.memory import MemoryPeaks, param_bytes
+from explorer.eager.timing import Measurement
+from explorer.serving.plan import Plan, check_capture, plan
+from explorer.serving.pool import Timed, TimingJob
+from explorer.serving.residency import Residency
+from explorer.serving.shared import CAPTURING, FIXED, Fixed, Sourced, run_key
+from explorer.serving.timings import InProcess
+from models import arch_label, build_model, make_config
+from models.config import config_dict
+
+DEFAULT_MODEL = "rnn"
+
+
+@dataclass
+class RunRecord:
+    """One point of a session's history: the figures of a run, without its graph."""
+
+    number: int
+    model: str
+    arch: str
+    tokens: int
+    nodes: int
+    forward: Measurement
+    train_step: Measurement
+    memory: MemoryPeaks | None = None
+
+
+class RunLock:
+    """One run at a time per session (two events of one tab, e.g. a restored link and the edit it causes, must
+    not both measure). A copy gets a lock of its own: Gradio deep-copies each new session's state."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def __deepcopy__(self, memo: dict) -> RunLock:
+        return RunLock()
+
+
+@dataclass(frozen=True)
+class Captured:
+    """The first stage of a run: the graph an input built (and its diff), before anything is timed."""
+
+    model: str
+    config: Any
+    arch: str
+    input: TokenizedText
+    compare: str
+    fixed: Fixed  # what the input determines, shared by every session that runs it
+    diff: GraphDiff | None
+
+    @property
+    def tokens(self) -> int:
+        return self.input.tokens
+
+    @property
+    def capture(self) -> Capture:
+        return self.fixed.capture
+
+    @property
+    def key(self) -> str:
+        return run_key(self.model, self.config, self.input.text)
+
+
+@dataclass
+class RunResult:
+    """Everything measured for one input on one architecture."""
+
+    number: int
+    model: str
+    config: Any
+    arch: str  # short label of the architecture, for plot legends
+    input: TokenizedText
+    compare: str  # the comparison input it was diffed against ("" for the previous run)
+    capture: Capture
+    forward: Measurement
+    train_step: Measurement
+    params: int
+    param_bytes: int
+    diff: GraphDiff | None
+    memory: MemoryPeaks | None = None  # the profiler's peaks (None: not profiled, over GE_MAX_RUN_S)
+    compiled: CompiledRun | None = None  # filled by Session.run_compiled (in the compile worker)
+    timing_note: str | None = None  # reused from another session, shortened, waited: said with the figures
+    node: str = ""  # the host whose core timed it
+
+    @property
+    def tokens(self) -> int:
+        return self.input.tokens
+
+    def record(self) -> RunRecord:
+        return RunRecord(self.number, self.model, self.arch, self.tokens, len(self.capture.graph.nodes),
+                         self.forward, self.train_step, self.memory)
+
+    @property
+    def notices(self) -> list[str]:
+        return [n for n in (self.input.notice,) if n]
+
+
+@dataclass
+class Session:
+    model_name: str = DEFAULT_MODEL
+    config: Any = None
+    history: deque[RunRecord] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
+    last: RunResult | None = None  # the latest run in full (its graph is the next diff's baseline)
+    labs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each lab's latest report, by lab name
+    residency: Residency | None = field(default=None, repr=False)  # the server's bound on built models, if any
+    run_lock: RunLock = field(default_factory=RunLock, repr=False)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    compile_track: CompileTrack = field(default=None, repr=False)  # type: ignore[assignment]
+    _model: nn.Module | None = field(default=None, repr=False)
+    _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
+
+    def __post_init__(self) -> None:
+        if self.config is None:
+            self.config = make_config(self.model_name)
+        self.compile_track = CompileTrack(self.id)
+
+    @property
+    def model(self) -> nn.Module:
+        model = self._model
+        if model is None:
+            model = self._model = build_model(self.model_name, self.config)
+        if self.residency is not None:
+            self.residency.touch(self)
+        return model
+
+    @property
+    def holds_model(self) -> bool:
+        """Whether the built model is in memory (an evicted one is rebuilt on the next run)."""
+        return self._model is not None
+
+    def release_model(self) -> None:
+        """Drop the built model (evicted); the next run rebuilds the same weights from the config."""
+        self._model = None
+
+    def release(self) -> None:
+        """The person left: keep only the light history records."""
+        self._model = self.last = None
+        self.labs = {}
+        self._forget()
+
+    def _forget(self) -> None:
+        if self.residency is not None:
+            self.residency.forget(self)
+
+    def configure(self, model_name: str, values: Mapping[str, Any] | None = None) -> bool:
+        """Switch model and/or architecture; on a bad value nothing changes and the error propagates.
+        Returns whether anything changed."""
+        config = make_config(model_name, values)
+        if model_name == self.model_name and config == self.config:
+            return False
+        check_architecture(model_name, config)
+        self.model_name, self.config, self._model = model_name, config, None
+        self._forget()
+        return True
+
+    def is_latest(self, text: str, compare: str | None = None) -> bool:
+        """Whether the latest run was exactly this input on the current model and config (nothing to re-run)."""
+        last = self.last
+        return (last is not None and (last.model, last.config) == (self.model_name, self.config)
+                and last.input.text == text and last.compare == (compare or ""))
+
+    def fixed(self, inp: TokenizedText) -> Fixed:
+        """What `inp` determines on the current model and config: from the server's cache, or captured now."""
+        key = run_key(self.model_name, self.config, inp.text)
+        found = FIXED.get(key)
+        if found is None:
+            with CAPTURING(key):
+                found = FIXED.get(key)  # captured by another session while this one waited
+                if found is None:
+                    model = self.model
+                    check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
+                    found = Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()),
+                                  param_bytes(model))
+                    FIXED.put(key, found)
+        return found
+
+    def capture(self, text: str, compare: str | None = None) -> Captured:
+        """A run's first stage: the graph `text` builds, diffed against `compare` if given, else against the
+        previous run (another input or another architecture). Fast: the view can draw it before the timings."""
+        inp = tokenize(text)
+        other = tokenize(compare, "comparison input") if compare and compare.strip() else None
+        fixed = self.fixed(inp)
+        capture = fixed.capture
+        diff = None
+        if other is not None:
+            before = self.fixed(other).capture.graph
+            diff = diff_graphs(before, capture.graph,
+                               f"the comparison input ({count(other.tokens, 'token')}) -> this input "
+                               f"({count(inp.tokens, 'token')})")
+        elif self.last is not None:
+            prev = self.last
+            diff = diff_graphs(prev.capture.graph, capture.graph, _change_label(prev, self, inp))
+        return Captured(self.model_name, self.config, arch_label(self.model_name, self.config), inp, compare or "",
+                        fixed, diff)
+
+    @staticmethod
+    def job(c: Captured, p: Plan) -> TimingJob:
+        """The timing of a captured run, as a job for the measurement pool; with the memory profile if the plan
+        allows one and no session has measured it yet."""
+        return TimingJob.of(c.model, config_dict(c.config), c.input.ids, p.forward_s, p.train_s, p.min_blocks,
+                            profile=p.profile and c.fixed.memory is None)
+
+    def time_run(self, c: Captured, sourced: Sourced | None = None, budget_scale: float = 1.0,
+                 note: str | None = None) -> RunResult:
+        """A run's second stage: its timings (measured here in this thread, within GE_MAX_RUN_S, if none are
+        given); the result becomes the session's latest. `note` says how they were planned."""
+        if sourced is None:
+            p = plan(c.capture)
+            note = p.note
+            job = self.job(c, p.scaled(budget_scale))
+            sourced = Sourced(next(t for t in InProcess().run(job) if isinstance(t, Timed)))
+        timed, fixed = sourced.timed, c.fixed
+        if timed.memory is not None:
+            fixed.memory = timed.memory  # deterministic: every session running this input shares it
+        result = RunResult(
+            number=next(self._counter), model=c.model, config=c.config, arch=c.arch, input=c.input,
+            compare=c.compare, capture=c.capture, forward=timed.forward, train_step=timed.train_step,
+            params=fixed.params, param_bytes=fixed.param_bytes, diff=c.diff, memory=fixed.memory,
+            timing_note=" ".join(filter(None, [note, sourced.label()])) or None, node=timed.node,
+        )
+        self.last = result
+        self.history.append(result.record())
+        return result
+
+    def run(self, text: str, compare: str | None = None, budget_scale: float = 1.0) -> RunResult:
+        """Capture the graph and time forward and train step for `text` (both stages), in this thread."""
+        return self.time_run(self.capture(text, compare), budget_scale=budget_scale)
+
+    def run_compiled(self, service: JobRunner, options: CompileOptions,
+                     result: RunResult | None = None) -> Iterator[Progress | CompiledRun]:
+        """Compile and time the run's input (default: the latest run) in the compile worker."""
+        result = result or self.last
+        if result is None:
+            raise InputError("Run an input first; the compiled view compiles that input.")
+        tokens = [result.input.ids[0].tolist()]
+        for item in self.compile_track.run(service, result.model, config_dict(result.config), result.arch,
+                                           options, tokens):
+            if isinstance(item, CompiledRun):
+                result.compiled = item
+            yield item
+
+
+def _change_label(prev: RunResult, session: Session, inp: TokenizedText) -> str:
+    if prev.model != session.model_name:
+        return f"previous model ({prev.model}) -> {session.model_name}"
+    if prev.config != session.config:
+        before, after = config_dict(prev.config), config_dict(session.config)
+        changed = ", ".join(f"{k} {before[k]}->{after[k]}" for k in after if before[k] != after[k])
+        return f"architecture change ({changed})"
+    return f"previous input ({count(prev.tokens, 'token')}) -> this input ({count(inp.tokens, 'token')})"

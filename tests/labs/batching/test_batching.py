@@ -1,0 +1,158 @@
+"""The batching lab on real models: exact waste and FLOPs, agreement with the loop, honest failures."""
+
+import pytest
+import torch
+
+from explorer.compile.worker import CompileService
+from explorer.core.batches import DISTRIBUTIONS, batch_from_lines, generate_batch, generate_lengths
+from explorer.core.errors import InputError
+from explorer.core.limits import MAX_BATCH, MAX_TOKENS
+from explorer.eager.timing import Measurement
+from explorer.labs.batching.compiled import compile_strategy
+from explorer.labs.batching.results import CompiledStrategy
+from explorer.labs.batching.runner import compile_lab, run_lab
+from explorer.runs.session import Session
+from models import build_model, make_config
+
+FAST = 0.05  # budget scale: these tests check figures, not timings
+
+
+def _model(name, **values):
+    return build_model(name, make_config(name, values))
+
+
+def test_waste_and_flops_are_exact_for_a_known_batch():
+    # One tanh RNN layer, embed E=4, hidden H=8, 4 classes; sentences of 2 and 5 tokens.
+    # A step costs 2*E*H + 2*H*H FLOPs per row (two matmuls), the head 2*H*C per row.
+    E, H, C = 4, 8, 4
+    model = _model("rnn", cell="rnn", layers=1, hidden=H, embed=E, bidirectional=False)
+    lab = run_lab(model, ["ab", "abcde"], bucket_width=2, budget_scale=FAST)
+    step, head = 2 * E * H + 2 * H * H, 2 * H * C
+    useful = 7 * step + 2 * head
+    pad, bucket, pack, loop = (lab.strategy(n) for n in ("pad", "bucket", "pack", "loop"))
+    assert loop.flops_total == useful and loop.padding_fraction == 0 and loop.distinct_shapes == 2
+    assert pad.flops_total == 2 * 5 * step + 2 * head  # both rows run 5 steps
+    assert pad.flops_useful == useful and pad.padding_fraction == pytest.approx(3 / 10)
+    assert pad.distinct_shapes == 1
+    assert bucket.padding_fraction == 0 and bucket.distinct_shapes == 2 and bucket.flops_total == useful
+    assert pack.padding_fraction == 0 and pack.flops_total == useful
+    assert lab.as_dict()["tokens"] == 7
+
+
+@pytest.mark.parametrize("name, values", [
+    ("rnn", {"cell": "gru", "bidirectional": True}),
+    ("rnn", {"cell": "lstm", "layers": 2, "hidden": 16}),
+    ("transformer", {"norm": "post", "attention": "sdpa"}),
+    ("transformer", {"attention": "math"}),
+])
+def test_padded_strategies_agree_with_the_loop(name, values):
+    lab = run_lab(_model(name, **values), generate_batch(10, "zipf", 3, 80, seed=2), bucket_width=16,
+                  budget_scale=FAST)
+    ran = [s for s in lab.strategies if s.supported]
+    assert {s.name for s in ran} >= {"pad", "bucket", "loop"} | ({"pack"} if name == "rnn" else set())
+    for s in ran:
+        assert s.agrees, (s.name, s.max_abs_diff)
+        assert s.forward.median_ms > 0 and s.peak_bytes > 0
+        if s.name != "nested":  # jagged: forward only (tested below)
+            assert s.train_step.median_ms > 0 and s.flops_useful <= s.flops_total
+    assert "disagrees" not in lab.verdict()
+
+
+def test_early_exit_batch_disagrees_with_the_loop_and_is_flagged():
+    # The whole batch exits when its least confident sentence is sure: per-sentence depths differ.
+    lab = run_lab(_model("early_exit"), generate_batch(16, "zipf", 5, 120, seed=1), budget_scale=FAST)
+    assert lab.strategy("pad").agrees is False and lab.strategy("pad").max_abs_diff > 1e-2
+    assert "disagrees with the loop" in lab.verdict()
+    report = lab.as_dict()["strategies"]
+    assert next(s for s in report if s["name"] == "pad")["agrees"] is False
+
+
+def test_tree_has_no_padded_form_and_nested_reports_the_failing_op():
+    lab = run_lab(_model("tree"), ["(a b) c.", "one two three four"], budget_scale=FAST)
+    assert [s.name for s in lab.strategies if s.supported] == ["loop"]
+    assert "own structure" in lab.strategy("pad").note
+    for name in ("transformer", "rnn", "early_exit", "tree"):
+        nested = run_lab(_model(name), ["hello there", "hi"], budget_scale=FAST).strategy("nested")
+        # A real attempt: the note names the line of model code and torch's error, instead of a crash.
+        assert not nested.supported and "jagged tensors fail at models/" in nested.note, nested.note
+        assert nested.as_dict()["forward_ms"] is None
+
+
+def test_generated_lengths_follow_their_distribution_within_bounds():
+    for dist in DISTRIBUTIONS:
+        lengths = generate_lengths(200, dist, 5, 300, seed=3)
+        assert len(lengths) == 200 and min(lengths) >= 5 and max(lengths) <= 300
+        assert lengths == generate_lengths(200, dist, 5, 300, seed=3)  # deterministic
+    zipf = sorted(generate_lengths(200, "zipf", 5, 300, seed=3))
+    assert zipf[100] < 20 and zipf[-1] > 100  # many short, a long tail
+    texts = generate_batch(20, "uniform", 5, 40, seed=0)
+    assert [len(t.encode()) for t in texts] == generate_lengths(20, "uniform", 5, 40, seed=0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: generate_lengths(0, "zipf", 5, 300), "batch size"),
+    (lambda: generate_lengths(MAX_BATCH + 1, "zipf", 5, 300), "batch size"),
+    (lambda: generate_lengths(4, "zipf", 10, 5), "lengths must satisfy"),
+    (lambda: generate_lengths(4, "zipf", 5, MAX_TOKENS + 1), "lengths must satisfy"),
+    (lambda: generate_lengths(4, "normal", 5, 10), "distribution must be one of"),
+    (lambda: batch_from_lines("  \n\n "), "one sentence per line"),
+    (lambda: batch_from_lines("x\n" * (MAX_BATCH + 1)), f"at most {MAX_BATCH}"),
+    (lambda: run_lab(_model("rnn"), ["ab"], bucket_width=0), "bucket width"),
+    (lambda: run_lab(_model("rnn"), []), "the batch is empty"),
+])
+def test_bad_batches_are_refused_with_a_message(call, message):
+    with pytest.raises(InputError, match=message):
+        call()
+
+
+@pytest.mark.slow
+def test_compiled_strategy_matches_eager_and_counts_its_compiles():
+    model = _model("transformer", layers=1, width=32)
+    texts = generate_batch(8, "zipf", 3, 60, seed=1)
+    result = compile_strategy(model, texts, "bucket", 8, "aot_eager", budget_scale=FAST)
+    assert result.error is None and result.fallback is None, result
+    assert result.max_abs_diff < 1e-4 and result.forward.median_ms > 0 and result.train_step.median_ms > 0
+    assert result.compiles >= 2  # forward and train step compile separately (grad mode is guarded)
+    torch._dynamo.reset()
+
+
+@pytest.mark.slow
+def test_compile_lab_runs_each_strategy_in_the_worker():
+    service = CompileService(timeout_s=120)
+    try:
+        session = Session()
+        session.configure("rnn", {"hidden": 16, "embed": 8})
+        *_, run = session.run_lab(generate_batch(3, "uniform", 3, 12, seed=0), 4, budget_scale=FAST)
+        lab = run.result
+        phases = [p.phase for p in compile_lab(service, run, "aot_eager", budget_scale=FAST)]
+        assert phases and all(", aot_eager: " in p for p in phases)
+        assert any("compiling the forward" in p for p in phases) or any("starting" in p for p in phases)
+        for s in lab.strategies:
+            assert (s.compiled is not None) == s.supported
+        pack = lab.strategy("pack").compiled
+        # Dynamo refuses to trace pack_padded_sequence: the recurrent part runs eagerly, and we say so.
+        assert any("pack_padded_sequence" in b for b in pack.graph_breaks), pack
+        pad = lab.strategy("pad").compiled
+        assert pad.forward is not None and pad.eager_forward is not None  # both timed in the worker, back to back
+        assert pad.speedup == pytest.approx(pad.eager_forward.median_ms / pad.forward.median_ms)
+        assert lab.as_dict()["strategies"][0]["compiled"]["speedup"] is not None
+    finally:
+        service.stop()
+
+
+def test_nested_jagged_tensors_run_the_sdpa_transformer_forward_and_say_why_not_training():
+    lab = run_lab(_model("transformer", attention="sdpa"), generate_batch(6, "zipf", 3, 40, seed=4),
+                  budget_scale=FAST)
+    nested = lab.strategy("nested")
+    assert nested.supported and nested.agrees and nested.padding_fraction == 0
+    assert nested.forward.median_ms > 0 and nested.distinct_shapes == 1  # one jagged batch, whatever the lengths
+    # Measured, not assumed: torch 2.13 cannot run this backward on a jagged batch, nor count its FLOPs.
+    assert nested.train_step is None and "forward only: the train step fails" in nested.note
+    assert nested.flops_total is None and "FLOPs not counted" in nested.note
+    assert nested.as_dict()["train_step_ms"] is None
+
+
+def test_a_strategy_that_ran_no_compiled_code_has_no_speedup():
+    m = Measurement("x", 1.0, 0.1, 0.9, 1.2, 5, 10, 1)
+    assert CompiledStrategy("eager", forward=m, eager_forward=m).speedup == 1.0
+    assert CompiledStrategy("eager", forward=m, eager_forward=m, fallback="recompile limit (8) hit").speedup is None

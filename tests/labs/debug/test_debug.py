@@ -1,0 +1,121 @@
+"""The debugging lab's mechanisms on the real models: each bug fails (or not) as documented in each mode, the
+line named is the injected one (derived from models/bugs.py, not typed), the NaN methods name what they name on
+this machine, the comparison catches the silent bugs, and the hook is measured under compile."""
+
+import math
+import sysconfig
+
+import pytest
+
+from explorer.compile.protocol import WorkerContext
+from explorer.compile.worker import CompileService
+from explorer.core.errors import InputError
+from explorer.labs.debug.compare import compare, graph_change
+from explorer.labs.debug.failure import _PROJECT, sanitize
+from explorer.labs.debug.inspect import InspectJob, compared, record
+from explorer.labs.debug.lab import DebugResult, run_debug
+from explorer.labs.debug.modes import DebugJob, bugged, eager, traced
+from explorer.labs.debug.nan import locate
+from models import make_config
+from models.bugs import BUGS, SHAPE_BUG_TOKENS
+from models.tokenizer import encode, to_ids
+from tests.helpers import source_line
+
+LONG = "The cat sat on the mat, and then it slept."  # 42 tokens: past the shape bug's threshold
+SHORT = "Hi there."
+
+
+def _bug_line(bug: str) -> str:
+    return source_line("models/bugs.py", BUGS[bug].marker)
+
+
+@pytest.mark.parametrize("model", ["rnn", "transformer", "early_exit", "tree"])
+def test_the_shape_bug_fails_eagerly_on_long_inputs_only_naming_its_line(model):
+    long = eager(model, {}, "shape", to_ids(LONG))
+    assert long.failed and long.failure.exception == "RuntimeError" and "is invalid for input of size" in \
+        long.failure.message
+    assert long.failure.where == _bug_line("shape")
+    assert "/work/" not in long.failure.text and "site-packages" not in long.failure.text  # no machine paths
+    assert len(SHORT.encode()) <= SHAPE_BUG_TOKENS and not eager(model, {}, "shape", to_ids(SHORT)).failed
+
+
+def test_compiled_the_same_bug_names_the_line_after_a_much_longer_traceback():
+    first = eager("rnn", {}, "shape", to_ids(LONG)).failure
+    compiled = DebugJob("rnn", {}, "shape", encode(LONG), "eager").run(WorkerContext(lambda _: None))
+    assert compiled.failed and compiled.mode == "compiled (eager)"
+    assert compiled.failure.exception == "TorchRuntimeError" and compiled.failure.where == first.where
+    assert compiled.failure.lines > 3 * first.lines
+
+
+def test_a_trace_reports_an_unrelated_cause_for_the_rnn():
+    t = traced("rnn", {}, "shape", to_ids(LONG))
+    assert t.failed and "Expected 8 elements in a list but found 42" in t.failure.message
+    assert t.failure.where == ""  # none of the user's lines
+
+
+def test_nan_bugs_raise_nothing_and_show_only_in_the_numbers():
+    fwd = eager("rnn", {}, "nan_forward", to_ids(LONG))
+    assert not fwd.failed and math.isnan(fwd.loss) and fwd.grad_finite is False
+    bwd = eager("rnn", {}, "nan_backward", to_ids(LONG))
+    assert not bwd.failed and math.isfinite(bwd.loss) and bwd.grad_finite is False
+
+
+def test_the_nan_methods_name_what_they_name_here():
+    fwd = {f.method: f for f in locate(bugged("rnn", {}, "nan_forward"), to_ids(LONG))}
+    assert fwd["forward hooks"].found == "embed (call 1)"  # the first module with finite inputs, NaN output
+    assert fwd["dispatch mode"].found == "aten.log.default"
+    assert fwd["dispatch mode"].where.startswith(_bug_line("nan_forward"))  # the exact line: only this method
+    assert not fwd["detect_anomaly"].where.startswith(_bug_line("nan_forward"))  # it names the loss's backward
+    bwd = {f.method: f for f in locate(bugged("rnn", {}, "nan_backward"), to_ids(LONG))}
+    assert bwd["detect_anomaly"].where.startswith(_bug_line("nan_backward"))  # in backward: anomaly mode's case
+    assert bwd["forward hooks"].found.startswith("nothing")
+    assert all(f.seconds > 0 and f.cost > 0 for f in [*fwd.values(), *bwd.values()])
+
+
+def test_the_comparison_catches_the_silent_bugs():
+    silent = compare("transformer", {}, "silent", [LONG, "abc"])
+    assert all(c.max_abs_diff > 1e-4 for c in silent)
+    branch = compare("transformer", {}, "branch", [LONG, "naïve café"])
+    assert branch[0].max_abs_diff == 0 and branch[1].max_abs_diff > 1e-4  # only the non-ASCII input goes wrong
+    change = graph_change("transformer", {}, "silent", LONG)
+    assert change.nodes_bugged > change.nodes_clean and change.added > 0  # the mask's ops are in the graph
+
+
+def test_a_recording_hook_breaks_the_compiled_graph_and_still_sees_every_step():
+    tokens = encode(LONG)
+    eager_rec = record("rnn", {}, tokens)
+    assert eager_rec.calls == len(tokens) and len(eager_rec.norms) == len(tokens)  # one per token
+    rec = compared(eager_rec, InspectJob("rnn", {}, tokens, "eager").run(WorkerContext(lambda _: None)))
+    assert rec.graph_breaks and any("tolist" in b for b in rec.graph_breaks)
+    assert rec.max_abs_diff_vs_eager is not None and rec.max_abs_diff_vs_eager < 1e-5
+
+
+@pytest.mark.slow
+def test_the_lab_through_the_compile_worker(tmp_path):
+    service = CompileService(timeout_s=120)
+    try:
+        items = list(run_debug(service, "rnn", make_config("rnn"), "shape", LONG, ["eager", "compiled (eager)"]))
+    finally:
+        service.stop()
+    result = items[-1]
+    assert isinstance(result, DebugResult)
+    eager_mode, compiled = result.modes
+    assert eager_mode.failed and compiled.failed and compiled.failure.where == eager_mode.failure.where
+    assert "eager names models/bugs.py" in result.verdict() and "names the same line" in result.verdict()
+
+
+def test_bad_choices_are_refused_before_any_work():
+    service = CompileService(timeout_s=30)
+    with pytest.raises(InputError, match="unknown bug"):
+        list(run_debug(service, "rnn", make_config("rnn"), "typo", LONG, ["eager"]))
+    with pytest.raises(InputError, match="unknown mode"):
+        list(run_debug(service, "rnn", make_config("rnn"), "shape", LONG, ["jit"]))
+    assert service.pid is None
+
+
+def test_no_path_of_this_machine_survives_in_a_traceback():
+    stdlib = sysconfig.get_paths()["stdlib"]
+    text = (f'File "{stdlib}/multiprocessing/connection.py", line 3\nFile "{_PROJECT}.venv/lib/python3.11/'
+            f'site-packages/torch/nn/modules/module.py", line 9\nFile "{_PROJECT}models/bugs.py", line 19')
+    assert sanitize(text) == ('File "<python>/multiprocessing/connection.py", line 3\nFile '
+                              '"torch/nn/modules/module.py", line 9\nFile "models/bugs.py", line 19')

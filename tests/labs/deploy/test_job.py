@@ -1,0 +1,48 @@
+"""The deployment lab through its worker: routes in order, artefacts copied out, a hung route timed out and the
+worker replaced, bad input refused before any work."""
+
+from pathlib import Path
+
+import pytest
+
+from explorer.compile.worker import CompileService
+from explorer.core.errors import InputError
+from explorer.core.progress import Progress
+from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.results import LOUD, WORKS, DeployResult
+from models import make_config
+
+TEXT = "The cat sat on the mat."
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_route_past_its_timeout_is_reported_and_the_next_runs_in_a_new_worker(tmp_path):
+    service = CompileService(timeout_s=1, name="deployment", advice="Leave out the slow route.")
+    items = []
+    try:
+        for item in run_deploy(service, "transformer", make_config("transformer"), TEXT, [5],
+                               ["onnx", "jit.trace"], str(tmp_path)):
+            items.append(item)
+            # The second route must not time out on a loaded machine: its first progress message comes at most
+            # 0.5 s into it, before the 1 s limit; from then on, a generous limit (read on every poll).
+            if isinstance(item, Progress) and item.phase.startswith("Route 2/2"):
+                service.timeout_s = 120
+    finally:
+        service.stop()
+    assert any(isinstance(i, Progress) and i.phase.startswith("Route 1/2, onnx:") for i in items)  # progress per route
+    result = items[-1]
+    assert isinstance(result, DeployResult)
+    onnx, trace = result.routes
+    assert onnx.outcome == LOUD and "deployment timed out after 1 s" in onnx.error and "slow route" in onnx.error
+    assert trace.outcome == WORKS
+    assert Path(trace.artefact).parent == tmp_path and Path(trace.artefact).stat().st_size == trace.artefact_bytes
+
+
+def test_bad_input_is_refused_before_the_worker_starts(tmp_path):
+    service = CompileService(timeout_s=30)
+    with pytest.raises(InputError, match="unknown route"):
+        list(run_deploy(service, "rnn", make_config("rnn"), TEXT, [5], ["jit.freeze"], str(tmp_path)))
+    with pytest.raises(InputError, match="empty"):
+        list(run_deploy(service, "rnn", make_config("rnn"), "", [5], ["jit.trace"], str(tmp_path)))
+    assert service.pid is None

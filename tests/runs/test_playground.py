@@ -1,0 +1,31 @@
+"""A Playground run as the application orchestrates it, before any view: typed results in order, real models."""
+
+from explorer.core.progress import Progress
+from explorer.runs.playground import Planned, update
+from explorer.runs.session import RunResult, Session
+
+
+def test_a_run_yields_its_graph_first_then_its_timed_result():
+    session = Session()
+    steps = list(update(session, "tree", "(a b) c", "", {"hidden": 8}))
+    planned = next(s for s in steps if isinstance(s, Planned))
+    result = steps[-1]
+    assert steps.index(planned) < len(steps) - 1 and isinstance(result, RunResult)
+    assert planned.captured.capture is result.capture and result.forward.runs > 0
+    assert session.last is result and session.history[-1].number == result.number
+
+
+def test_an_unchanged_input_and_an_empty_box_are_said_not_run():
+    session = Session()
+    list(update(session, "rnn", "hello", "", {}))
+    again = list(update(session, "rnn", "hello", "", {}))
+    assert len(again) == 1 and isinstance(again[0], Progress) and again[0].phase.startswith("Nothing changed")
+    empty = list(update(session, "rnn", "", "", {}))
+    assert isinstance(empty[0], Progress) and empty[0].phase.startswith("**Not run**") and session.last.input.text == "hello"
+
+
+def test_another_architecture_runs_again_and_is_diffed_against_the_previous_run():
+    session = Session()
+    list(update(session, "rnn", "hello", "", {}))
+    *_, result = update(session, "rnn", "hello", "", {"layers": 2})
+    assert isinstance(result, RunResult) and result.diff is not None and "layers 1->2" in result.diff.label
