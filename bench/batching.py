@@ -16,8 +16,8 @@ from explorer.core import machine
 from explorer.core.batches import generate_batch
 from explorer.core.fmt import format_bytes, format_flops
 from explorer.eager.memory import warm_profiler
-from explorer.labs.batching.runner import compile_lab
-from explorer.runs.session import Session
+from explorer.labs.batching.runner import compile_lab, eager_lab
+from explorer.sources.registry import subject
 
 MODELS = ("rnn", "transformer")
 BACKENDS = ("inductor", "aot_eager")
@@ -81,9 +81,7 @@ def main() -> None:
     try:
         for name in models:
             start = time.perf_counter()
-            session = Session()
-            session.configure(name)
-            *_, run = session.run_lab(texts, 32)
+            *_, run = eager_lab(subject(name), texts, 32)
             eager_s = time.perf_counter() - start
             report = run.report()
             compiled = {}

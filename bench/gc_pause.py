@@ -1,7 +1,7 @@
 """What Python's cycle collector costs the app's processes, with and without their start-up objects frozen.
 
 `python -m bench.gc_pause [--runs 7]` starts a fresh interpreter per process kind (a measurement process: the
-pool's imports; the server: `import app`), counts the objects the collector tracks, and times a full
+pool's imports; the server: `import explorer.ui.app`), counts the objects the collector tracks, and times a full
 collection, then the memory profile of one run (`measure_peaks`, which ends with a collection), first as
 start-up leaves them and then after `freeze_startup_objects()`. Appends to bench/RESULTS-gc.md.
 """
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
-IMPORTS = {"measurement process": ("explorer.compile.worker", "explorer.serving.pool"), "server": ("app",)}
+IMPORTS = {"measurement process": ("explorer.compile.worker", "explorer.serving.pool"), "server": ("explorer.ui.app",)}
 PROFILED = ("rnn", {"cell": "gru", "hidden": 64}, 85)  # model, config, tokens: a typical student's input
 
 

@@ -10,15 +10,22 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from explorer.compile.protocol import Workers
+from explorer.claims.board import ClaimBoard
+from explorer.compile.options import CompileOptions
+from explorer.compile.protocol import CompileFailure, Workers
 from explorer.core.errors import InputError
+from explorer.core.inputs import empty_message
 from explorer.core.progress import Progress
 from explorer.labs.contract import LabContext, LabSpec, Needs
 from explorer.labs.ddp.job import ddp_service
 from explorer.labs.deploy.job import deploy_service
-from explorer.serving.placement import compile_service
+from explorer.runs.session import Session
+from explorer.serving.placement import compile_service, measure_pool
 from explorer.sources.contract import Subject
 from explorer.sources.registry import subject
+from explorer.views.claims import claim_update
+from explorer.views.compiled import compiled_update
+from explorer.views.playground import GraphFirst, update
 from models.config import Knob
 
 MAX_CONFIG_CHARS = 10_000  # a config is a handful of fields: a longer JSON text is not one
@@ -140,3 +147,34 @@ def endpoint(spec: LabSpec, context: Callable[[], LabContext]) -> Callable[..., 
     call.__signature__ = signature  # type: ignore[attr-defined]
     call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": dict}
     return call
+
+
+def inspect_run(model: str, config_json: str, text: str, compare: str = "", backend: str = "",
+                dynamic: str = "auto", mark_dynamic: bool = False, fullgraph: bool = False) -> dict[str, Any]:
+    """Run `text` on `model` with a JSON object of config values; returns the run's report (timed anew, never
+    reused from another session). With a `backend` (inductor, aot_eager, eager) the report gains `compiled`
+    and `timeline`."""
+    values = config_values(config_json)
+    if text == "":  # the UI's empty box is a pause; here there is no previous run to keep
+        raise InputError(empty_message())
+    options = CompileOptions(backend, dynamic, mark_dynamic, fullgraph) if backend else None  # checked up front
+    session = Session()
+    try:
+        view = final(update(session, model, text, compare, values, measure_pool(), fresh=True))
+        if isinstance(view, GraphFirst):  # captured, but too long to time within GE_MAX_RUN_S
+            raise InputError(view.status)
+        if options is None:
+            return view.report
+        return final(compiled_update(session, compile_service(session.id), options)).report
+    except CompileFailure as e:
+        raise InputError(str(e)) from None
+
+
+def claim(board: ClaimBoard, claim: str, again: bool = False) -> dict[str, Any]:
+    """Run one claim's experiment (or return the `board`'s recent result of it); returns its report.
+
+    claim: one of shape, padding, rebuild, debugging, speed, overhead, deploying, distributed.
+    again: measure anew even if this server measured it lately."""
+    if not isinstance(again, bool):
+        raise InputError(f"again must be true or false; got {type(again).__name__}")
+    return final(claim_update(board, workers(), claim, again)).report

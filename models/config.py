@@ -78,7 +78,8 @@ def knobs(config_cls: type) -> list[Knob]:
         if kind == "text" and meta.get("choices"):
             kind = "choice"
         out.append(Knob(name=f.name, type=kind, default=f.default, help=meta["help"],
-                        **{k: meta.get(k) for k in ("min", "max", "choices", "step", "most", "flag", "switch", "titles")},
+                        **{k: meta.get(k) for k in ("min", "max", "choices", "step", "most", "flag", "switch",
+                                                    "titles")},
                         file=bool(meta.get("file"))))
     return out
 

@@ -7,7 +7,9 @@ import sys
 import pytest
 
 from explorer.cli import main
-from explorer.views.tables import format_ddp, format_debug, format_deploy
+from explorer.labs.ddp.view import format_ddp
+from explorer.labs.debug.view import format_debug
+from explorer.labs.deploy.view import format_deploy
 
 REQUIRED_KEYS = [
     "model", "config", "tokens", "params", "graph.nodes", "graph.edges", "eager.forward.median_ms",

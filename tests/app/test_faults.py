@@ -11,7 +11,7 @@ import time
 import gradio as gr
 import pytest
 
-import app
+from explorer import server
 from explorer.compile import options as compile_options
 from explorer.compile.jobs import PlaygroundJob
 from explorer.compile.options import CompileOptions
@@ -21,21 +21,21 @@ from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.machine import OTHER_CORES
 from explorer.core.progress import Progress
-from explorer.labs.batching.runner import compile_lab
+from explorer.labs.batching.runner import compile_lab, eager_lab
 from explorer.runs.session import Session
-from explorer.views.playground import control_specs
+from explorer.sources.registry import subject
+from explorer.ui.stream import streamed
+from explorer.views.playground import update
 from models.rnn import UnrolledRNN
 from models.tokenizer import encode
 
 pytestmark = pytest.mark.slow
 
 
-class _Request:
-    session_hash = "test-tab"
-
-
-def _defaults():
-    return [k.default for _, k in control_specs()]
+def _run(session, text):
+    """The Playground's run as the page streams it (explorer/ui/playground.py): a failure is one toast line."""
+    return list(streamed(update(session, "rnn", text, "", {}), lambda view: {}, "status", None,
+                         "Cannot run this input", toast=True))
 
 
 def _job(service, length=8, model="transformer", config=None):
@@ -78,7 +78,7 @@ def test_a_hung_compile_times_out_in_the_lab_and_the_other_strategies_still_run(
     svc = CompileService(timeout_s=10)
     try:
         texts = ["x" * 400, "short"]  # pad: dynamo traces a 400-step unroll, far past 10 s; pack: a few s
-        *_, run = Session().run_lab(texts, 32, budget_scale=0.05)
+        *_, run = eager_lab(subject("rnn"), texts, 32, budget_scale=0.05)
         lab = run.result
         list(compile_lab(svc, run, "eager"))
         pad = lab.strategy("pad").compiled
@@ -95,7 +95,7 @@ def test_no_cxx_compiler_offers_aot_eager(monkeypatch):
     svc = CompileService()
     with pytest.raises(InputError, match=r"needs a C\+\+ compiler.*aot_eager"):
         list(CompileTrack("c").run(svc, "rnn", {}, "rnn", CompileOptions("inductor"), [encode("ab")]))
-    *_, lab = Session().run_lab(["ab", "abc"], 32, budget_scale=0.05)
+    *_, lab = eager_lab(subject("rnn"), ["ab", "abc"], 32, budget_scale=0.05)
     with pytest.raises(InputError, match="aot_eager"):
         list(compile_lab(svc, lab, "inductor"))
     assert not svc.alive  # refused before any worker started
@@ -104,7 +104,8 @@ def test_no_cxx_compiler_offers_aot_eager(monkeypatch):
 def test_an_exception_inside_a_model_is_a_message_and_the_session_survives(monkeypatch):
     session = Session()
     session.configure("rnn", {})
-    list(app.run_playground(_Request(), session, "rnn", "fine", "", *_defaults()))
+    server.RESIDENCY.attach("test-tab", session)
+    _run(session, "fine")
     assert len(session.history) == 1
 
     def broken(self, ids, lengths=None):
@@ -113,9 +114,9 @@ def test_an_exception_inside_a_model_is_a_message_and_the_session_survives(monke
     monkeypatch.setattr(UnrolledRNN, "forward", broken)
     session.release_model()
     with pytest.raises(gr.Error, match="failed inside the model"):
-        list(app.run_playground(_Request(), session, "rnn", "boom", "", *_defaults()))
+        _run(session, "boom")
     monkeypatch.undo()
     session.release_model()
-    list(app.run_playground(_Request(), session, "rnn", "fine again", "", *_defaults()))
+    _run(session, "fine again")
     assert [r.tokens for r in session.history] == [4, 10]
-    assert app.RESIDENCY.close("test-tab") and session.last is None  # the tab closed: its model is freed
+    assert server.RESIDENCY.close("test-tab") and session.last is None  # the tab closed: its model is freed

@@ -10,5 +10,6 @@ def test_error_bars_never_reach_below_zero():
 
 def test_counts_get_whole_ticks_and_long_titles_wrap_between_words():
     assert whole_ticks(3)["dtick"] == 1 and whole_ticks(600)["dtick"] == 100
-    lines = wrapped("every strategy timed on the same batch of sentences", 20).split("<br>")
-    assert all(len(line) <= 20 for line in lines) and " ".join(lines) == "every strategy timed on the same batch of sentences"
+    title = "every strategy timed on the same batch of sentences"
+    lines = wrapped(title, 20).split("<br>")
+    assert all(len(line) <= 20 for line in lines) and " ".join(lines) == title

@@ -21,7 +21,8 @@ def test_an_unchanged_input_and_an_empty_box_are_said_not_run():
     again = list(update(session, "rnn", "hello", "", {}))
     assert len(again) == 1 and isinstance(again[0], Progress) and again[0].phase.startswith("Nothing changed")
     empty = list(update(session, "rnn", "", "", {}))
-    assert isinstance(empty[0], Progress) and empty[0].phase.startswith("**Not run**") and session.last.input.text == "hello"
+    assert isinstance(empty[0], Progress) and empty[0].phase.startswith("**Not run**")
+    assert session.last.input.text == "hello"
 
 
 def test_another_architecture_runs_again_and_is_diffed_against_the_previous_run():

@@ -3,6 +3,7 @@ each one compiled as a job in the compile worker."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 import torch
@@ -20,6 +21,7 @@ from explorer.labs.batching.compiled import BatchJob
 from explorer.labs.batching.results import CompiledStrategy, LabResult, LabRun, StrategyResult
 from explorer.labs.batching.strategies import STRATEGIES, Unsupported, prepare
 from explorer.labs.batching.timed import timed
+from explorer.sources.contract import Subject
 from models.config import config_dict
 
 
@@ -71,6 +73,18 @@ def iter_lab(model: nn.Module, texts: list[str], bucket_width: int = 32,
         res.peak_bytes = mem.peak()
         by_name[name] = res
     yield LabResult([len(s) for s in seqs], [by_name[k] for k in STRATEGIES])
+
+
+def eager_lab(subject: Subject, texts: list[str], bucket_width: int = 32,
+              budget_scale: float = 1.0) -> Iterator[Progress | LabRun]:
+    """The lab run on `subject`'s model, here in this thread: progress per strategy, then the run."""
+    start = time.monotonic()
+    for item in iter_lab(subject.build(), texts, bucket_width, budget_scale):
+        if isinstance(item, LabResult):
+            yield LabRun(texts, bucket_width, item, subject.model, subject.config)
+        else:
+            elapsed = time.monotonic() - start
+            yield Progress(elapsed, f"Eager: timing *{item.phase}* ({elapsed:.1f} s)…")
 
 
 def run_lab(model: nn.Module, texts: list[str], bucket_width: int = 32, budget_scale: float = 1.0) -> LabResult:

@@ -3,7 +3,6 @@ against the per-sample loop, timed (eagerly, and compiled if asked), counted and
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
@@ -11,8 +10,8 @@ from explorer.compile.options import BACKENDS
 from explorer.core.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
 from explorer.core.limits import MAX_BATCH, MAX_TEXT_CHARS, MAX_TOKENS
 from explorer.core.progress import Progress
-from explorer.labs.batching.results import LabResult, LabRun
-from explorer.labs.batching.runner import compile_lab, iter_lab
+from explorer.labs.batching.results import LabRun
+from explorer.labs.batching.runner import compile_lab, eager_lab
 from explorer.labs.batching.view import OUTPUTS, BatchOutcome, format_lab, view_of
 from explorer.labs.contract import LabContext, LabSpec, Needs
 from explorer.serving.queueing import Turn, queued
@@ -48,18 +47,16 @@ def run(subject: Subject | None, p: BatchParams, ctx: LabContext) -> Iterator[Pr
     compiled in the compile worker: progress, the eager outcome, then the compiled one."""
     assert subject is not None, "the batching lab needs a model"
     texts = texts_of(p)
-    model = subject.build()
 
     def work(turn: Turn) -> Generator[Progress, None, tuple[LabRun, str | None]]:
-        start, result = time.monotonic(), None
-        for item in iter_lab(model, texts, p.bucket_width, budget_scale=turn.budget_scale):
-            if isinstance(item, LabResult):
-                result = item
+        lab_run = None
+        for item in eager_lab(subject, texts, p.bucket_width, turn.budget_scale):
+            if isinstance(item, LabRun):
+                lab_run = item
             else:
-                yield Progress(time.monotonic() - start, f"Eager: timing *{item.phase}* "
-                                                         f"({time.monotonic() - start:.1f} s)…")
-        assert result is not None
-        return LabRun(texts, p.bucket_width, result, subject.model, subject.config), turn.notice()
+                yield item
+        assert lab_run is not None
+        return lab_run, turn.notice()
 
     lab_run, notice = yield from queued(work)  # the figures are drawn after the turn, off the measuring core's time
     yield BatchOutcome(lab_run, notice)

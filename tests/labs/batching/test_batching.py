@@ -10,8 +10,8 @@ from explorer.core.limits import MAX_BATCH, MAX_TOKENS
 from explorer.eager.timing import Measurement
 from explorer.labs.batching.compiled import compile_strategy
 from explorer.labs.batching.results import CompiledStrategy
-from explorer.labs.batching.runner import compile_lab, run_lab
-from explorer.runs.session import Session
+from explorer.labs.batching.runner import compile_lab, eager_lab, run_lab
+from explorer.sources.registry import subject
 from models import build_model, make_config
 
 FAST = 0.05  # budget scale: these tests check figures, not timings
@@ -120,9 +120,8 @@ def test_compiled_strategy_matches_eager_and_counts_its_compiles():
 def test_compile_lab_runs_each_strategy_in_the_worker():
     service = CompileService(timeout_s=120)
     try:
-        session = Session()
-        session.configure("rnn", {"hidden": 16, "embed": 8})
-        *_, run = session.run_lab(generate_batch(3, "uniform", 3, 12, seed=0), 4, budget_scale=FAST)
+        who = subject("rnn", {"hidden": 16, "embed": 8})
+        *_, run = eager_lab(who, generate_batch(3, "uniform", 3, 12, seed=0), 4, budget_scale=FAST)
         lab = run.result
         phases = [p.phase for p in compile_lab(service, run, "aot_eager", budget_scale=FAST)]
         assert phases and all(", aot_eager: " in p for p in phases)

@@ -1,0 +1,56 @@
+"""What one server holds for every session, and its start-up: the bound on built models, the download files,
+the claims' board, and the one-time costs paid before the first click. Gradio-free: `explorer/ui` serves it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from explorer.claims.board import ClaimBoard
+from explorer.compile.warmup import warm_compile_cache
+from explorer.core import limits
+from explorer.core.budget import warm_param_count
+from explorer.core.machine import keep_off_measure_cores, limit_malloc_arenas, pin_threads
+from explorer.eager.memory import warm_profiler
+from explorer.serving.placement import compile_service, measure_pool
+from explorer.serving.residency import Residency
+from explorer.views.export import ExportDir
+
+log = logging.getLogger("graph_explorer")
+SESSION_TTL_S = 1800  # a session's state is dropped after this long without use (its model much sooner)
+# Events that measure may all be in flight: they wait their turn in explorer.serving.queueing (which shows the wait
+# and refuses past its limit) rather than invisibly in Gradio's queue.
+MEASURE_EVENTS = limits.MAX_QUEUE + 1
+RESIDENCY = Residency(limits.MAX_LIVE_MODELS)  # built models kept across every session of this server
+EXPORTS = ExportDir()  # download files: session reports, deployment artefacts
+CLAIM_BOARD = ClaimBoard()  # each claim's latest result, shown to every visitor of this server for a while
+
+
+def concurrency(queue: str) -> int:
+    """How many events of a queue run at once: every measuring one (they wait their turn in the measurement
+    queue, which shows the wait), one of each worker's."""
+    return MEASURE_EVENTS if queue == "measure" else 1
+
+
+def prepare_process() -> None:
+    """Before any thread exists: cap malloc's arenas, keep this process off the measuring cores, log."""
+    limit_malloc_arenas()
+    keep_off_measure_cores()  # every server thread and the compile worker inherit this; timings move over
+    logging.basicConfig(level=logging.INFO)
+
+
+def start_background_work() -> None:
+    """Pay one-time costs off the first click: the profiler, the meta device, inductor's toolchain."""
+    pin_threads()
+    warm_profiler()
+    try:
+        pool = measure_pool()  # on Ray, a cluster too small for the pools stops the launch with the reason
+    except RuntimeError as e:
+        raise SystemExit(f"Graph Explorer cannot start: {e}") from None
+    threading.Thread(target=pool.start, daemon=True, name="measurement-warm-up").start()
+    # The first parameter count on the meta device imports torch's reference ops (seconds): not on a first click.
+    threading.Thread(target=warm_param_count, daemon=True, name="meta-warm-up").start()
+    if os.environ.get("GE_WARM_COMPILE", "1") != "0":
+        threading.Thread(target=lambda: log.info("compile cache warm: %s", warm_compile_cache(compile_service())),
+                         daemon=True, name="compile-warm-up").start()

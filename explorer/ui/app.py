@@ -1,0 +1,76 @@
+"""The page: a tab per part (the Playground, one per lab from its spec, the claims, the lessons), the panels, the
+API's endpoints, and the server's launch."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import gradio as gr
+from starlette.middleware import Middleware
+
+from explorer.core.machine import describe, freeze_startup_objects
+from explorer.labs.registry import LABS
+from explorer.runs.session import Session
+from explorer.server import MEASURE_EVENTS, RESIDENCY, SESSION_TTL_S, prepare_process, start_background_work
+from explorer.serving.addresses import LongAddressGuard
+from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
+from explorer.ui.endpoints import add_endpoints
+from explorer.ui.labs import cancel_runs_of, lab_tab
+from explorer.ui.panels import downloads_panel, header, limits_panel
+from explorer.ui.playground import playground_tab, wire_playground
+from explorer.ui.theme import CSS, PAGE_JS, PRESENT_JS
+
+log = logging.getLogger("graph_explorer")
+
+
+def _closed(request: gr.Request) -> None:
+    """The tab closed: free its session's model and last run now, not when the state's TTL expires; stop the
+    server-wide lab run it started, if one is going."""
+    RESIDENCY.close(request.session_hash)
+    cancel_runs_of(request.session_hash)
+
+
+def build_app() -> gr.Blocks:
+    with gr.Blocks(title="Graph Explorer") as demo:
+        session = gr.State(lambda: Session(residency=RESIDENCY), time_to_live=SESSION_TTL_S)
+        present, link = header()
+        with gr.Tabs() as tabs:
+            with gr.Tab("Playground", id="playground"):
+                playground = playground_tab()
+            for spec in LABS.values():
+                with gr.Tab(spec.title, id=spec.name):
+                    lab_tab(spec, session)
+            with gr.Tab("Claims", id="claims") as claims:
+                cards = claims_tab()
+            with gr.Tab("Lessons", id="lessons"):
+                lesson = lessons_tab("lessons")
+        claims.select(lambda: cached_claims(cards), None, [x for c in cards for x in c.outputs], queue=False,
+                      api_visibility="private")
+
+        def open_lesson(request: gr.Request) -> dict:
+            return lesson.opened(tabs, request)
+
+        demo.load(open_lesson, None, [tabs, *lesson.outputs], api_visibility="private", concurrency_limit=None,
+                  show_progress="hidden")  # queued: a bad step's warning reaches the page
+        downloads_panel(session)
+        limits_panel()
+        wire_playground(demo, session, playground, link)
+        present.change(None, present, None, js=PRESENT_JS)
+        demo.unload(_closed)
+        add_endpoints()
+    return demo
+
+
+def main() -> None:
+    prepare_process()  # first: before any thread exists
+    start_background_work()
+    demo = build_app()
+    freeze_startup_objects()
+    demo.queue(max_size=3 * MEASURE_EVENTS, default_concurrency_limit=1)
+    host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
+    port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+    log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
+    demo.launch(server_name=host, server_port=port, css=CSS, js=PAGE_JS, footer_links=["api", "gradio"],
+                app_kwargs={"middleware": [Middleware(LongAddressGuard)]},
+                max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn

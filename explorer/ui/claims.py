@@ -1,0 +1,163 @@
+"""The Claims tab (a card per claim) and the Lessons tab (a class over the claims, a card per step, a link per
+step). A card's outputs are declared on the card; its handlers return {component: value}."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from explorer.api import workers
+from explorer.claims.board import CLAIMS
+from explorer.claims.evidence import Claim
+from explorer.claims.lessons import STEPS, step, step_markdown
+from explorer.core import limits
+from explorer.core.errors import USER_ERRORS
+from explorer.server import CLAIM_BOARD
+from explorer.ui.controls import cards_html
+from explorer.ui.stream import Updates, streamed
+from explorer.views.claims import ClaimView, cached_view, claim_update
+
+
+def _claim_header(c: Claim, number: int | None) -> str:
+    """The card's claim and experiment; in a lesson (`number` None) the experiment only: the step states the claim."""
+    where = (f'<a href="{html.escape(c.reproduce)}" target="_blank">reproduce it in the Playground</a>'
+             if c.reproduce.startswith("?") else f"reproduce it in the {html.escape(c.reproduce)}")
+    claim = f"### {number}. “{c.statement}”\n" if number is not None else ""
+    return f"{claim}{c.experiment} ({where})"
+
+
+@dataclass
+class ClaimCard:
+    """One claim's card: what is claimed, the buttons, and what the experiment measured."""
+
+    header: gr.Markdown
+    run: gr.Button
+    again: gr.Button
+    status: gr.Markdown
+    figure: gr.Plot
+    numbers: gr.HTML
+    verdict: gr.Markdown
+    raw: gr.JSON
+
+    @property
+    def outputs(self) -> list[Any]:
+        return [self.status, self.figure, self.numbers, self.verdict, self.raw]
+
+    def shown(self, view: ClaimView | None) -> Updates:
+        """The card's outputs for a result (None: not measured on this server lately)."""
+        if view is None:
+            return {self.status: "Not measured on this server lately: run the experiment.", self.figure: None,
+                    self.numbers: "", self.verdict: "", self.raw: None}
+        return {self.status: view.status, self.figure: view.figure, self.numbers: cards_html(view.numbers),
+                self.verdict: view.verdict, self.raw: view.report}
+
+    def wire(self, claim_id: Callable[..., str], inputs: list[Any]) -> None:
+        """Both buttons run the card's claim (from `inputs`: a fixed one, or the lesson's step); one at a time."""
+        for button, again in ((self.run, False), (self.again, True)):
+            def go(*values: Any, again: bool = again,
+                   progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
+                items = claim_update(CLAIM_BOARD, workers(), claim_id(*values), again)
+                yield from streamed(items, self.shown, self.status, progress, "The experiment stopped")
+            button.click(go, inputs, self.outputs, api_visibility="private", concurrency_id="claims",
+                         concurrency_limit=1, show_progress="minimal")
+
+
+def claim_card(c: Claim, number: int | None) -> ClaimCard:
+    header = gr.Markdown(_claim_header(c, number), elem_classes=None if number else "ge-aside")
+    with gr.Row():
+        run = gr.Button("Run the experiment", variant="primary", scale=0, min_width=200)
+        again = gr.Button("Measure again", scale=0, min_width=160)
+    status = gr.Markdown()
+    with gr.Row():
+        with gr.Column(scale=3):
+            figure = gr.Plot(show_label=False)
+        with gr.Column(scale=2, min_width=280):
+            verdict = gr.Markdown()
+            numbers = gr.HTML()
+    with gr.Accordion("raw numbers (the same as `python -m explorer claim --json`)", open=False):
+        raw = gr.JSON(show_label=False)
+    return ClaimCard(header, run, again, status, figure, numbers, verdict, raw)
+
+
+def claims_tab() -> list[ClaimCard]:
+    """Every claim's card in order (the tab's opening fills them from the server's board)."""
+    gr.Markdown(
+        "What people say about dynamic graphs, each tested **on this server**: one button runs the experiment "
+        "(built from the Playground's and the labs' engines), and a verdict is computed from what it measured. "
+        f"A result is shown to everyone on this server for {limits.CLAIMS_TTL_S / 60:.0f} minutes "
+        "(`GE_CLAIMS_TTL_S`), labelled with when it was measured; *Measure again* runs it anew.",
+        elem_classes="explain")
+    cards = []
+    for number, c in enumerate(CLAIMS.values(), 1):
+        with gr.Group():
+            card = claim_card(c, number)
+        card.wire(lambda c=c: c.id, [])
+        cards.append(card)
+    return cards
+
+
+def cached_claims(cards: list[ClaimCard]) -> Updates:
+    """Each card with this server's recent result of its claim."""
+    return {k: v for card, c in zip(cards, CLAIMS, strict=True)
+            for k, v in card.shown(cached_view(CLAIM_BOARD, c)).items()}
+
+
+@dataclass
+class LessonPanel:
+    tab: str  # the Lessons tab's id
+    number: gr.State
+    text: gr.Markdown
+    link: gr.HTML
+    card: ClaimCard
+
+    @property
+    def outputs(self) -> list[Any]:
+        return [self.number, self.text, self.link, self.card.header, *self.card.outputs]
+
+    def at(self, number: int) -> Updates:
+        """Everything a step shows: its text, its card's claim and the server's recent result for it."""
+        c = CLAIMS[step(number).claim]
+        return {self.number: number, self.text: step_markdown(number), self.link: _lesson_link(number),
+                self.card.header: _claim_header(c, None), **self.card.shown(cached_view(CLAIM_BOARD, c.id))}
+
+    def opened(self, tabs: gr.Tabs, request: gr.Request) -> Updates:
+        """`?lesson=N` opens the Lessons tab at step N (a bad N is said, and step 1 opens); other links leave it."""
+        raw = request.query_params.get("lesson")
+        if raw is None:
+            return {}
+        try:
+            shown = self.at(int(raw))
+        except (ValueError, *USER_ERRORS):
+            gr.Warning(f"This link's lesson step {raw!r} does not exist: the lesson has steps 1 to {len(STEPS)}.")
+            shown = self.at(1)
+        return {tabs: gr.Tabs(selected=self.tab), **shown}
+
+
+def _lesson_link(number: int) -> str:
+    return (f'<a href="?lesson={number}" target="_blank" title="open the class at this step">🔗 link to step '
+            f"{number}</a>")
+
+
+def lessons_tab(tab: str) -> LessonPanel:
+    gr.Markdown(f"A {sum(s.minutes for s in STEPS)}-minute class over the claims, one card per step: what to do, "
+                "what to notice, one question for the room. Each step has a link of its own.", elem_classes="explain")
+    number = gr.State(1)
+    with gr.Row():
+        with gr.Column(scale=2, min_width=300):
+            text = gr.Markdown(step_markdown(1))
+            with gr.Row():
+                prev = gr.Button("← previous", scale=0, min_width=120)
+                nxt = gr.Button("next →", variant="primary", scale=0, min_width=120)
+            link = gr.HTML(_lesson_link(1))
+        with gr.Column(scale=3):
+            card = claim_card(CLAIMS[STEPS[0].claim], None)
+    panel = LessonPanel(tab, number, text, link, card)
+    prev.click(lambda n: panel.at(max(1, n - 1)), number, panel.outputs, queue=False, api_visibility="private")
+    nxt.click(lambda n: panel.at(min(len(STEPS), n + 1)), number, panel.outputs, queue=False,
+              api_visibility="private")
+    card.wire(lambda n: step(n).claim, [number])
+    return panel

@@ -1,0 +1,105 @@
+"""A lab's tab, made from its spec: its intro, one control per parameter, its button, and one output per entry of
+the spec's `outputs` (plus the status line and the raw report); its run streamed through `stream.streamed`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from explorer.api import run_lab, workers
+from explorer.labs.contract import Kind, LabContext, LabSpec, Needs, Output
+from explorer.labs.registry import LABS
+from explorer.runs.session import Session
+from explorer.server import EXPORTS, RESIDENCY, concurrency
+from explorer.sources.contract import Subject
+from explorer.sources.registry import source
+from explorer.ui.controls import control
+from explorer.ui.stream import Updates, streamed
+
+OWNERS: dict[str, str] = {}  # a server-wide lab's run (its own worker) -> the page that started it
+OWN_WORKER = ("deploy", "ddp")  # queues whose worker only this lab uses: closing the page cancels its run
+
+
+def _component(o: Output) -> gr.components.Component:
+    if o.kind is Kind.MARKDOWN:
+        return gr.Markdown(label=o.label or None)
+    if o.kind is Kind.TABLE:
+        return gr.Dataframe(headers=list(o.columns), label=o.label, interactive=False, wrap=True)
+    if o.kind is Kind.PLOT:
+        return gr.Plot(label=o.label)
+    if o.kind is Kind.CODE:
+        return gr.Code(language="python", label=o.label, max_lines=30)
+    return gr.File(label=o.label, file_count="multiple", interactive=False)
+
+
+def _outputs(outputs: tuple[Output, ...]) -> dict[str, gr.components.Component]:
+    """Each output's component, in order; those sharing a row side by side, folded ones in an accordion."""
+    made: dict[str, gr.components.Component] = {}
+    i = 0
+    while i < len(outputs):
+        o = outputs[i]
+        if o.row:
+            group = [x for x in outputs[i:] if x.row == o.row]
+            with gr.Row():
+                made |= {x.name: _component(x) for x in group}
+            i += len(group)
+            continue
+        if o.folded:
+            with gr.Accordion(o.label, open=False):
+                made[o.name] = gr.Markdown()
+        else:
+            made[o.name] = _component(o)
+        i += 1
+    return made
+
+
+def playground_subject(session: Session, needs: Needs) -> Subject | None:
+    """The model a lab takes from the Playground: its latest run (model, architecture, text) or its current model."""
+    if needs is Needs.MODEL:
+        return Subject(source(session.model_name), session.config, playground=True)
+    r = session.last
+    return None if r is None else Subject(source(r.model), r.config, r.input.text, playground=True)
+
+
+def lab_tab(spec: LabSpec, session: gr.State) -> None:
+    gr.Markdown(spec.intro)
+    knobs = spec.shown()
+    with gr.Row():
+        with gr.Column(scale=1, min_width=280):
+            controls = [control(k) for k in knobs]
+            go = gr.Button(spec.button, variant="primary")
+        with gr.Column(scale=3):
+            status = gr.Markdown()
+            shown = _outputs(spec.outputs)
+            raw = gr.JSON(label=f"raw numbers (the same report as `python -m explorer {spec.name} --json`)",
+                          open=False)
+
+    def show(s: Session, view: Any) -> Updates:
+        s.labs[spec.name] = view.report  # the session's report includes it
+        return {status: view.status, raw: view.report, **{c: getattr(view, name) for name, c in shown.items()}}
+
+    def run(s: Session, *values: Any, request: gr.Request,
+            progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
+        RESIDENCY.attach(request.session_hash, s)
+        if spec.queue in OWN_WORKER:
+            OWNERS[spec.name] = request.session_hash
+        try:
+            items = run_lab(spec, playground_subject(s, spec.needs), dict(zip([k.name for k in knobs], values,
+                                                                                   strict=True)),
+                            LabContext(workers(s.id), EXPORTS.job_dir))
+            yield from streamed(items, lambda view: show(s, view), status, progress,
+                                f"Cannot run the {spec.title.lower()}")
+        finally:
+            OWNERS.pop(spec.name, None)
+
+    go.click(run, [session, *controls], [status, raw, *shown.values()], api_visibility="private",
+             concurrency_id=spec.queue, concurrency_limit=concurrency(spec.queue), show_progress="minimal")
+
+
+def cancel_runs_of(page: str) -> None:
+    """The page closed: stop the server-wide labs' runs it started (their processes are reaped with the worker)."""
+    for name, owner in list(OWNERS.items()):
+        if owner == page:
+            LABS[name].worker(workers()).cancel()

@@ -1,0 +1,42 @@
+"""The page's header (presentation mode, the state link) and its two folded panels: the session's downloads and
+the server's limits."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from explorer.core import limits
+from explorer.server import EXPORTS
+
+
+def header() -> tuple[gr.Checkbox, gr.HTML]:
+    with gr.Row(equal_height=True):
+        with gr.Column(scale=4):
+            gr.Markdown("# Graph Explorer")
+            gr.Markdown(
+                "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
+                "and change the architecture: the graph below is the real one of that exact run, with its "
+                "measured eager latency and memory.", elem_classes="ge-aside")
+        with gr.Column(scale=1, min_width=220):
+            present = gr.Checkbox(False, label="presentation mode", info="larger everything, for a projector")
+            link = gr.HTML(label="link to this state")
+    return present, link
+
+
+def downloads_panel(session: gr.State) -> None:
+    with gr.Accordion("Download this session", open=False):
+        gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
+                    "report (figures inline, the configs, the machine): it opens offline.",
+                    elem_classes="explain")
+        export_btn = gr.Button("Prepare CSV and HTML report")
+        downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
+    export_btn.click(lambda s: EXPORTS.write(s), session, downloads, api_visibility="private",
+                     concurrency_id="export", concurrency_limit=2)
+
+
+def limits_panel() -> None:
+    with gr.Accordion("Limits of this server", open=False):
+        gr.Markdown("What this server refuses or cuts, so that one request cannot take it down for everyone. "
+                    "Running it yourself? Raise any of them with its environment variable.")
+        gr.Dataframe(limits.table(), headers=["variable", "in force", "what it limits"], interactive=False,
+                     wrap=True)

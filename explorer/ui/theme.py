@@ -1,0 +1,66 @@
+"""The page's look: WCAG AA contrast, tables that stay readable, presentation mode for a projector, and the small
+scripts the page runs. Declared once; `explorer/ui/app.py` hands them to Gradio."""
+
+CSS = """
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 8px; }
+.card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 10px; }
+.card .label { font-size: 0.8em; color: var(--ge-subdued); }
+.card .value { font-size: 1.45em; font-weight: 600; }
+.card .detail { font-size: 0.75em; color: var(--ge-subdued); }
+.explain { font-size: 0.92em; }
+/* WCAG 2 AA contrast (4.5:1) for everything on the page, which a projector washes out further: Gradio's default
+   greys (help lines, slider bounds, the footer), its orange primary buttons with white text, and its link blue on a
+   grey group are all lighter than that (axe-core, tests/app/test_browser.py). Light theme only: dark keeps its own. */
+:root .gradio-container:not(.dark) { --ge-subdued: var(--neutral-600); --block-info-text-color: var(--neutral-600);
+  --body-text-color-subdued: var(--neutral-600); --link-text-color: #1d4ed8; --link-text-color-hover: #1e3a8a;
+  --link-text-color-visited: #5b21b6; --button-primary-background-fill: #c2410c;
+  --button-primary-background-fill-hover: #9a3412; --button-primary-text-color: white; }
+.dark .gradio-container, .gradio-container.dark { --ge-subdued: var(--neutral-300); }
+.gradio-container:not(.dark) .show-api, .gradio-container:not(.dark) .built-with { color: var(--neutral-700); }
+.gradio-container .json-node:not(.dark-mode) { --text-color: #9a3412; --string-color: #b45309;
+  --number-color: #0e7490; --bracket-color: #285e61; --square-bracket-color: #9f1239; --punctuation-color: #3f6f6e;
+  --line-number-color: #4b5563; }
+.mono textarea { font-family: var(--font-mono); }
+/* Tables: a header breaks between words, never inside one ("co mp il es"); a table wider than its box scrolls
+   sideways instead of squeezing columns, so a timeline's reasons and a lab's compiled columns stay readable. */
+.gradio-container table th, .gradio-container table th * { word-break: keep-all !important;
+  overflow-wrap: normal !important; hyphens: none; }
+.gradio-container table td { min-width: 4em; }
+.gradio-container .table-wrap { overflow-x: auto; }
+/* Presentation mode, for a projector: larger text through the theme's own sizes (not a CSS zoom, which would cut
+   off the figures and move their hover targets), and no side text (help lines, examples, explanations), so that
+   the current input's graph and cards reach the first screen. The figures re-fit to their new width (PRESENT_JS). */
+body.ge-presentation .gradio-container { --text-xxs: 12px; --text-xs: 13px; --text-sm: 16px; --text-md: 18px;
+  --text-lg: 21px; --text-xl: 26px; --text-xxl: 30px; --block-label-text-size: 15px; --block-info-text-size: 15px;
+  --block-title-text-size: 16px; --section-header-text-size: 18px; }
+body.ge-presentation .ge-aside, body.ge-presentation .explain, body.ge-presentation .info-text,
+body.ge-presentation .card .detail { display: none; }
+"""
+# The page's figures are Plotly's, with `responsive` on: after the class changes the layout, each one is re-fitted
+# to its container (Gradio sets window.Plotly once the first figure has loaded).
+PRESENT_JS = """(on) => {
+  document.body.classList.toggle('ge-presentation', on);
+  requestAnimationFrame(() => document.querySelectorAll('.js-plotly-plot').forEach(
+    (el) => window.Plotly && window.Plotly.Plots.resize(el)));
+  return [];
+}"""
+PAGE_JS = """() => {
+  // Gradio 6.31 marks an empty plot or JSON with a bare <div aria-label="Empty value">: ARIA forbids a label on a div
+  // without a role (axe's aria-prohibited-attr). It is an image of nothing: say so.
+  const label = () => document.querySelectorAll('div.empty[aria-label]:not([role])').forEach(
+    (d) => d.setAttribute('role', 'img'));
+  new MutationObserver(label).observe(document.body, {childList: true, subtree: true});
+  label();
+  const box = (t) => t instanceof HTMLInputElement && t.type === 'number';
+  document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && box(e.target)) e.target.blur(); });
+  document.addEventListener('focusin', (e) => { if (box(e.target)) e.target.dataset.settled = e.target.value; });
+  document.addEventListener('change', (e) => {
+    const t = e.target;
+    if (!box(t)) return;
+    let v = t.value === '' ? NaN : Number(t.value);
+    if (Number.isNaN(v)) v = Number(t.dataset.settled ?? t.min);
+    if (t.min !== '') v = Math.max(v, Number(t.min));
+    if (t.max !== '') v = Math.min(v, Number(t.max));
+    if (String(v) !== t.value) { t.value = String(v); t.dispatchEvent(new Event('input', {bubbles: true})); }
+  }, true);
+}"""
