@@ -35,7 +35,7 @@ class Knob:
     step: float | None = None
     most: int | None = None  # "text": characters; "ints": how many numbers
     flag: str | None = None  # the CLI option, where it is not --<name with dashes> (kept for scripts that use it)
-    file: bool = False  # "text" read from a file on the command line (--lines FILE)
+    file: bool | None = None  # True: "text" read from a file on the command line (--lines FILE)
     switch: str | None = None  # "choice" with an off value "": a CLI flag that turns it on (its first other choice)
     titles: tuple[str, ...] | None = None  # "choice"/"subset": how each choice is shown in the UI, in order
 
@@ -80,7 +80,7 @@ def knobs(config_cls: type) -> list[Knob]:
         out.append(Knob(name=f.name, type=kind, default=f.default, help=meta["help"],
                         **{k: meta.get(k) for k in ("min", "max", "choices", "step", "most", "flag", "switch",
                                                     "titles")},
-                        file=bool(meta.get("file"))))
+                        file=meta.get("file") or None))
     return out
 
 

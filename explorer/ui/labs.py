@@ -80,7 +80,7 @@ def lab_tab(spec: LabSpec, session: gr.State) -> None:
         s.labs[spec.name] = view.report  # the session's report includes it
         return {status: view.status, raw: view.report, **{c: getattr(view, name) for name, c in shown.items()}}
 
-    def run(s: Session, *values: Any, request: gr.Request,
+    def run(request: gr.Request, s: Session, *values: Any,
             progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
         RESIDENCY.attach(request.session_hash, s)
         if spec.queue in OWN_WORKER:

@@ -174,10 +174,10 @@ def test_batch_endpoint_runs_the_lab(app_url):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("rnn", "{}", "", 0), "batch size must be between 1 and"),
+    (("rnn", "{}", "", 0), "n must be between 1 and"),
     (("rnn", "{}", "", 8, "normal"), "distribution must be one of"),
     (("rnn", '{"hidden": 0}', "", 8), "hidden must be between"),
-    (("rnn", "{}", "", 8, "zipf", 5, 300, 0, 0), "bucket width must be between"),
+    (("rnn", "{}", "", 8, "zipf", 5, 300, 0, 0), "bucket_width must be between 1 and"),
 ])
 def test_batch_endpoint_rejects_bad_input_with_a_message(app_url, args, message):
     with pytest.raises(Exception, match=message):
@@ -265,7 +265,7 @@ def test_debug_endpoint_runs_the_bug_in_each_mode(app_url):
     (eager,) = report["modes"]
     assert not eager["failed"] and eager["grad_finite"] is False
     assert {n["method"] for n in report["nan"]} == {"detect_anomaly", "forward hooks", "dispatch mode"}
-    with pytest.raises(Exception, match="unknown bug"):
+    with pytest.raises(Exception, match="bug must be one of shape, nan_forward"):
         client.predict("rnn", "{}", "typo", "x", "eager", api_name="/debug")
 
 
