@@ -12,6 +12,7 @@ from explorer.compile.warmup import warm_compile_cache
 from explorer.core import limits
 from explorer.core.budget import warm_param_count
 from explorer.core.machine import keep_off_measure_cores, limit_malloc_arenas, pin_threads
+from explorer.core.queues import Queue
 from explorer.eager.memory import warm_profiler
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.residency import Residency
@@ -27,10 +28,10 @@ EXPORTS = ExportDir()  # download files: session reports, deployment artefacts
 CLAIM_BOARD = ClaimBoard()  # each claim's latest result, shown to every visitor of this server for a while
 
 
-def concurrency(queue: str) -> int:
+def concurrency(queue: Queue) -> int:
     """How many events of a queue run at once: every measuring one (they wait their turn in the measurement
     queue, which shows the wait), one of each worker's."""
-    return MEASURE_EVENTS if queue == "measure" else 1
+    return MEASURE_EVENTS if queue is Queue.MEASURE else 1
 
 
 def prepare_process() -> None:

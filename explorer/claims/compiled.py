@@ -20,8 +20,8 @@ def options(quick: bool) -> CompileOptions:
     return CompileOptions("aot_eager" if quick else "inductor", "auto", False, False)
 
 
-def run_compiled(session: Session, w: Workers, model: str, values: Mapping[str, Any] | None = None,
-                 text: str = DEFAULT_TEXT) -> Iterator[Progress | tuple[RunResult, CompiledRun]]:
+def eager_then_compiled(session: Session, w: Workers, model: str, values: Mapping[str, Any] | None = None,
+                        text: str = DEFAULT_TEXT) -> Iterator[Progress | tuple[RunResult, CompiledRun]]:
     """Configure, run eagerly (graph, timings) and compile; progress messages, then the pair."""
     session.configure(model, values)
     result = session.run(text, budget_scale=0.25 if w.quick else 1.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
 from explorer.compile.protocol import Workers
@@ -13,18 +14,26 @@ from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.core.progress import Progress
 
-HOLDS = "holds"
-CONDITION = "holds with a condition"
-NOT_HERE = "does not hold here"
+
+class Holds(Enum):
+    """What the numbers say of a claim on this machine."""
+
+    HOLDS = "holds"
+    CONDITION = "holds with a condition"
+    NOT_HERE = "does not hold here"
+
+
+HOLDS, CONDITION, NOT_HERE = Holds.HOLDS, Holds.CONDITION, Holds.NOT_HERE
 
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # HOLDS, CONDITION or NOT_HERE
+    kind: Holds
     why: str  # the condition, or why not, in the numbers' words
 
     def text(self) -> str:
-        return f"**{self.kind[0].upper() + self.kind[1:]}**: {self.why}"
+        said = self.kind.value
+        return f"**{said[0].upper() + said[1:]}**: {self.why}"
 
 
 @dataclass
@@ -90,7 +99,7 @@ class ClaimResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"claim": self.claim.id, "statement": self.claim.statement, "experiment": self.claim.experiment,
-                "reproduce": self.claim.reproduce, "verdict": self.verdict.kind, "why": self.verdict.why,
+                "reproduce": self.claim.reproduce, "verdict": self.verdict.kind.value, "why": self.verdict.why,
                 "numbers": self.evidence.numbers, "shown": [list(s) for s in self.evidence.shown],
                 "chart": asdict(self.evidence.chart), "notes": self.evidence.notes,
                 "measured_at": self.measured_at, "seconds": self.seconds, "machine": self.machine}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.compiled import run_compiled
+from explorer.claims.compiled import eager_then_compiled
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
 from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
@@ -29,7 +29,7 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
     session = Session()
     runs: list[CompiledRun] = []
     for values in (BEFORE, AFTER):
-        for item in run_compiled(session, w, MODEL, values):
+        for item in eager_then_compiled(session, w, MODEL, values):
             if isinstance(item, Progress):
                 yield item
             else:

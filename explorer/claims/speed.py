@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.compiled import options, run_compiled
+from explorer.claims.compiled import eager_then_compiled, options
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
 from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
@@ -27,7 +27,7 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
     shown = []
     for model in ("transformer",) if w.quick else ZOO:
         run: CompiledRun | None = None
-        for item in run_compiled(session, w, model):
+        for item in eager_then_compiled(session, w, model):
             if isinstance(item, Progress):
                 yield item
             else:

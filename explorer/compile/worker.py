@@ -23,6 +23,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import torch._dynamo
@@ -50,6 +51,64 @@ COMPILER_ENV = {
 R = TypeVar("R")
 
 
+# What crosses the pipe, each way: one dataclass per message, matched by type (never a tag string).
+@dataclass(frozen=True)
+class Ready:
+    """Worker -> app: imports done; from here on, job time is compile time."""
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Worker -> app: what the job is doing now."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Acquire:
+    """Worker -> app: hold measuring cores for a timing ("one", or "every" one)."""
+
+    which: str
+
+
+@dataclass(frozen=True)
+class Granted:
+    """App -> worker: the cores held for it."""
+
+    cores: Any
+
+
+@dataclass(frozen=True)
+class Release:
+    """Worker -> app: the timing is done; give the cores back."""
+
+
+@dataclass(frozen=True)
+class Done:
+    """Worker -> app: the job's reply."""
+
+    reply: Any
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Worker -> app: the job raised, in a way the worker survived."""
+
+    error: str
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """App -> worker: run this job."""
+
+    job: Job
+
+
+@dataclass(frozen=True)
+class Stop:
+    """App -> worker: exit (sent when idle)."""
+
+
 class _ParentCores:
     """In the worker: the app's measuring cores, held and given back over the pipe."""
 
@@ -58,13 +117,13 @@ class _ParentCores:
 
     @contextlib.contextmanager
     def _held(self, which: str) -> Iterator[Any]:
-        self._conn.send(("acquire", which))
-        kind, granted = self._conn.recv()
-        assert kind == "granted"
+        self._conn.send(Acquire(which))
+        granted = self._conn.recv()
+        assert isinstance(granted, Granted), granted
         try:
-            yield granted
+            yield granted.cores
         finally:
-            self._conn.send(("release", None))
+            self._conn.send(Release())
 
     def hold(self) -> contextlib.AbstractContextManager[int]:
         return self._held("one")
@@ -91,20 +150,20 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
         timing.use_cores(timing.HeldCore(core))  # the parent holds it for each job
     pin_threads()
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
-    ctx = WorkerContext(lambda phase: conn.send(("phase", phase)))
+    ctx = WorkerContext(lambda phase: conn.send(Phase(phase)))
     freeze_startup_objects()
-    conn.send(("ready", None))  # imports done: from here on, job time is compile time
+    conn.send(Ready())
     while True:
         try:
-            kind, job = conn.recv()
+            message = conn.recv()
         except EOFError:
             return
-        if kind == "stop":
+        if isinstance(message, Stop):
             return
         try:
-            reply = ("result", job.run(ctx))
+            reply: Done | Failed = Done(message.job.run(ctx))
         except Exception as e:  # reported to the parent; the worker stays usable
-            reply = ("error", f"{type(e).__name__}: {e}")
+            reply = Failed(f"{type(e).__name__}: {e}")
         try:
             conn.send(reply)
         except (BrokenPipeError, EOFError):  # the parent let go of this worker (timeout, shutdown): exit quietly
@@ -149,7 +208,7 @@ class CompileService:
             try:
                 if idle and self._proc.is_alive():
                     with contextlib.suppress(OSError):
-                        self._conn.send(("stop", None))
+                        self._conn.send(Stop())
                     self._proc.join(timeout=5)
             finally:
                 if idle:
@@ -205,18 +264,18 @@ class CompileService:
                 self.stop()
                 raise CompileFailure(f"the {self.name} worker did not start; try again in a moment.")
             yield Progress(time.monotonic() - start, f"starting the {self.name} worker")
-        if self._conn.recv() != ("ready", None):
+        if not isinstance(self._conn.recv(), Ready):
             self.stop()
             raise CompileFailure(f"the {self.name} worker did not start properly; try again.")
 
     def _run(self, job: Job[R]) -> Iterator[Progress | R]:
         yield from self._started()
-        self._conn.send(("job", job))
+        self._conn.send(RunJob(job))
         start = time.monotonic()
         held = contextlib.ExitStack()  # the measuring core(s) the worker holds for a timing
         waited = 0.0  # time spent waiting for a measuring core does not count against the timeout
         phase = "starting"
-        kind = None
+        failed = False
         try:
             while True:
                 elapsed = time.monotonic() - start
@@ -233,29 +292,33 @@ class CompileService:
                     yield Progress(elapsed, phase)
                     continue
                 try:
-                    kind, payload = self._conn.recv()
+                    message = self._conn.recv()
                 except (EOFError, OSError):
                     raise CompileFailure(f"the {self.name} worker died while {phase}; it has been restarted.") from None
-                if kind == "phase":
-                    phase = payload
-                elif kind == "acquire":
-                    t0 = time.monotonic()
-                    granted = held.enter_context(timing.CORES.hold() if payload == "one" else timing.CORES.every())
-                    waited += time.monotonic() - t0
-                    self._conn.send(("granted", granted))
-                elif kind == "release":
-                    held.close()
-                elif kind == "result":
-                    yield payload
-                    return
-                else:  # "error": the job failed in a way the worker survived
-                    raise CompileFailure(payload)
+                match message:
+                    case Phase(text):
+                        phase = text
+                    case Acquire(which):
+                        t0 = time.monotonic()
+                        cores = held.enter_context(timing.CORES.hold() if which == "one" else timing.CORES.every())
+                        waited += time.monotonic() - t0
+                        self._conn.send(Granted(cores))
+                    case Release():
+                        held.close()
+                    case Done(reply):
+                        yield reply
+                        return
+                    case Failed(error):  # the job failed in a way the worker survived
+                        failed = True
+                        raise CompileFailure(error)
+                    case _:
+                        raise CompileFailure(f"the {self.name} worker sent {type(message).__name__}; restarted.")
         except GeneratorExit:  # the caller went away mid-job: the worker's replies would desync
             self.stop()
             raise
         except CompileFailure:
             held.close()
-            if self.alive and kind != "error":
+            if self.alive and not failed:
                 self.stop()
             raise
         finally:
@@ -265,7 +328,7 @@ class CompileService:
 _services: list[CompileService] = []
 
 
-def compile_service(session: str = "") -> CompileService:
+def embedded_compile_service(session: str = "") -> CompileService:
     """The compile worker for `session`, from the process's pool of `GE_COMPILE_WORKERS` (created on first use):
     a session always gets the same one, where its compiled model stays between jobs."""
     if not _services:

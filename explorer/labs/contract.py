@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from explorer.compile.protocol import JobRunner, Workers
 from explorer.core.progress import Progress
+from explorer.core.queues import Queue
 from explorer.sources.contract import Subject
 from models.config import Knob, build_config, knobs
 
@@ -76,7 +77,7 @@ class LabSpec(Generic[P, R]):
     outputs: tuple[Output, ...]
     text: Callable[[dict[str, Any]], str]  # the report as the CLI prints it without --json
     worker: Callable[[Workers], JobRunner]  # the worker its runs hold: stopped after a CLI run, cancelled on close
-    queue: str  # the server's queue its runs wait in: "measure", "compile", "deploy" or "ddp"
+    queue: Queue  # the server's queue its runs wait in
     model_at: int = 0  # where `model` and `config_json` stand among the endpoint's parameters
     keeps_files: bool = False  # writes artefacts: the CLI takes --out DIR, the UI offers them for download
 

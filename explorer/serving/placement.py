@@ -7,8 +7,7 @@ import os
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from explorer.compile.worker import CompileService
-from explorer.compile.worker import compile_service as embedded_compile_service
+from explorer.compile.worker import CompileService, embedded_compile_service
 from explorer.core.limits import COMPILE_WORKERS
 from explorer.serving.pool import MeasurePool
 from explorer.serving.queueing import QUEUE

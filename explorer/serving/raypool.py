@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import torch._dynamo
 
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
-from explorer.compile.worker import COMPILER_ENV, START_TIMEOUT_S
+from explorer.compile.worker import COMPILER_ENV, START_TIMEOUT_S, Done, Failed
 from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, MAX_RUN_S, RECOMPILE_LIMIT
 from explorer.core.machine import freeze_startup_objects, pin_threads, release_free_memory
 from explorer.core.progress import Progress
@@ -109,12 +109,12 @@ class _Compiler(_OnCore):
     def phase(self) -> str:
         return self._phase
 
-    def run(self, job: Job) -> tuple[str, Any]:
+    def run(self, job: Job) -> Done | Failed:
         self._phase = "starting"
         try:
-            return "result", job.run(self._ctx)
+            return Done(job.run(self._ctx))
         except Exception as e:  # reported to the app; the actor stays usable, as the embedded worker does
-            return "error", f"{type(e).__name__}: {e}"
+            return Failed(f"{type(e).__name__}: {e}")
         finally:
             release_free_memory()
 
@@ -180,7 +180,7 @@ class RayCompileService:
                     phase = self._ray.get(self._actor.phase.remote(), timeout=0.4)
                 yield Progress(time.monotonic() - start, f"{phase} (on Ray, {self.node})")
             try:
-                kind, payload = self._ray.get(ref)
+                answer = self._ray.get(ref)
             except self._ray.exceptions.RayActorError as e:
                 raise CompileFailure(f"the {self.name} actor on Ray died ({type(e).__name__}) while {phase}; it has "
                                      "been replaced.") from None
@@ -190,9 +190,9 @@ class RayCompileService:
         except GeneratorExit:  # the caller went away mid-job
             self.stop()
             raise
-        if kind == "error":
-            raise CompileFailure(payload)
-        yield payload
+        if isinstance(answer, Failed):
+            raise CompileFailure(answer.error)
+        yield answer.reply
 
 
 class RayPool:

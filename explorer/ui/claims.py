@@ -16,6 +16,7 @@ from explorer.claims.evidence import Claim
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
+from explorer.core.queues import Queue
 from explorer.server import CLAIM_BOARD
 from explorer.ui.controls import cards_html
 from explorer.ui.stream import Updates, streamed
@@ -62,7 +63,7 @@ class ClaimCard:
                    progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
                 items = claim_update(CLAIM_BOARD, workers(), claim_id(*values), again)
                 yield from streamed(items, self.shown, self.status, progress, "The experiment stopped")
-            button.click(go, inputs, self.outputs, api_visibility="private", concurrency_id="claims",
+            button.click(go, inputs, self.outputs, api_visibility="private", concurrency_id=Queue.CLAIMS.value,
                          concurrency_limit=1, show_progress="minimal")
 
 

@@ -12,6 +12,7 @@ import gradio as gr
 from explorer import api
 from explorer.compile.protocol import CompileFailure
 from explorer.core.errors import USER_ERRORS
+from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext
 from explorer.labs.registry import LABS
 from explorer.server import CLAIM_BOARD, EXPORTS, concurrency
@@ -45,8 +46,10 @@ inspect.__doc__, claim.__doc__ = api.inspect_run.__doc__, api.claim.__doc__
 
 
 def add_endpoints() -> None:
-    gr.api(refusing(inspect), api_name="inspect", concurrency_id="measure", concurrency_limit=concurrency("measure"))
+    measure = Queue.MEASURE
+    gr.api(refusing(inspect), api_name="inspect", concurrency_id=measure.value, concurrency_limit=concurrency(measure))
     for spec in LABS.values():
         fn = api.endpoint(spec, lambda: LabContext(api.workers(), EXPORTS.job_dir))
-        gr.api(refusing(fn), api_name=spec.name, concurrency_id=spec.queue, concurrency_limit=concurrency(spec.queue))
-    gr.api(refusing(claim), api_name="claim", concurrency_id="claims", concurrency_limit=1)
+        gr.api(refusing(fn), api_name=spec.name, concurrency_id=spec.queue.value,
+               concurrency_limit=concurrency(spec.queue))
+    gr.api(refusing(claim), api_name="claim", concurrency_id=Queue.CLAIMS.value, concurrency_limit=1)

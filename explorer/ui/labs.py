@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from explorer.api import run_lab, workers
+from explorer.core.queues import Queue
 from explorer.labs.contract import Kind, LabContext, LabSpec, Needs, Output
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
@@ -19,7 +20,7 @@ from explorer.ui.controls import control
 from explorer.ui.stream import Updates, streamed
 
 OWNERS: dict[str, str] = {}  # a server-wide lab's run (its own worker) -> the page that started it
-OWN_WORKER = ("deploy", "ddp")  # queues whose worker only this lab uses: closing the page cancels its run
+OWN_WORKER = (Queue.DEPLOY, Queue.DDP)  # queues whose worker only one lab uses: closing the page cancels its run
 
 
 def _component(o: Output) -> gr.components.Component:
@@ -95,7 +96,7 @@ def lab_tab(spec: LabSpec, session: gr.State) -> None:
             OWNERS.pop(spec.name, None)
 
     go.click(run, [session, *controls], [status, raw, *shown.values()], api_visibility="private",
-             concurrency_id=spec.queue, concurrency_limit=concurrency(spec.queue), show_progress="minimal")
+             concurrency_id=spec.queue.value, concurrency_limit=concurrency(spec.queue), show_progress="minimal")
 
 
 def cancel_runs_of(page: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from explorer.core import limits
+from explorer.core.queues import Queue
 from explorer.server import EXPORTS
 
 
@@ -31,7 +32,7 @@ def downloads_panel(session: gr.State) -> None:
         export_btn = gr.Button("Prepare CSV and HTML report")
         downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
     export_btn.click(lambda s: EXPORTS.write(s), session, downloads, api_visibility="private",
-                     concurrency_id="export", concurrency_limit=2)
+                     concurrency_id=Queue.EXPORT.value, concurrency_limit=2)
 
 
 def limits_panel() -> None:

@@ -15,6 +15,7 @@ from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
+from explorer.core.queues import Queue
 from explorer.runs.session import DEFAULT_MODEL, Session
 from explorer.server import MEASURE_EVENTS, RESIDENCY
 from explorer.serving.placement import compile_service, measure_pool
@@ -204,10 +205,10 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
 
     inputs = [session, p.model, p.text, p.compare, *p.controls]
     run_event = {"fn": run, "inputs": inputs, "outputs": p.outputs(session), "trigger_mode": "always_last",
-                 "concurrency_id": "measure", "concurrency_limit": MEASURE_EVENTS, "show_progress": "minimal"}
+                 "concurrency_id": Queue.MEASURE.value, "concurrency_limit": MEASURE_EVENTS, "show_progress": "minimal"}
     options = list(c.options.values())
     compiled_event = {"fn": compiled, "inputs": [session, *options], "outputs": p.compiled_outputs(session),
-                      "concurrency_id": "compile", "concurrency_limit": 1, "show_progress": "minimal",
+                      "concurrency_id": Queue.COMPILE.value, "concurrency_limit": 1, "show_progress": "minimal",
                       "trigger_mode": "always_last"}
     link_event = {"fn": state_link, "inputs": [p.model, p.text, *p.controls, *options], "outputs": link,
                   "queue": False, "api_visibility": "private", "show_progress": "hidden"}

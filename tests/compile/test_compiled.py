@@ -243,6 +243,7 @@ def test_the_compile_pool_gives_a_session_always_the_same_worker(monkeypatch):
     monkeypatch.setattr(worker, "COMPILE_WORKERS", 3)
     monkeypatch.setattr(worker, "_services", [])
     sessions = [Session().id for _ in range(30)]
-    chosen = [worker.compile_service(s) for s in sessions]
+    chosen = [worker.embedded_compile_service(s) for s in sessions]
     assert len(worker._services) == 3 and {id(c) for c in chosen} == {id(c) for c in worker._services}
-    assert all(worker.compile_service(s) is c for s, c in zip(sessions, chosen, strict=True))  # nothing started
+    # the same worker for a session each time, and nothing started yet
+    assert all(worker.embedded_compile_service(s) is c for s, c in zip(sessions, chosen, strict=True))

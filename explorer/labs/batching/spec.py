@@ -10,6 +10,7 @@ from explorer.compile.options import BACKENDS
 from explorer.core.batches import DISTRIBUTIONS, batch_from_lines, generate_batch
 from explorer.core.limits import MAX_BATCH, MAX_TEXT_CHARS, MAX_TOKENS
 from explorer.core.progress import Progress
+from explorer.core.queues import Queue
 from explorer.labs.batching.results import LabRun
 from explorer.labs.batching.runner import compile_lab, eager_lab
 from explorer.labs.batching.view import OUTPUTS, BatchOutcome, format_lab, view_of
@@ -73,4 +74,4 @@ SPEC = LabSpec(
           "architecture** on one batch with each strategy, checks every strategy's outputs against the per-sample "
           "loop, and measures time, memory and wasted work. Change the model in the Playground tab.",
     button="Run the lab", params=BatchParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_lab, worker=lambda w: w.compile, queue="measure")
+    text=format_lab, worker=lambda w: w.compile, queue=Queue.MEASURE)

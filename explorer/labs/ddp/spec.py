@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from explorer.compile.options import BACKENDS
 from explorer.core.progress import Progress
+from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext, LabSpec, Needs
 from explorer.labs.ddp.job import MAX_STEPS, MIN_STEPS, ddp_setup, model_for, run_ddp
 from explorer.labs.ddp.registry import SCENARIOS
@@ -52,4 +53,4 @@ SPEC = LabSpec(
           "that kills one, and per rank, step by step, the time computing, communicating and **waiting**. One run "
           "at a time on the whole server: the processes take every core, and the Playground's timings wait for them.",
     button="Run the scenario", params=DdpParams, needs=Needs.ANY_MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_ddp, worker=lambda w: w.ddp, queue="ddp", model_at=1)
+    text=format_ddp, worker=lambda w: w.ddp, queue=Queue.DDP, model_at=1)

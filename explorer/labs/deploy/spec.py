@@ -10,6 +10,7 @@ from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import tokenize
 from explorer.core.limits import MAX_TEXT_CHARS, MAX_TOKENS
 from explorer.core.progress import Progress
+from explorer.core.queues import Queue
 from explorer.eager.capture import capture_run
 from explorer.labs.contract import LabContext, LabSpec, Needs
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS, MAX_LENGTHS, parse_lengths
@@ -50,4 +51,4 @@ SPEC = LabSpec(
           "fail loudly (with your line), and which run without an error and return **wrong answers**. Try the "
           "early-exit model, then its `exit_with=cond` variant; the RNN, then `loop=scan`.",
     button="Freeze the current model", params=DeployParams, needs=Needs.RUN, run=run, view=view_of,
-    outputs=OUTPUTS, text=format_deploy, worker=lambda w: w.deploy, queue="deploy", keeps_files=True)
+    outputs=OUTPUTS, text=format_deploy, worker=lambda w: w.deploy, queue=Queue.DEPLOY, keeps_files=True)
