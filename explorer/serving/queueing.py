@@ -108,7 +108,8 @@ def _waiting(steps: Iterator[Wait | Turn]) -> Generator[Progress, None, Turn]:
     while not isinstance(step := next(steps), Turn):
         if step.waited_s - shown >= STATUS_EVERY_S:
             shown = step.waited_s
-            yield Progress.said(f"Waiting for the measurement queue: {step.ahead} run(s) ahead, {step.waited_s:.0f} s…")
+            yield Progress(step.waited_s, f"Waiting for the measurement queue: {step.ahead} run(s) ahead, "
+                                          f"{step.waited_s:.0f} s…")
     return step
 
 

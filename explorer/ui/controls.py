@@ -25,8 +25,8 @@ def control(k: Knob) -> gr.components.Component:
         return gr.Textbox(k.default, label=_label(k), info=k.help, lines=5 if k.file else 1, max_lines=12)
     if k.type == "ints":
         return gr.Textbox(",".join(map(str, k.default)), label=_label(k), info=f"comma-separated; {k.help}")
-    if k.type == "int" and k.max - k.min < 8:
-        return gr.Dropdown(list(range(int(k.min), int(k.max) + 1)), value=k.default, label=_label(k), info=k.help)
+    if k.type == "int" and k.max == k.min:  # one value (the processes a 2-core server can give): shown, not set
+        return gr.Dropdown([int(k.min)], value=k.default, label=_label(k), info=k.help)
     if k.name == "seed" or k.max - k.min > WIDE_RANGE:
         return gr.Number(value=k.default, label=_label(k), info=k.help, precision=0, minimum=k.min, maximum=k.max)
     step = k.step or (1 if k.type == "int" else 0.01)

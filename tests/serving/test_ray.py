@@ -32,7 +32,7 @@ def cluster():
     subprocess.run([RAY, "start", "--head", "--num-cpus", "2", "--port", str(port), "--node-ip-address",
                     "127.0.0.1", "--include-dashboard", "false", "--disable-usage-stats"],
                    check=True, capture_output=True, timeout=120)
-    yield Progress.said(f"127.0.0.1:{port}")
+    yield f"127.0.0.1:{port}"
     if "ray" in sys.modules:  # this process's own connection (the pools tested here), before the cluster goes
         sys.modules["ray"].shutdown()
     subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)

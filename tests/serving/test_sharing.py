@@ -171,7 +171,7 @@ def test_the_graph_is_drawn_while_another_run_holds_the_measurement_queue():
     try:
         first = next(items)
         assert isinstance(first, GraphFirst) and "11 tokens" in first.graph.layout.title.text
-        assert next(items).startswith("Waiting for the measurement queue: 1 run(s) ahead")
+        assert next(items).phase.startswith("Waiting for the measurement queue: 1 run(s) ahead")
     finally:
         release.set()
         other.join()

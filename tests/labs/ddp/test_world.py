@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
+from explorer.core.progress import Progress
 from explorer.labs.ddp.job import ddp_setup, run_ddp
 from explorer.labs.ddp.results import ALLREDUCE
 from explorer.labs.ddp.world import launch
@@ -112,7 +113,8 @@ def test_a_cancelled_run_stops_its_worker_and_every_rank(nothing_left):
         with pytest.raises(InputError, match="cancelled"):
             for item in run_ddp(service, "uneven", setup):
                 seen.append(item)
-                if "rank 0: batch" in item:  # the ranks are training: cancel, as closing the page does
+                # the ranks are training: cancel, as closing the page does
+                if isinstance(item, Progress) and "rank 0: batch" in item.phase:
                     pid = service.pid
                     service.cancel()
         assert pid is not None and not Path(f"/proc/{pid}").exists()  # stopped and reaped
