@@ -27,7 +27,7 @@ from explorer.views.claims import ClaimView, claim_update
 from explorer.views.export import html_report, session_csv
 from explorer.views.report import build_report
 from explorer.views.tables import format_claim, format_table
-from models import ZOO, Knob
+from models import Knob
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 def _models(args: argparse.Namespace) -> int:
     listing = [
         {"name": e.name, "title": e.title, "summary": e.summary, "config": [k.as_dict() for k in e.knobs()]}
-        for e in ZOO.values()
+        for e in SOURCES.values()
     ]
     if args.json:
         print(json.dumps(listing, indent=2))
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_models)
     p = sub.add_parser("inspect", help="run one input and print its report")
-    p.add_argument("--model", required=True, choices=sorted(ZOO))
+    p.add_argument("--model", required=True, choices=sorted(SOURCES))
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
     p.add_argument("--text", required=True)
     p.add_argument("--compare", help="a second input to diff the graph against")

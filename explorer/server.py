@@ -10,12 +10,12 @@ import threading
 from explorer.claims.board import ClaimBoard
 from explorer.compile.warmup import warm_compile_cache
 from explorer.core import limits
-from explorer.core.budget import warm_param_count
 from explorer.core.machine import keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.core.queues import Queue
 from explorer.eager.memory import warm_profiler
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.residency import Residency
+from explorer.sources.registry import warm_param_count
 from explorer.views.export import ExportDir
 
 log = logging.getLogger("graph_explorer")

@@ -22,7 +22,7 @@ from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
 from explorer.labs.debug.lab import DebugResult, run_debug
 from explorer.labs.debug.modes import ModeOutcome
-from models import make_config
+from explorer.sources.registry import make_config
 from models.bugs import BUGS
 
 MODEL, BUG = "transformer", "shape"

@@ -13,7 +13,7 @@ from explorer.core.progress import Progress
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS
 from explorer.labs.deploy.job import run_deploy
 from explorer.labs.deploy.results import LOUD, SILENT, WORKS, DeployResult
-from models import ZOO, make_config
+from explorer.sources.registry import SOURCES, make_config
 
 ROUTES = ("jit.trace", "export", "onnx")
 OUTCOMES = {WORKS: 1.0, LOUD: 0.0, SILENT: -1.0}  # numbers the verdict reads: -1 is the one to fear
@@ -23,7 +23,7 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
     numbers: dict[str, float] = {}
     series: dict[str, Series] = {}
     with tempfile.TemporaryDirectory(prefix="graph-explorer-claims-") as out:  # no download is kept
-        models = ("transformer", "tree") if w.quick else tuple(ZOO)
+        models = ("transformer", "tree") if w.quick else tuple(SOURCES)
         for model in models:
             result: DeployResult | None = None
             for item in run_deploy(w.deploy, model, make_config(model), DEFAULT_TEXT, list(DEFAULT_LENGTHS),

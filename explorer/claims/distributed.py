@@ -12,7 +12,7 @@ from explorer.core.progress import Progress
 from explorer.labs.ddp.job import MIN_STEPS, ddp_setup, run_ddp
 from explorer.labs.ddp.results import DdpResult, WorldRun
 from explorer.labs.ddp.unused import PHASES, TOLERANCE
-from models import make_config
+from explorer.sources.registry import make_config
 
 MODEL, WORLD = "early_exit", 2
 PLAIN, FIND_UNUSED, _ = PHASES

@@ -24,7 +24,7 @@ from explorer.core.progress import Progress
 from explorer.eager.timing import Measurement, measure
 from explorer.labs.batching.strategies import prepare
 from explorer.labs.batching.timed import no_grad
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 
 MODELS = ("rnn", "transformer")
 BATCHES = (1, 16, 256)

@@ -12,7 +12,7 @@ from explorer.core.progress import Progress
 from explorer.labs.batching.results import LabResult
 from explorer.labs.batching.runner import iter_lab
 from explorer.labs.batching.strategies import STRATEGIES
-from models import ZOO, build_model, make_config
+from explorer.sources.registry import SOURCES, build_model, make_config
 
 BATCH = {"n": 64, "distribution": "zipf", "min_len": 5, "max_len": 300, "seed": 0}  # the lab's default batch
 BUCKET_WIDTH = 32
@@ -30,7 +30,7 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
     texts = generate_batch(batch["n"], batch["distribution"], batch["min_len"], batch["max_len"], batch["seed"])
     numbers: dict[str, float] = {}
     series = {name: Series(STRATEGIES[name][0], [], [], spread=[]) for name in STRATEGIES}
-    models = ("rnn", "tree") if w.quick else tuple(ZOO)
+    models = ("rnn", "tree") if w.quick else tuple(SOURCES)
     for model_name in models:
         *_, result = _lab(model_name, texts, 0.25 if w.quick else 1.0)
         assert isinstance(result, LabResult)

@@ -17,7 +17,7 @@ from explorer.eager.capture import capture_run
 from explorer.eager.timing import measure as time_it
 from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 from models.config import config_dict
 
 MODEL = "transformer"

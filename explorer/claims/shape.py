@@ -13,7 +13,7 @@ from explorer.core.progress import Progress
 from explorer.eager.capture import capture_run
 from explorer.labs.deploy.checks import structure
 from explorer.serving.statelink import LinkState
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 from models.config import config_dict
 
 SHORT, LONG = 5, 50  # the RNN's two lengths

@@ -13,7 +13,7 @@ from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
 from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState
-from models import ZOO, make_config
+from explorer.sources.registry import SOURCES, make_config
 from models.config import config_dict
 
 FASTER = 1.1  # the smallest speed-up counted as one (a noisy timing is set aside separately)
@@ -25,7 +25,7 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
     eager = Series("eager", [], [], spread=[])
     compiled = Series(f"compiled ({options(w.quick).backend})", [], [], spread=[])
     shown = []
-    for model in ("transformer",) if w.quick else ZOO:
+    for model in ("transformer",) if w.quick else SOURCES:
         run: CompiledRun | None = None
         for item in eager_then_compiled(session, w, model):
             if isinstance(item, Progress):

@@ -29,7 +29,7 @@ from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import forward
 from explorer.eager.memory import MemoryProfile
 from explorer.eager.timing import Measurement, measure
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 
 
 @dataclass

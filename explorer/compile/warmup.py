@@ -17,7 +17,7 @@ from explorer.compile.options import CompileOptions, cxx_compiler
 from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompileTrack
 from explorer.core.examples import DEFAULT_TEXT
-from models import ZOO, make_config
+from explorer.sources.registry import SOURCES, make_config
 from models.config import config_dict
 from models.tokenizer import encode
 
@@ -29,7 +29,7 @@ def warm_compile_cache(service: JobRunner) -> list[str]:
     if cxx_compiler() is None:
         return ["no C++ compiler: inductor unavailable, offer aot_eager or eager"]
     done = []
-    for name in ZOO:
+    for name in SOURCES:
         start = time.monotonic()
         config = config_dict(make_config(name))
         try:

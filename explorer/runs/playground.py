@@ -12,7 +12,7 @@ from explorer.core.inputs import empty_message
 from explorer.core.progress import Progress
 from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.plan import Plan, plan
-from explorer.serving.timings import InProcess, Timer, timings
+from explorer.serving.sourcing import InProcess, Timer, timings
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from torch import nn
 from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompiledRun, CompileTrack
-from explorer.core.budget import check_architecture
 from explorer.core.errors import InputError
 from explorer.core.fmt import count
 from explorer.core.inputs import TokenizedText, tokenize
@@ -30,8 +29,9 @@ from explorer.serving.plan import Plan, check_capture, plan
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.residency import Residency
 from explorer.serving.shared import CAPTURING, FIXED, Fixed, Sourced, run_key
-from explorer.serving.timings import InProcess
-from models import arch_label, build_model, make_config
+from explorer.serving.sourcing import InProcess
+from explorer.sources.registry import build_model, check_architecture, make_config
+from models import arch_label
 from models.config import config_dict
 
 DEFAULT_MODEL = "rnn"

@@ -26,7 +26,7 @@ from explorer.eager import timing
 from explorer.eager.capture import forward, train_loss, train_step
 from explorer.eager.memory import MemoryPeaks, measure_peaks
 from explorer.eager.timing import Measurement, measure
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 
 MODELS_PER_WORKER = 4  # built models a measurement process keeps between jobs (least recently used dropped)
 

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from explorer.compile.options import CompileOptions
 from explorer.core.errors import InputError
 from explorer.core.inputs import check_text, tokenize
-from models import entry, make_config
+from explorer.sources.registry import make_config, source
 from models.config import config_dict
 
 _FLAGS = ("compile", "mark_dynamic", "fullgraph")
@@ -59,7 +59,7 @@ def read_link(params: Mapping[str, str]) -> LinkState | None:
     model = params.pop("model", None)
     if model is None:
         raise InputError("the link has no model parameter")
-    entry(model)  # unknown model: a clear message
+    source(model)  # unknown model: a clear message
     text = check_text(params.pop("text", ""), "link's text")
     flags = {k: _flag(params.pop(k), k) for k in _FLAGS if k in params}
     options = CompileOptions(params.pop("backend", "inductor"), params.pop("dynamic", "auto"))

@@ -26,6 +26,7 @@ class ModelSource(Protocol):
     title: str
     summary: str
     supports: Supports
+    tree: tuple[str, str] | None  # (leaf module, composing module) of a model whose graph is a parse tree
 
     def knobs(self) -> list[Knob]: ...
 
@@ -49,6 +50,14 @@ class ModelSource(Protocol):
 
     def activation_bytes(self, config: Any, tokens: int, batch: int) -> int:
         """An upper bound of the bytes a train step saves for backward."""
+        ...
+
+    def structure(self, calls: Mapping[str, int]) -> dict[str, int]:
+        """What an input decided, read off a run's module call counts: {"unrolled steps": 42}."""
+        ...
+
+    def decision(self, config: Any, ids: list[int]) -> str | None:
+        """The input's decision as text where the graph alone hardly shows it ("((The cat) sat)"), else None."""
         ...
 
 

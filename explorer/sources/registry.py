@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.core.budget import check_architecture
+from torch import nn
+
+from explorer.core.budget import gib
+from explorer.core.errors import InputError
+from explorer.core.limits import MAX_ACTIVATION_BYTES, MAX_PARAMS, MAX_TOKENS
 from explorer.sources.contract import ModelSource, Subject
 from explorer.sources.zoo import zoo_sources
 from models import ConfigError
@@ -27,3 +31,34 @@ def subject(model: str, values: Mapping[str, Any] | None = None, text: str = "")
     config = s.config(values)
     check_architecture(model, config)
     return Subject(s, config, text)
+
+
+def make_config(model: str, values: Mapping[str, Any] | None = None) -> Any:
+    """`model`'s config from its defaults and `values`, validated."""
+    return source(model).config(values)
+
+
+def build_model(model: str, config: Any) -> nn.Module:
+    """`model` with deterministic weights for `config`, in eval mode."""
+    return source(model).build(config)
+
+
+def check_architecture(model: str, config: Any) -> None:
+    """Raise InputError if this architecture is over the parameter limit, or would be over the memory
+    limit on an input of the maximum length."""
+    params = source(model).param_count(config)
+    if params > MAX_PARAMS:
+        raise InputError(f"this architecture has {params:,} parameters; the limit is {MAX_PARAMS:,} "
+                         "(GE_MAX_PARAMS). Make it narrower or shallower.")
+    need = source(model).activation_bytes(config, MAX_TOKENS, 1)
+    if need > MAX_ACTIVATION_BYTES:
+        raise InputError(f"at {MAX_TOKENS} tokens this architecture would keep ~{gib(need)} of activations for "
+                         f"backward; the limit is {gib(MAX_ACTIVATION_BYTES)} (GE_MAX_ACTIVATION_BYTES). "
+                         "Use fewer layers, heads or a smaller width.")
+
+
+def warm_param_count() -> None:
+    """Pay the meta device's one-time set-up (importing torch's reference ops, seconds) ahead of the first
+    architecture change."""
+    s = source("rnn")
+    s.param_count(s.config())

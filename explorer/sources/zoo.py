@@ -56,6 +56,16 @@ class ZooModel:
     def activation_bytes(self, config: Any, tokens: int, batch: int) -> int:
         return self.entry.activation_bytes(config, tokens, batch)
 
+    @property
+    def tree(self) -> tuple[str, str] | None:
+        return self.entry.tree
+
+    def structure(self, calls: Mapping[str, int]) -> dict[str, int]:
+        return self.entry.structure(calls)
+
+    def decision(self, config: Any, ids: list[int]) -> str | None:
+        return None if self.entry.decision is None else self.entry.decision(config, ids)
+
 
 def zoo_sources() -> list[ZooModel]:
     return [ZooModel(e) for e in ZOO.values()]

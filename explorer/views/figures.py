@@ -17,13 +17,13 @@ from explorer.draw.graph import draw_graph, fx_graph
 from explorer.draw.style import PALETTE, iqr_bars, whole_ticks
 from explorer.draw.tree_layout import tree_layout
 from explorer.runs.session import Captured, RunRecord, RunResult
-from models import entry
+from explorer.sources.registry import source
 
 
 def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
                  expand: str = "") -> go.Figure:
     graph = result.capture.graph
-    model = entry(result.model)
+    model = source(result.model)
     decided = ", ".join(f"{k} {v}" for k, v in model.structure(result.capture.trace).items())
     title = (f"Autograd graph: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
              f"{result.arch}, {result.tokens} tokens<br><sup>this input decided: {decided}; longest path "

@@ -20,15 +20,16 @@ from explorer.runs import playground as runs
 from explorer.runs.playground import Planned
 from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.shared import LRU
-from explorer.serving.timings import Timer
+from explorer.serving.sourcing import Timer
+from explorer.sources.registry import SOURCES, source
 from explorer.views.figures import graph_figure, history_figure
 from explorer.views.report import build_report
-from models import ZOO, Knob, entry
+from models import Knob
 
 
 def control_specs() -> list[tuple[str, Knob]]:
     """Every (model, knob) in a fixed order: the UI makes one control per entry."""
-    return [(name, k) for name, e in ZOO.items() for k in e.knobs()]
+    return [(name, k) for name, e in SOURCES.items() for k in e.knobs()]
 
 
 def values_for(model: str, flat: list[Any]) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def cards(r: RunResult | Captured, pending: str = "queued for timing…",
     g, timed = r.capture.graph, isinstance(r, RunResult)
     params, p_bytes = (r.params, r.param_bytes) if timed else (r.fixed.params, r.fixed.param_bytes)
     mem = r.memory if timed else r.fixed.memory
-    (what, n), *rest = entry(r.model).structure(r.capture.trace).items()
+    (what, n), *rest = source(r.model).structure(r.capture.trace).items()
 
     def timing(label: str, m: Measurement | None) -> tuple[str, str, str]:
         return (label, f"{m.median_ms:.3f} ms", m.spread()) if m else (label, "…", pending)

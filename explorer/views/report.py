@@ -10,7 +10,7 @@ from typing import Any
 from explorer.compile.track import CompileTrack
 from explorer.core import limits, machine
 from explorer.runs.session import RunResult
-from models import entry
+from explorer.sources.registry import source
 from models.config import config_dict
 
 
@@ -38,7 +38,7 @@ def build_report(r: RunResult, track: CompileTrack | None = None) -> dict[str, A
             "peak_train_bytes": r.memory.train if r.memory else None,
         },
         "trace": c.trace,
-        "structure": entry(r.model).structure(c.trace),
+        "structure": source(r.model).structure(c.trace),
         "machine": {**machine.describe(), "node": r.node or machine.describe()["node"]},
         "limits": limits.describe(),
     }

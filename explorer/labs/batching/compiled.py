@@ -20,7 +20,7 @@ from explorer.eager.timing import measure
 from explorer.labs.batching.results import CompiledStrategy
 from explorer.labs.batching.strategies import prepare
 from explorer.labs.batching.timed import no_grad, timed
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 
 
 def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width: int, backend: str,

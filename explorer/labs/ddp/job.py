@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from explorer.compile.options import BACKENDS
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.compile.worker import CompileService
-from explorer.core.budget import check_architecture
 from explorer.core.errors import InputError
 from explorer.core.limits import DDP_RUN_S, DDP_TIMEOUT_S
 from explorer.core.progress import Progress
@@ -21,7 +20,7 @@ from explorer.labs.ddp.registry import SCENARIOS
 from explorer.labs.ddp.results import DdpResult
 from explorer.labs.ddp.scenario import Setup
 from explorer.labs.ddp.world import launch, max_world_size
-from models import make_config
+from explorer.sources.registry import check_architecture, make_config
 from models.config import config_dict
 
 MIN_STEPS, MAX_STEPS = 2, 20

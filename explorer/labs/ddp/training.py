@@ -23,7 +23,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from explorer.core.batches import pad_ids
 from explorer.labs.ddp.results import ALLREDUCE, BACKWARD, FORWARD, OPTIMIZER, WAIT
 from explorer.labs.ddp.world import RankContext
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 
 LR = 0.01
 

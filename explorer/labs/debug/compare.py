@@ -12,7 +12,7 @@ from explorer.compile.observe import message_line
 from explorer.core.inputs import text_of_length, tokenize
 from explorer.eager.capture import capture_run
 from explorer.eager.diff import diff_graphs
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 from models.bugs import BUGS
 
 

@@ -14,7 +14,7 @@ from torch import nn
 
 from explorer.compile.observe import BreakLog, CountingBackend
 from explorer.compile.protocol import Job, WorkerContext
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 
 WATCHED = {"rnn": "layers.0.fwd", "transformer": "blocks.0", "early_exit": "blocks.0", "tree": "compose"}
 

@@ -14,7 +14,7 @@ from torch import nn
 from explorer.compile.protocol import Job, WorkerContext
 from explorer.eager.capture import train_loss
 from explorer.labs.debug.failure import Failure
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 from models.bugs import BUGS
 
 TRACE_TOKENS = 8  # the traced mode freezes the model at this length (shorter than the shape bug's threshold)

@@ -14,7 +14,7 @@ from explorer.core.fmt import count
 from explorer.core.inputs import text_of_length, tokenize
 from explorer.core.limits import MAX_TOKENS
 from explorer.eager.trace import ModuleTrace
-from models import entry
+from explorer.sources.registry import source
 
 DEFAULT_LENGTHS = (8, 32, 128)
 MAX_LENGTHS = 8
@@ -47,7 +47,7 @@ def structure(model_name: str, model: nn.Module, ids: torch.Tensor) -> dict[str,
     """What this input made the model do (blocks run, tree leaves, ...), from its module calls."""
     with torch.no_grad(), ModuleTrace(model) as trace:
         model(ids)
-    return entry(model_name).structure(trace.counts())
+    return source(model_name).structure(trace.counts())
 
 
 def _describe(s: dict[str, int]) -> str:

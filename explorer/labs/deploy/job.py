@@ -20,7 +20,7 @@ from explorer.core.progress import Progress
 from explorer.labs.deploy.checks import check_inputs
 from explorer.labs.deploy.results import DeployResult, RouteResult
 from explorer.labs.deploy.routes import ROUTES, Setting
-from models import build_model, make_config
+from explorer.sources.registry import build_model, make_config
 from models.config import config_dict
 
 

@@ -1,6 +1,6 @@
 """A run's timings for a request: reused if the same input was timed moments ago, joined if it is being timed
 right now (thirty students opening one link make one measurement, not thirty), else measured in its turn of
-the queue by the measurement pool. Yields messages (str) until the timings (`Sourced`)."""
+the queue by the measurement pool. Yields Progress until the timings (`Sourced`)."""
 
 from __future__ import annotations
 
