@@ -12,6 +12,7 @@ from explorer.eager.trace import ModuleTrace
 from explorer.labs.batching.runner import run_lab
 from explorer.labs.batching.strategies import nested
 from explorer.runs.session import Session
+from explorer.sources import registry
 from models import ZOO, build_model, make_config, param_count
 
 CASES = [
@@ -54,11 +55,11 @@ def test_over_the_limits_is_refused_and_the_session_keeps_its_model(monkeypatch)
     session = Session()
     session.configure("transformer", {"width": 64})
     session.run("keep me")
-    monkeypatch.setattr(budget, "MAX_PARAMS", 200_000)
+    monkeypatch.setattr(registry, "MAX_PARAMS", 200_000)
     with pytest.raises(InputError, match=r"has [\d,]+ parameters; the limit is 200,000 \(GE_MAX_PARAMS\)"):
         session.configure("transformer", {"width": 256})
-    monkeypatch.setattr(budget, "MAX_PARAMS", 64_000_000)
-    monkeypatch.setattr(budget, "MAX_ACTIVATION_BYTES", 50 * 2**20)
+    monkeypatch.setattr(registry, "MAX_PARAMS", 64_000_000)
+    monkeypatch.setattr(registry, "MAX_ACTIVATION_BYTES", 50 * 2**20)
     with pytest.raises(InputError, match="activations for backward; the limit is 50 MiB"):
         session.configure("transformer", {"layers": 12})
     assert session.model_name == "transformer" and session.config.width == 64 and session.config.layers == 2
