@@ -74,8 +74,9 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
-def lab_subject(spec: LabSpec, model: str, config: str | Mapping[str, Any] | None, text: str = "") -> Subject:
-    """The model a caller named for a lab, with its config values, checked before anything is built."""
+def named_subject(model: str, config: str | Mapping[str, Any] | None, text: str = "") -> Subject:
+    """The model a caller named (the CLI, the HTTP API), with its config values as JSON or a mapping, checked
+    before anything is built."""
     return subject(model, config_values(config), text)
 
 
@@ -138,7 +139,7 @@ def endpoint(spec: LabSpec, context: Callable[[], LabContext]) -> Callable[..., 
         values = dict(bound.arguments)
         model, config = values.pop("model"), values.pop("config_json")
         params = spec.parse(values)
-        who = lab_subject(spec, model, config, getattr(params, "text", ""))
+        who = named_subject(model, config, getattr(params, "text", ""))
         return final(run_lab(spec, who, params, context())).report
 
     call.__name__ = call.__qualname__ = spec.name

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from explorer.api import final, lab_subject, run_lab, workers
+from explorer.api import final, named_subject, run_lab, workers
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure
@@ -108,7 +108,7 @@ def _write_exports(args: argparse.Namespace, session: Session) -> None:
                 raise InputError(f"cannot write {path}: {e.strerror}") from None
 
 
-def _values(args: argparse.Namespace, spec: LabSpec) -> dict[str, Any]:
+def lab_values(args: argparse.Namespace, spec: LabSpec) -> dict[str, Any]:
     """The lab's parameters the command line gave (the spec's defaults stand for the rest)."""
     values: dict[str, Any] = {}
     for k in spec.knobs():
@@ -127,8 +127,8 @@ def _values(args: argparse.Namespace, spec: LabSpec) -> dict[str, Any]:
 
 def _lab(args: argparse.Namespace, spec: LabSpec) -> int:
     """Run a lab to its last view in this process (its workers stopped afterwards) and print its report."""
-    params = spec.parse(_values(args, spec))
-    who = lab_subject(spec, args.model, _parse_sets(args.set), getattr(params, "text", ""))
+    params = spec.parse(lab_values(args, spec))
+    who = named_subject(args.model, _parse_sets(args.set), getattr(params, "text", ""))
     pin_threads()
     warm_profiler()
     ws = workers()
@@ -192,7 +192,8 @@ def _claim(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """Every verb and its options (each lab's made from its spec)."""
     parser = _Parser(prog="explorer", description="Graph Explorer: autograd graphs, timing and memory.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("models", help="list the models and their config fields")
@@ -221,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="; ".join(f"{c.id}: {c.statement}" for c in CLAIMS.values()) + "; all: each in turn")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_claim)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         return args.fn(args)
     except USER_ERRORS as e:

@@ -122,10 +122,13 @@ def _coerce(k: Knob, value: Any) -> Any:
         return tuple(chosen) or tuple(k.choices)
     if k.type == "ints":
         items = _items(k, value)
-        if k.most is not None and len(items) > k.most:
+        if len(items) > 4 * (k.most or 8):  # before any conversion: a list is never that long
             raise ConfigError(f"{k.name} takes at most {k.most} numbers; got {len(items)}")
         whole = _whole(k)
-        return tuple(dict.fromkeys(_coerce(whole, x) for x in items))
+        numbers = tuple(dict.fromkeys(_coerce(whole, x) for x in items))  # each once
+        if k.most is not None and len(numbers) > k.most:
+            raise ConfigError(f"{k.name} takes at most {k.most} numbers; got {len(numbers)}")
+        return numbers
     if k.type == "bool":
         if isinstance(value, bool):
             return value
@@ -135,13 +138,14 @@ def _coerce(k: Knob, value: Any) -> Any:
     if isinstance(value, bool):
         raise ConfigError(f"{k.name} must be a number; got {_shown(value)}")
     if isinstance(value, str):
-        try:
-            value = float(value.strip())
+        text = value.strip()
+        try:  # whole digits stay exact: "1" * 400 is out of range, not infinite
+            value = int(text) if text.lstrip("+-").isdigit() else float(text)
         except ValueError:
             raise ConfigError(f"{k.name} must be a number; got {_shown(value)}") from None
     if not isinstance(value, (int, float)):
         raise ConfigError(f"{k.name} must be a number; got {type(value).__name__}")
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{k.name} must be a finite number; got {value!r}")
     if k.type == "int":
         if value != int(value):
@@ -150,7 +154,8 @@ def _coerce(k: Knob, value: Any) -> Any:
     else:
         value = float(value)
     if (k.min is not None and value < k.min) or (k.max is not None and value > k.max):
-        raise ConfigError(f"{k.name} must be between {k.min:g} and {k.max:g}; got {value:g}")
+        got = f"{value:g}" if isinstance(value, float) or abs(value) < 10**15 else _shown(value)
+        raise ConfigError(f"{k.name} must be between {k.min:g} and {k.max:g}; got {got}")
     return value
 
 

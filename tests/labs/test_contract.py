@@ -1,0 +1,87 @@
+"""The lab contract, checked on every registered lab: what a spec declares is what its tab, its CLI verb and its
+endpoint get, and a bad value is refused by the declaration before any work."""
+
+import dataclasses
+import inspect
+import time
+import typing
+
+import pytest
+
+from explorer.api import config_values, endpoint_parameters
+from explorer.cli import lab_values, parser
+from explorer.core.errors import USER_ERRORS
+from explorer.labs.registry import LABS
+
+# The HTTP API as documented (README): parameter names and order are a promise to callers.
+ENDPOINTS = {
+    "batch": ["model", "config_json", "lines", "n", "distribution", "min_len", "max_len", "seed", "bucket_width",
+              "backend"],
+    "deploy": ["model", "config_json", "text", "lengths", "routes"],
+    "debug": ["model", "config_json", "bug", "text", "modes"],
+    "ddp": ["scenario", "model", "config_json", "world_size", "steps", "backend"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(LABS))
+def test_a_labs_view_has_a_field_for_each_output_it_declares(name):
+    spec = LABS[name]
+    view = typing.get_type_hints(spec.view)["return"]
+    assert {f.name for f in dataclasses.fields(view)} == {o.name for o in spec.outputs} | {"status", "report"}
+
+
+@pytest.mark.parametrize("name", sorted(LABS))
+def test_the_endpoint_and_the_cli_verb_are_made_from_the_spec(name):
+    spec = LABS[name]
+    params = endpoint_parameters(spec)
+    assert [p.name for p in params] == ENDPOINTS[name]
+    defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    assert spec.parse({k: v for k, v in defaults.items() if k not in ("model", "config_json")}) == spec.parse({})
+    args = parser().parse_args([name, "--model", "rnn"])
+    assert spec.parse(lab_values(args, spec)) == spec.parse({})  # no option given: the spec's defaults
+
+
+def test_the_clis_historic_spellings_still_set_their_parameters():
+    batch = parser().parse_args(["batch", "--model", "rnn", "--lengths-from", "uniform", "--compile"])
+    assert LABS["batch"].parse(lab_values(batch, LABS["batch"])).distribution == "uniform"
+    assert LABS["batch"].parse(lab_values(batch, LABS["batch"])).backend == "inductor"
+    debug = parser().parse_args(["debug", "--model", "rnn", "--mode", "eager,traced,eager"])
+    assert LABS["debug"].parse(lab_values(debug, LABS["debug"])).modes == ("eager", "traced")  # each once
+
+
+@pytest.mark.parametrize(("lab", "values", "message"), [
+    ("batch", {"n": 2.5}, "n must be a whole number; got 2.5"),
+    ("batch", {"n": float("nan")}, "n must be a finite number"),
+    ("batch", {"n": True}, "n must be a number; got True"),
+    ("batch", {"n": "1" * 400}, "n must be between 1 and"),
+    ("batch", {"distribution": ["zipf"]}, "distribution must be one of"),
+    ("batch", {"backend": "x" * 100_000}, "…"),  # echoed back at most 80 characters
+    ("batch", {"lines": None}, "lines must be text"),
+    ("deploy", {"lengths": ",".join(["8"] * 9)}, None),  # nine copies of one length are one length
+    ("deploy", {"lengths": "1,2,3,4,5,6,7,8,9"}, "lengths takes at most 8 numbers"),
+    ("deploy", {"routes": 7}, "routes must be a comma-separated list"),
+    ("ddp", {"world_size": "2.7"}, "world_size must be a whole number"),
+    ("ddp", {"sceanrio": "unused"}, "unknown parameter 'sceanrio'"),
+])
+def test_a_bad_value_is_refused_by_its_declaration_in_one_short_line(lab, values, message):
+    start = time.perf_counter()
+    if message is None:
+        assert LABS[lab].parse(values).lengths == (8,)
+        return
+    with pytest.raises(USER_ERRORS) as e:
+        LABS[lab].parse(values)
+    said = str(e.value)
+    assert message in said and "\n" not in said and len(said) < 400 and time.perf_counter() - start < 0.1
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("[" * 1000 + "]" * 1000, "config must be a flat JSON object"),
+    ('{"layers": {"a": {"b": 1}}}', "flat JSON object"),
+    ('{"layers": ' + "9" * 309 + "}", "a number of 309 digits"),
+    ("x" * 20_000, "config is 20,000 characters"),
+    (7, "config must be a JSON object"),
+])
+def test_a_config_is_a_small_flat_json_object(raw, message):
+    with pytest.raises(USER_ERRORS, match=message):
+        config_values(raw)
+    assert config_values('{"layers": 2}') == {"layers": 2} and config_values({"layers": 2}) == {"layers": 2}
