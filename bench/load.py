@@ -25,7 +25,6 @@ from gradio_client import Client
 
 from bench.appserver import connect, start_app, stop_app
 from bench.common import parser
-from explorer.views.playground import control_specs
 
 REFERENCE = ("rnn", "{}", "The reference sentence, measured alone and under load: 64 tokens!!")
 ALONE = 5  # reference samples alone, before the load and again after it
@@ -39,8 +38,9 @@ WORDS = ("the", "graph", "grows", "with", "every", "token", "while", "loops", "u
          "decide", "what", "runs")
 
 
-def controls(model: str, values: dict) -> list:
-    return [values.get(k.name, k.default) if m == model else k.default for m, k in control_specs()]
+def config_json(values: dict) -> str:
+    """A model's config as /edit takes it (the fields that differ from its defaults)."""
+    return json.dumps(values)
 
 
 @dataclass
@@ -67,7 +67,7 @@ def _edit(client: Client, model: str, values: dict, text: str, tally: Tally) -> 
     """One edit, streamed: records the time to this input's graph and to the final view; the final report."""
     start = time.monotonic()
     try:
-        job = client.submit(model, text, "", *controls(model, values), api_name="/edit")
+        job = client.submit(model, text, "", config_json(values), api_name="/edit")
         first, seen = None, 0
         while not job.done():  # a streamed view with this input's graph; the last has the timings and memory
             if first is None:

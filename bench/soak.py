@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench.appserver import connect, start_app, stop_app
 from bench.common import parser
-from bench.load import ARCHS, WORDS, controls
+from bench.load import ARCHS, WORDS, config_json
 
 # 20 architectures: the load test's 14 and 6 more.
 ARCHITECTURES = [*ARCHS, ("rnn", {"layers": 2, "bidirectional": True}), ("transformer", {"attention": "sdpa"}),
@@ -58,7 +58,7 @@ def main() -> None:
             client = rng.choice(clients) if args.sessions <= 10 else clients[i % len(clients)]
             model, values = ARCHITECTURES[i % len(ARCHITECTURES)]
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40)))
-            client.predict(model, text, "", *controls(model, values), api_name="/edit")
+            client.predict(model, text, "", config_json(values), api_name="/edit")
             if i == 99 or i == args.interactions - 1 or i % 100 == 99:
                 samples.append((i + 1, family_rss_mib(proc.pid)))
         elapsed = time.monotonic() - start

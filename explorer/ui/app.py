@@ -56,7 +56,7 @@ def build_app() -> gr.Blocks:
         downloads_panel(session)
         limits_panel()
         wire_playground(demo, session, playground, link)
-        present.change(None, present, None, js=PRESENT_JS)
+        present.change(None, present, None, js=PRESENT_JS, api_visibility="private")
         demo.unload(_closed)
         add_endpoints()
     return demo

@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from explorer.api import config_values
 from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
@@ -173,20 +174,34 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
             out |= {p.history: item.history, p.diff: item.diff, p.raw: item.report}
         return out
 
-    def run(request: gr.Request, s: Session, model: str, text: str, compare: str, *flat: Any,
-            fresh: bool = False) -> Iterator[Updates]:
-        """The Playground's one event: (re)configure, capture and draw, wait for the measurement queue, time,
-        stream the view. `fresh`: measure again even if another session's recent timings could be reused."""
+    def measured(request: gr.Request, s: Session, model: str, text: str, compare: str, values: Any,
+                 fresh: bool = False) -> Iterator[Updates]:
+        """The Playground's one run: (re)configure, capture and draw, wait for the measurement queue, time, stream
+        the view. `fresh`: measure again even if another session's recent timings could be reused."""
         RESIDENCY.attach(request.session_hash, s)
         drawn = [False]
-        items = update(s, model, text, compare, values_for(model, list(flat)), measure_pool(), fresh)
+        items = update(s, model, text, compare, values, measure_pool(), fresh)
         yield from streamed(items, lambda item: shown(s, item, drawn), p.status, None, "Cannot run this input",
                             toast=True)
+
+    def run(request: gr.Request, s: Session, model: str, text: str, compare: str, *flat: Any) -> Iterator[Updates]:
+        """The page's edits: every control's value, of which the chosen model's are its config."""
+        yield from measured(request, s, model, text, compare, values_for(model, list(flat)))
 
     def again(request: gr.Request, s: Session, model: str, text: str, compare: str,
               *flat: Any) -> Iterator[Updates]:
         """*Measure again*: the same input, timed anew (never reused from another session)."""
-        yield from run(request, s, model, text, compare, *flat, fresh=True)
+        yield from measured(request, s, model, text, compare, values_for(model, list(flat)), fresh=True)
+
+    def edit(request: gr.Request, s: Session, model: str, text: str, compare: str,
+             config_json: str) -> Iterator[Updates]:
+        """The Playground's run for an HTTP caller, in the caller's session (so /compile follows it): the model's
+        config as one JSON object, as /inspect takes it, instead of every model's controls."""
+        try:
+            values = config_values(config_json)
+        except USER_ERRORS as e:
+            raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
+        yield from measured(request, s, model, text, compare, values)
 
     def compiled(s: Session, enabled: bool, backend: str, dynamic: str, mark: bool, fullgraph: bool,
                  progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
@@ -218,9 +233,14 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
 
     # `.change` on the text boxes: typing, paste, cut, delete, undo, drag-and-drop, an example, a restored link
     # all change the value, and each settled value runs once (an unchanged input is not re-run: see `update`).
-    after_run(p.text.change(api_name="edit", **run_event))
+    after_run(p.text.change(api_visibility="private", **run_event))
     after_run(p.again.click(api_visibility="private", **{**run_event, "fn": again}))
-    p.compare.change(api_name="edit_compare", **run_event)
+    p.compare.change(api_visibility="private", **run_event)
+    # The HTTP API's /edit: an event of a box no one sees (so that it runs in the caller's session), with named
+    # parameters: model, text, compare, config_json.
+    config_json = gr.Textbox("{}", visible=False)
+    config_json.change(api_name="edit", **{**run_event, "fn": edit, "inputs": [session, p.model, p.text, p.compare,
+                                                                             config_json]})
     for ctl in p.controls:  # a settled value: a slider released or its box left/entered, not every keystroke
         for event in _settled_events(ctl):
             after_run(event(api_visibility="private", **run_event))

@@ -9,7 +9,6 @@ import pytest
 
 from bench.appserver import connect
 from explorer.eager.capture import capture_run
-from explorer.views.playground import control_specs
 from models import build_model, make_config
 from models.tokenizer import to_ids
 from tests.helpers import early_exit_branch, start_app, stop_app
@@ -24,14 +23,17 @@ def app_url():
     stop_app(proc)
 
 
-def _controls(model: str, **overrides):
-    return [overrides.get(k.name, k.default) if m == model else k.default for m, k in control_specs()]
+def _config(**values) -> str:
+    """A model's config as /edit takes it: one JSON object of the fields that differ from the defaults."""
+    return json.dumps(values)
 
 
 def test_api_lists_the_documented_endpoints(app_url):
     api = connect(app_url).view_api(print_info=False, return_format="dict")
-    assert {"/edit", "/edit_compare", "/select_model", "/example", "/load", "/inspect", "/batch", "/deploy",
+    assert {"/edit", "/select_model", "/example", "/load", "/compile", "/inspect", "/batch", "/deploy",
             "/debug", "/ddp", "/claim"} <= set(api["named_endpoints"])
+    edit = [p["parameter_name"] for p in api["named_endpoints"]["/edit"]["parameters"]]
+    assert edit == ["model", "text", "compare", "config_json"]  # named: the config as one object, as /inspect
 
 
 def test_inspect_endpoint_returns_the_report(app_url):
@@ -79,7 +81,7 @@ def test_the_heaviest_run_the_limits_allow_is_refused_in_seconds_and_the_server_
 
 def test_session_history_grows_and_bad_input_keeps_it(app_url):
     client = connect(app_url)
-    job = client.submit("tree", "ab", "", *_controls("tree"), api_name="/edit")
+    job = client.submit("tree", "ab", "", _config(), api_name="/edit")
     out = job.result()
     _, cards, history, diff, report, status, _opened = out
     assert report["run"] == 1 and report["tokens"] == 2
@@ -94,7 +96,7 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
     assert json.loads(history["plot"])["data"][0]["x"] == [2]
     assert diff.startswith("First run")
     first_arch = report["arch"]
-    out = client.predict("tree", "ab cd ef.", "", *_controls("tree", hidden=8), api_name="/edit")
+    out = client.predict("tree", "ab cd ef.", "", _config(hidden=8), api_name="/edit")
     report = out[4]
     assert report["run"] == 2 and report["config"]["hidden"] == 8
     series = json.loads(out[2]["plot"])["data"]
@@ -103,29 +105,29 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
     assert "hidden 64->8" in out[3]
     assert report["diff"]["label"].startswith("architecture change (hidden 64->8)")
     assert report["trace"]["compose"] == 8
-    empty = client.predict("tree", "", "", *_controls("tree"), api_name="/edit")  # a pause while retyping
+    empty = client.predict("tree", "", "", _config(), api_name="/edit")  # a pause while retyping
     assert empty[5] == "**Not run**: The input is empty: type a sentence (any language, emoji welcome). The " \
                        "figures shown are still run 2's."
     with pytest.raises(Exception, match="512"):  # the slider's own range check, or the engine's
-        client.predict("tree", "ab", "", *_controls("tree", hidden=100000), api_name="/edit")
-    out = client.predict("tree", "abc", "", *_controls("tree", hidden=8), api_name="/edit")
+        client.predict("tree", "ab", "", _config(hidden=100000), api_name="/edit")
+    out = client.predict("tree", "abc", "", _config(hidden=8), api_name="/edit")
     assert out[4]["run"] == 3 and out[4]["config"]["hidden"] == 8  # the session survived both errors
-    again = client.predict("tree", "abc", "", *_controls("tree", hidden=8), api_name="/edit")
+    again = client.predict("tree", "abc", "", _config(hidden=8), api_name="/edit")
     assert again[5].startswith("Nothing changed since run 3")  # the same settled input is not run twice
 
 
 def test_sessions_are_separate(app_url):
     a, b = connect(app_url), connect(app_url)
-    ra = a.predict("rnn", "one", "", *_controls("rnn"), api_name="/edit")[4]
-    rb = b.predict("transformer", "two", "", *_controls("transformer", layers=3), api_name="/edit")[4]
-    ra2 = a.predict("rnn", "one more", "", *_controls("rnn"), api_name="/edit")[4]
+    ra = a.predict("rnn", "one", "", _config(), api_name="/edit")[4]
+    rb = b.predict("transformer", "two", "", _config(layers=3), api_name="/edit")[4]
+    ra2 = a.predict("rnn", "one more", "", _config(), api_name="/edit")[4]
     assert (ra["run"], rb["run"], ra2["run"]) == (1, 1, 2)
     assert rb["model"] == "transformer" and ra2["model"] == "rnn"
 
 
 def test_compiled_view_through_the_ui_endpoints(app_url):
     client = connect(app_url)
-    client.predict("transformer", "hello world", "", *_controls("transformer", layers=1), api_name="/edit")
+    client.predict("transformer", "hello world", "", _config(layers=1), api_name="/edit")
     status, cards, timeline, breaks, plot, fx, code, report = client.predict(
         True, "eager", "auto", False, False, api_name="/compile")
     assert "Compiled with eager" in status and "speed-up vs eager" in cards
@@ -194,7 +196,7 @@ def test_two_sessions_changing_architectures_at_once_never_see_each_others_data(
         try:
             reports = []
             for i, v in enumerate(values):
-                out = client.predict(model, f"{name} {'x' * (3 + i)}", "", *_controls(model, **{key: v}),
+                out = client.predict(model, f"{name} {'x' * (3 + i)}", "", _config(**{key: v}),
                                      api_name="/edit")
                 reports.append(out[4])
             results[name] = reports
