@@ -28,8 +28,8 @@ def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES,
     title = (f"Autograd graph: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
              f"{result.arch}, {result.tokens} tokens<br><sup>this input decided: {decided}; longest path "
              f"{graph.depth():,} operations</sup>")
-    if model.decision is not None:
-        said = model.decision(result.config, result.input.ids[0].tolist())
+    said = model.decision(result.config, result.input.ids[0].tolist())
+    if said is not None:
         title += f"<br><sup>{html.escape(said if len(said) <= 110 else said[:109] + '…')}</sup>"
     if result.diff:
         title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
