@@ -8,7 +8,6 @@ typed results, which its view turns into the figures, tables and text its output
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -92,8 +91,3 @@ class LabSpec(Generic[P, R]):
     def shown(self) -> list[Knob]:
         """The knobs the UI makes controls for: `text` comes from the Playground's run where the lab needs one."""
         return [k for k in self.knobs() if not (self.needs is Needs.RUN and k.name == "text")]
-
-
-def fields_of(view: Any) -> dict[str, Any]:
-    """A view's fields by name, shallow (figures are not copied)."""
-    return {f.name: getattr(view, f.name) for f in dataclasses.fields(view)}

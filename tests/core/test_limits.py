@@ -9,7 +9,7 @@ from explorer.core.inputs import text_of_length, tokenize
 from explorer.eager.capture import capture_run, train_loss
 from explorer.eager.graph import capture_graph
 from explorer.eager.trace import ModuleTrace
-from explorer.labs.batching.runner import run_lab
+from explorer.labs.batching.runner import lab_result
 from explorer.labs.batching.strategies import nested
 from explorer.runs.session import Session
 from explorer.sources import registry
@@ -70,12 +70,12 @@ def test_a_lab_strategy_over_the_memory_limit_is_skipped_with_a_note(monkeypatch
     model = build_model("transformer", make_config("transformer"))
     texts = ["x" * 300] + ["short one"] * 40
     monkeypatch.setattr(budget, "MAX_ACTIVATION_BYTES", 60 * 2**20)  # pad: 41 x 300 tokens is ~120 MiB
-    lab = run_lab(model, texts, budget_scale=0.05)
+    lab = lab_result(model, texts, budget_scale=0.05)
     assert not lab.strategy("pad").supported and "over the memory limit" in lab.strategy("pad").note
     assert lab.strategy("bucket").supported and lab.strategy("loop").supported
     monkeypatch.setattr(budget, "MAX_ACTIVATION_BYTES", 2**20)
     with pytest.raises(InputError, match="This batch is too big"):
-        run_lab(model, texts, budget_scale=0.05)
+        lab_result(model, texts, budget_scale=0.05)
 
 
 def test_huge_payloads_are_refused_before_any_work():

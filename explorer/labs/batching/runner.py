@@ -87,7 +87,7 @@ def eager_lab(subject: Subject, texts: list[str], bucket_width: int = 32,
             yield Progress(elapsed, f"Eager: timing *{item.phase}* ({elapsed:.1f} s)…")
 
 
-def run_lab(model: nn.Module, texts: list[str], bucket_width: int = 32, budget_scale: float = 1.0) -> LabResult:
+def lab_result(model: nn.Module, texts: list[str], bucket_width: int = 32, budget_scale: float = 1.0) -> LabResult:
     *_, result = iter_lab(model, texts, bucket_width, budget_scale)
     return result  # type: ignore[return-value]
 

@@ -10,7 +10,7 @@ from explorer.core.limits import MAX_BATCH, MAX_TOKENS
 from explorer.eager.timing import Measurement
 from explorer.labs.batching.compiled import compile_strategy
 from explorer.labs.batching.results import CompiledStrategy
-from explorer.labs.batching.runner import compile_lab, eager_lab, run_lab
+from explorer.labs.batching.runner import compile_lab, eager_lab, lab_result
 from explorer.sources.registry import subject
 from models import build_model, make_config
 
@@ -26,7 +26,7 @@ def test_waste_and_flops_are_exact_for_a_known_batch():
     # A step costs 2*E*H + 2*H*H FLOPs per row (two matmuls), the head 2*H*C per row.
     E, H, C = 4, 8, 4
     model = _model("rnn", cell="rnn", layers=1, hidden=H, embed=E, bidirectional=False)
-    lab = run_lab(model, ["ab", "abcde"], bucket_width=2, budget_scale=FAST)
+    lab = lab_result(model, ["ab", "abcde"], bucket_width=2, budget_scale=FAST)
     step, head = 2 * E * H + 2 * H * H, 2 * H * C
     useful = 7 * step + 2 * head
     pad, bucket, pack, loop = (lab.strategy(n) for n in ("pad", "bucket", "pack", "loop"))
@@ -46,7 +46,7 @@ def test_waste_and_flops_are_exact_for_a_known_batch():
     ("transformer", {"attention": "math"}),
 ])
 def test_padded_strategies_agree_with_the_loop(name, values):
-    lab = run_lab(_model(name, **values), generate_batch(10, "zipf", 3, 80, seed=2), bucket_width=16,
+    lab = lab_result(_model(name, **values), generate_batch(10, "zipf", 3, 80, seed=2), bucket_width=16,
                   budget_scale=FAST)
     ran = [s for s in lab.strategies if s.supported]
     assert {s.name for s in ran} >= {"pad", "bucket", "loop"} | ({"pack"} if name == "rnn" else set())
@@ -60,7 +60,7 @@ def test_padded_strategies_agree_with_the_loop(name, values):
 
 def test_early_exit_batch_disagrees_with_the_loop_and_is_flagged():
     # The whole batch exits when its least confident sentence is sure: per-sentence depths differ.
-    lab = run_lab(_model("early_exit"), generate_batch(16, "zipf", 5, 120, seed=1), budget_scale=FAST)
+    lab = lab_result(_model("early_exit"), generate_batch(16, "zipf", 5, 120, seed=1), budget_scale=FAST)
     assert lab.strategy("pad").agrees is False and lab.strategy("pad").max_abs_diff > 1e-2
     assert "disagrees with the loop" in lab.verdict()
     report = lab.as_dict()["strategies"]
@@ -68,11 +68,11 @@ def test_early_exit_batch_disagrees_with_the_loop_and_is_flagged():
 
 
 def test_tree_has_no_padded_form_and_nested_reports_the_failing_op():
-    lab = run_lab(_model("tree"), ["(a b) c.", "one two three four"], budget_scale=FAST)
+    lab = lab_result(_model("tree"), ["(a b) c.", "one two three four"], budget_scale=FAST)
     assert [s.name for s in lab.strategies if s.supported] == ["loop"]
     assert "own structure" in lab.strategy("pad").note
     for name in ("transformer", "rnn", "early_exit", "tree"):
-        nested = run_lab(_model(name), ["hello there", "hi"], budget_scale=FAST).strategy("nested")
+        nested = lab_result(_model(name), ["hello there", "hi"], budget_scale=FAST).strategy("nested")
         # A real attempt: the note names the line of model code and torch's error, instead of a crash.
         assert not nested.supported and "jagged tensors fail at models/" in nested.note, nested.note
         assert nested.as_dict()["forward_ms"] is None
@@ -97,8 +97,8 @@ def test_generated_lengths_follow_their_distribution_within_bounds():
     (lambda: generate_lengths(4, "normal", 5, 10), "distribution must be one of"),
     (lambda: batch_from_lines("  \n\n "), "one sentence per line"),
     (lambda: batch_from_lines("x\n" * (MAX_BATCH + 1)), f"at most {MAX_BATCH}"),
-    (lambda: run_lab(_model("rnn"), ["ab"], bucket_width=0), "bucket width"),
-    (lambda: run_lab(_model("rnn"), []), "the batch is empty"),
+    (lambda: lab_result(_model("rnn"), ["ab"], bucket_width=0), "bucket width"),
+    (lambda: lab_result(_model("rnn"), []), "the batch is empty"),
 ])
 def test_bad_batches_are_refused_with_a_message(call, message):
     with pytest.raises(InputError, match=message):
@@ -140,7 +140,7 @@ def test_compile_lab_runs_each_strategy_in_the_worker():
 
 
 def test_nested_jagged_tensors_run_the_sdpa_transformer_forward_and_say_why_not_training():
-    lab = run_lab(_model("transformer", attention="sdpa"), generate_batch(6, "zipf", 3, 40, seed=4),
+    lab = lab_result(_model("transformer", attention="sdpa"), generate_batch(6, "zipf", 3, 40, seed=4),
                   budget_scale=FAST)
     nested = lab.strategy("nested")
     assert nested.supported and nested.agrees and nested.padding_fraction == 0
