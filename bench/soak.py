@@ -66,10 +66,11 @@ def main() -> None:
         stop_app(proc)
     warm, end = samples[0][1], samples[-1][1]
     # With ten sessions the history each holds is small: growth is a leak. With hundreds, each holds its latest
-    # run (graph, figures) until its tab closes or its state expires (app.py's SESSION_TTL_S): growth per session.
+    # run (graph, figures) until its tab closes or its state expires (explorer.server.SESSION_TTL_S): growth per
+    # session.
     goal = ("goal < 150 MiB" if args.sessions <= 10 else
             f"{(end - warm) / args.sessions:.2f} MiB per session, each holding its latest run until it closes or its "
-            "state expires (app.SESSION_TTL_S); the steps between samples should shrink")
+            "state expires (explorer.server.SESSION_TTL_S); the steps between samples should shrink")
     lines = [f"## Soak: {args.interactions} interactions across 20 architectures from {args.sessions} sessions "
              f"({time.strftime('%Y-%m-%d %H:%M')})", "",
              f"`python -m bench.soak --interactions {args.interactions} --sessions {args.sessions}`", "",
