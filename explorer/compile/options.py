@@ -6,6 +6,7 @@ import shutil
 from dataclasses import dataclass
 
 from explorer.core.errors import InputError
+from models.config import ECHO_CHARS
 
 BACKENDS = ("inductor", "aot_eager", "eager")
 DYNAMIC_MODES = {"auto": None, "true": True, "false": False}
@@ -19,14 +20,23 @@ class CompileOptions:
     fullgraph: bool = False
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise InputError(f"backend must be one of {', '.join(BACKENDS)}; got {self.backend!r}")
-        if self.dynamic not in DYNAMIC_MODES:
-            raise InputError(f"dynamic must be one of {', '.join(DYNAMIC_MODES)}; got {self.dynamic!r}")
+        if not isinstance(self.backend, str) or self.backend not in BACKENDS:
+            raise InputError(f"backend must be one of {', '.join(BACKENDS)}; got {_shown(self.backend)}")
+        if not isinstance(self.dynamic, str) or self.dynamic not in DYNAMIC_MODES:
+            raise InputError(f"dynamic must be one of {', '.join(DYNAMIC_MODES)}; got {_shown(self.dynamic)}")
+        for name in ("mark_dynamic", "fullgraph"):  # a count or a string is no switch (it once multiplied a list)
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(f"{name} must be true or false; got {_shown(getattr(self, name))}")
 
     def label(self) -> str:
-        extra = [f"dynamic={self.dynamic}"] + ["mark_dynamic"] * self.mark_dynamic + ["fullgraph"] * self.fullgraph
+        extra = [f"dynamic={self.dynamic}", *(["mark_dynamic"] if self.mark_dynamic else []),
+                 *(["fullgraph"] if self.fullgraph else [])]
         return f"{self.backend} ({', '.join(extra)})"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS - 1] + "…"
 
 
 def cxx_compiler() -> str | None:

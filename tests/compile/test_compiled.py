@@ -12,6 +12,7 @@ from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.compile.worker import CompileService
+from explorer.core.errors import InputError
 from explorer.core.inputs import text_of_length
 from explorer.eager.timing import Measurement
 from explorer.runs.session import Session
@@ -247,3 +248,16 @@ def test_the_compile_pool_gives_a_session_always_the_same_worker(monkeypatch):
     assert len(worker._services) == 3 and {id(c) for c in chosen} == {id(c) for c in worker._services}
     # the same worker for a session each time, and nothing started yet
     assert all(worker.embedded_compile_service(s) is c for s, c in zip(sessions, chosen, strict=True))
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"mark_dynamic": 10**7}, "mark_dynamic must be true or false; got 10000000"),
+    ({"fullgraph": "x"}, "fullgraph must be true or false; got 'x'"),
+    ({"backend": ["inductor"]}, "backend must be one of inductor, aot_eager, eager"),
+    ({"dynamic": "d" * 1000}, "…"),  # echoed back at most 80 characters
+])
+def test_compile_options_refuse_what_is_not_a_switch_or_a_choice_before_any_work(options, message):
+    with pytest.raises(InputError) as e:
+        CompileOptions(**options)
+    assert message in str(e.value) and len(str(e.value)) < 200
+    assert CompileOptions(mark_dynamic=True).label() == "inductor (dynamic=auto, mark_dynamic)"
