@@ -87,7 +87,8 @@ def knobs(config_cls: type) -> list[Knob]:
 ECHO_CHARS = 80  # a refused value is quoted back at most this long
 
 
-def _shown(value: Any) -> str:
+def echoed(value: Any) -> str:
+    """A value a person gave, quoted back in a message: its repr, cut to ECHO_CHARS."""
     text = repr(value)
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS - 1] + "…"
 
@@ -106,7 +107,7 @@ def _coerce(k: Knob, value: Any) -> Any:
     if k.type == "choice":
         if not isinstance(value, str) or value not in k.choices:
             shown = ", ".join(repr(c) if c == "" else c for c in k.choices)
-            raise ConfigError(f"{k.name} must be one of {shown}; got {_shown(value)}")
+            raise ConfigError(f"{k.name} must be one of {shown}; got {echoed(value)}")
         return value
     if k.type == "text":
         if not isinstance(value, str):
@@ -118,7 +119,7 @@ def _coerce(k: Knob, value: Any) -> Any:
         chosen = list(dict.fromkeys(_items(k, value)))  # each once, in the order given
         unknown = [c for c in chosen if c not in k.choices]
         if unknown:
-            raise ConfigError(f"{k.name}: unknown {_shown(unknown[0])}; choose from {', '.join(k.choices)}")
+            raise ConfigError(f"{k.name}: unknown {echoed(unknown[0])}; choose from {', '.join(k.choices)}")
         return tuple(chosen) or tuple(k.choices)
     if k.type == "ints":
         items = _items(k, value)
@@ -134,27 +135,27 @@ def _coerce(k: Knob, value: Any) -> Any:
             return value
         if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
-        raise ConfigError(f"{k.name} must be true or false; got {_shown(value)}")
+        raise ConfigError(f"{k.name} must be true or false; got {echoed(value)}")
     if isinstance(value, bool):
-        raise ConfigError(f"{k.name} must be a number; got {_shown(value)}")
+        raise ConfigError(f"{k.name} must be a number; got {echoed(value)}")
     if isinstance(value, str):
         text = value.strip()
         try:  # whole digits stay exact: "1" * 400 is out of range, not infinite
             value = int(text) if text.lstrip("+-").isdigit() else float(text)
         except ValueError:
-            raise ConfigError(f"{k.name} must be a number; got {_shown(value)}") from None
+            raise ConfigError(f"{k.name} must be a number; got {echoed(value)}") from None
     if not isinstance(value, (int, float)):
         raise ConfigError(f"{k.name} must be a number; got {type(value).__name__}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{k.name} must be a finite number; got {value!r}")
     if k.type == "int":
         if value != int(value):
-            raise ConfigError(f"{k.name} must be a whole number; got {_shown(value)}")
+            raise ConfigError(f"{k.name} must be a whole number; got {echoed(value)}")
         value = int(value)
     else:
         value = float(value)
     if (k.min is not None and value < k.min) or (k.max is not None and value > k.max):
-        got = f"{value:g}" if isinstance(value, float) or abs(value) < 10**15 else _shown(value)
+        got = f"{value:g}" if isinstance(value, float) or abs(value) < 10**15 else echoed(value)
         raise ConfigError(f"{k.name} must be between {k.min:g} and {k.max:g}; got {got}")
     return value
 
@@ -171,7 +172,7 @@ def build_config(config_cls: type, values: Mapping[str, Any] | None = None, what
     unknown = sorted(set(values) - set(by_name))
     if unknown:
         raise ConfigError(
-            f"unknown {what} {_shown(unknown[0])} for {config_cls.__name__}; "
+            f"unknown {what} {echoed(unknown[0])} for {config_cls.__name__}; "
             f"fields are: {', '.join(by_name)}"
         )
     coerced = {name: _coerce(by_name[name], v) for name, v in values.items()}

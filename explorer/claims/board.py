@@ -13,14 +13,15 @@ from explorer.compile.protocol import Workers
 from explorer.core.errors import InputError
 from explorer.core.limits import CLAIMS_TTL_S
 from explorer.core.progress import Progress
+from models.config import echoed
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in (shape.CLAIM, padding.CLAIM, rebuild.CLAIM, debugging.CLAIM,
                                               speed.CLAIM, overhead.CLAIM, deploying.CLAIM, distributed.CLAIM)}
 
 
 def claim(claim_id: str) -> Claim:
-    if claim_id not in CLAIMS:
-        raise InputError(f"unknown claim {claim_id!r}; claims are: {', '.join(CLAIMS)}")
+    if not isinstance(claim_id, str) or claim_id not in CLAIMS:
+        raise InputError(f"unknown claim {echoed(claim_id)}; claims are: {', '.join(CLAIMS)}")
     return CLAIMS[claim_id]
 
 

@@ -6,7 +6,7 @@ import shutil
 from dataclasses import dataclass
 
 from explorer.core.errors import InputError
-from models.config import ECHO_CHARS
+from models.config import echoed
 
 BACKENDS = ("inductor", "aot_eager", "eager")
 DYNAMIC_MODES = {"auto": None, "true": True, "false": False}
@@ -21,22 +21,17 @@ class CompileOptions:
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or self.backend not in BACKENDS:
-            raise InputError(f"backend must be one of {', '.join(BACKENDS)}; got {_shown(self.backend)}")
+            raise InputError(f"backend must be one of {', '.join(BACKENDS)}; got {echoed(self.backend)}")
         if not isinstance(self.dynamic, str) or self.dynamic not in DYNAMIC_MODES:
-            raise InputError(f"dynamic must be one of {', '.join(DYNAMIC_MODES)}; got {_shown(self.dynamic)}")
+            raise InputError(f"dynamic must be one of {', '.join(DYNAMIC_MODES)}; got {echoed(self.dynamic)}")
         for name in ("mark_dynamic", "fullgraph"):  # a count or a string is no switch (it once multiplied a list)
             if not isinstance(getattr(self, name), bool):
-                raise InputError(f"{name} must be true or false; got {_shown(getattr(self, name))}")
+                raise InputError(f"{name} must be true or false; got {echoed(getattr(self, name))}")
 
     def label(self) -> str:
         extra = [f"dynamic={self.dynamic}", *(["mark_dynamic"] if self.mark_dynamic else []),
                  *(["fullgraph"] if self.fullgraph else [])]
         return f"{self.backend} ({', '.join(extra)})"
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS - 1] + "…"
 
 
 def cxx_compiler() -> str | None:

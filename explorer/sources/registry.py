@@ -13,14 +13,14 @@ from explorer.core.limits import MAX_ACTIVATION_BYTES, MAX_PARAMS, MAX_TOKENS
 from explorer.sources.contract import ModelSource, Subject
 from explorer.sources.zoo import zoo_sources
 from models import ConfigError
+from models.config import echoed
 
 SOURCES: dict[str, ModelSource] = {s.name: s for s in zoo_sources()}
 
 
 def source(name: str) -> ModelSource:
     if not isinstance(name, str) or name not in SOURCES:
-        shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:79] + "…"
-        raise ConfigError(f"unknown model {shown}; models are: {', '.join(SOURCES)}")
+        raise ConfigError(f"unknown model {echoed(name)}; models are: {', '.join(SOURCES)}")
     return SOURCES[name]
 
 
