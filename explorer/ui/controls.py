@@ -12,29 +12,26 @@ WIDE_RANGE = 1_000  # an int knob with a wider range is typed (a number box), no
 
 
 def control(k: Knob) -> gr.components.Component:
-    """The control that sets knob `k`, labelled with its name and its help."""
+    """The control that sets knob `k`, labelled with its name (the same in a link, on the CLI and at the API) and
+    its help."""
     if k.type == "choice":
         titles = k.titles or tuple("off" if c == "" else c for c in k.choices)
-        return gr.Radio(list(zip(titles, k.choices, strict=True)), value=k.default, label=_label(k), info=k.help)
+        return gr.Radio(list(zip(titles, k.choices, strict=True)), value=k.default, label=k.name, info=k.help)
     if k.type == "subset":
         return gr.CheckboxGroup(list(zip(k.titles or k.choices, k.choices, strict=True)), value=list(k.default),
-                                label=_label(k), info=k.help)
+                                label=k.name, info=k.help)
     if k.type == "bool":
-        return gr.Checkbox(value=k.default, label=_label(k), info=k.help)
+        return gr.Checkbox(value=k.default, label=k.name, info=k.help)
     if k.type == "text":
-        return gr.Textbox(k.default, label=_label(k), info=k.help, lines=5 if k.file else 1, max_lines=12)
+        return gr.Textbox(k.default, label=k.name, info=k.help, lines=5 if k.file else 1, max_lines=12)
     if k.type == "ints":
-        return gr.Textbox(",".join(map(str, k.default)), label=_label(k), info=f"comma-separated; {k.help}")
+        return gr.Textbox(",".join(map(str, k.default)), label=k.name, info=f"comma-separated; {k.help}")
     if k.type == "int" and k.max == k.min:  # one value (the processes a 2-core server can give): shown, not set
-        return gr.Dropdown([int(k.min)], value=k.default, label=_label(k), info=k.help)
+        return gr.Dropdown([int(k.min)], value=k.default, label=k.name, info=k.help)
     if k.name == "seed" or k.max - k.min > WIDE_RANGE:
-        return gr.Number(value=k.default, label=_label(k), info=k.help, precision=0, minimum=k.min, maximum=k.max)
+        return gr.Number(value=k.default, label=k.name, info=k.help, precision=0, minimum=k.min, maximum=k.max)
     step = k.step or (1 if k.type == "int" else 0.01)
-    return gr.Slider(k.min, k.max, value=k.default, step=step, label=_label(k), info=k.help)
-
-
-def _label(k: Knob) -> str:
-    return k.name.replace("_", " ") if k.type not in ("int", "float", "bool", "choice") else k.name
+    return gr.Slider(k.min, k.max, value=k.default, step=step, label=k.name, info=k.help)
 
 
 def cards_html(cards: list[tuple[str, str, str]]) -> str:
