@@ -35,7 +35,11 @@ class ModelSource(Protocol):
         ...
 
     def build(self, config: Any) -> nn.Module:
-        """The model with deterministic weights for the config, in eval mode."""
+        """The model with deterministic weights for the config, in eval mode; it keeps its config as `cfg`."""
+        ...
+
+    def builds(self, module: nn.Module) -> bool:
+        """Whether `module` is one of this source's models."""
         ...
 
     def example_inputs(self, text: str) -> tuple[torch.Tensor, ...]:

@@ -44,6 +44,9 @@ class ZooModel:
     def build(self, config: Any) -> nn.Module:
         return build_model(self.name, config)
 
+    def builds(self, module: nn.Module) -> bool:
+        return isinstance(module, self.entry.model_cls)
+
     def example_inputs(self, text: str) -> tuple[torch.Tensor, ...]:
         return (tokenize(text).ids,)
 

@@ -47,7 +47,7 @@ def test_activation_estimate_bounds_a_padded_batch(name):
     with ModuleTrace(model) as trace:
         loss = train_loss(model(ids, lengths))
     saved = capture_graph(loss.grad_fn, trace, {}).saved_activation_bytes()
-    estimate = budget.batch_activation_bytes(model, [tuple(ids.shape)])
+    estimate = registry.batch_activation_bytes(model, [tuple(ids.shape)])
     assert saved <= estimate <= 4 * saved
 
 

@@ -17,9 +17,9 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from explorer.core.batches import pad_ids
-from explorer.core.budget import batch_activation_bytes
 from explorer.core.errors import InputError, one_line
 from explorer.core.limits import MAX_TOKENS
+from explorer.sources.registry import batch_activation_bytes
 from models.rnn import UnrolledRNN
 
 
