@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 
 def format_bytes(n: float | None) -> str:
     if n is None:
@@ -22,11 +20,11 @@ def ms_iqr(median_ms: float | None, iqr_ms: float | None, digits: int = 2) -> st
     return f"{median_ms:.{digits}f} ms (IQR {iqr_ms:.{digits}f})"
 
 
-def format_flops(s: dict[str, Any]) -> str:
+def format_flops(total: int | None, useful: int | None) -> str:
     """A lab strategy's FLOPs: 'GFLOP total (useful share)', or why there is no count."""
-    if not s["flops_total"]:
+    if not total:
         return "not counted"
-    return f"{s['flops_total'] / 1e9:.3f} ({s['flops_useful'] / s['flops_total']:.0%})"
+    return f"{total / 1e9:.3f} ({(useful or 0) / total:.0%})"
 
 
 def count(n: int, noun: str) -> str:

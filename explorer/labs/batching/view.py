@@ -9,10 +9,12 @@ from typing import Any
 import plotly.graph_objects as go
 
 from explorer.core.fmt import format_bytes, format_flops, ms_iqr
-from explorer.core.machine import Machine
+from explorer.core.machine import Machine, this_machine
+from explorer.eager.timing import Measurement
 from explorer.labs.batching.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
-from explorer.labs.batching.results import LabRun
+from explorer.labs.batching.results import LabRun, StrategyResult
 from explorer.labs.contract import Kind, Output
+from models import arch_label
 
 LAB_COLUMNS = ("strategy", "forward", "train step", "tokens/s", "padding", "GFLOP (useful)",
                "peak memory", "shapes", "max |diff| vs loop", "compiled forward", "speed-up", "compiles",
@@ -47,36 +49,39 @@ class LabView:
     report: dict[str, Any]
 
 
-def _row(s: dict[str, Any]) -> list[Any]:
-    if not s["supported"]:
-        return [s["title"], *["—"] * 11, s["note"]]
-    c = s["compiled"]
-    status = c and (c["error"] or c["fallback"])
-    note = "; ".join(x for x in ("" if s["agrees"] else "DISAGREES with the loop", s["note"]) if x)
-    if c and (status or c["graph_breaks"]):
-        note = "; ".join(x for x in (note, status or "graph break: " + "; ".join(c["graph_breaks"])) if x)
+def _ms(m: Measurement | None) -> str:
+    return "—" if m is None else ms_iqr(m.median_ms, m.iqr_ms)
+
+
+def _row(s: StrategyResult) -> list[Any]:
+    if not s.supported:
+        return [s.title, *["—"] * 11, s.note]
+    c = s.compiled
+    status = c and (c.error or c.fallback)
+    note = "; ".join(x for x in ("" if s.agrees else "DISAGREES with the loop", s.note) if x)
+    if c and (status or c.graph_breaks):
+        note = "; ".join(x for x in (note, status or "graph break: " + "; ".join(c.graph_breaks)) if x)
     return [
-        s["title"], ms_iqr(s["forward_ms"], s["forward_iqr_ms"]), ms_iqr(s["train_step_ms"], s["train_step_iqr_ms"]),
-        f"{s['tokens_per_s']:,.0f}", f"{s['padding_fraction']:.0%}",
-        format_flops(s),
-        format_bytes(s["peak_bytes"]), s["distinct_shapes"], f"{s['max_abs_diff']:.1e}",
-        "—" if not c or status else ms_iqr(c["forward_ms"], c["forward_iqr_ms"]),
-        "—" if not c or c["speedup"] is None else f"{c['speedup']:.2f}x", "—" if not c else c["compiles"], note,
+        s.title, _ms(s.forward), _ms(s.train_step), f"{s.tokens_per_s:,.0f}", f"{s.padding_fraction:.0%}",
+        format_flops(s.flops_total, s.flops_useful), format_bytes(s.peak_bytes), s.distinct_shapes,
+        f"{s.max_abs_diff:.1e}", "—" if not c or status else _ms(c.forward),
+        "—" if not c or c.speedup is None else f"{c.speedup:.2f}x", "—" if not c else c.compiles, note,
     ]
 
 
-def _measured(report: dict[str, Any]) -> str:
-    return (f"{report['arch']}; measured on {Machine.of(report['machine']).line()} with torch.utils.benchmark; "
+def _measured(run: LabRun) -> str:
+    return (f"{arch_label(run.model, run.config)}; measured on {this_machine().line()} with torch.utils.benchmark; "
             "peak memory from torch.profiler; FLOPs from FlopCounterMode.")
 
 
 def view_of(outcome: BatchOutcome) -> LabView:
-    report = outcome.run.report()
+    run, report = outcome.run, outcome.run.report()
     done = (f"Eager and compiled ({outcome.backend}; fresh dynamo state per strategy; forward without grad and "
             "train step).") if outcome.backend else None
-    status = " ".join(filter(None, [outcome.notice, done, _measured(report)]))
-    return LabView(status, report["verdict"], [_row(s) for s in report["strategies"]], lab_lengths_figure(report),
-                   lab_waste_figure(report), lab_time_figure(report), report)
+    status = " ".join(filter(None, [outcome.notice, done, _measured(run)]))
+    # The figures draw the report (the session's HTML export draws the same report later).
+    return LabView(status, run.result.verdict(), [_row(s) for s in run.result.strategies],
+                   lab_lengths_figure(report), lab_waste_figure(report), lab_time_figure(report), report)
 
 
 def format_lab(report: dict[str, Any]) -> str:
@@ -94,7 +99,7 @@ def format_lab(report: dict[str, Any]) -> str:
         lines.append(
             f"{s['title']:<30} {ms_iqr(s['forward_ms'], s['forward_iqr_ms']):>22} "
             f"{ms_iqr(s['train_step_ms'], s['train_step_iqr_ms']):>22} {s['tokens_per_s']:>9,.0f} "
-            f"{s['padding_fraction']:>5.0%} {format_flops(s):>15} "
+            f"{s['padding_fraction']:>5.0%} {format_flops(s['flops_total'], s['flops_useful']):>15} "
             f"{format_bytes(s['peak_bytes']):>10} {s['distinct_shapes']:>6} {s['max_abs_diff']:>9.1e}"
             + ("" if s["agrees"] else "  DISAGREES with the loop") + (f"  ({s['note']})" if s["note"] else ""))
         c = s["compiled"]
