@@ -13,6 +13,8 @@ from explorer.core.fmt import count
 from explorer.core.machine import Machine
 from explorer.labs.contract import Kind, Output
 from explorer.labs.debug.lab import DebugResult
+from explorer.labs.debug.modes import ModeOutcome
+from models.bugs import BUGS
 
 MODE_COLUMNS = ("mode", "fails?", "seconds to the error", "your line it names last", "traceback frames",
                 "traceback lines", "exception: first line")
@@ -39,23 +41,23 @@ class DebugView:
     report: dict[str, Any]
 
 
-def _mode_row(m: dict[str, Any]) -> list[Any]:
-    f = m["failure"]
+def _mode_row(m: ModeOutcome) -> list[Any]:
+    f = m.failure
     if f is None:
-        return [m["mode"], "no", "—", "—", "—", "—", f"nothing raised (loss {m['loss']:.3g}, gradients "
-                f"{'finite' if m['grad_finite'] else 'NOT finite'})"]
-    return [m["mode"], "yes", f"{m['seconds']:.2f}", f"{f['where']}: {f['source']}" if f["where"] else "none",
-            f["frames"], f["lines"], f"{f['exception']}: {f['message']}"]
+        return [m.mode, "no", "—", "—", "—", "—", f"nothing raised (loss {m.loss:.3g}, gradients "
+                f"{'finite' if m.grad_finite else 'NOT finite'})"]
+    return [m.mode, "yes", f"{m.seconds:.2f}", f"{f.where}: {f.source}" if f.where else "none", f.frames, f.lines,
+            f"{f.exception}: {f.message}"]
 
 
-def comparison_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
-    rows = report["comparison"]
-    labels = [count(c["tokens"], "token") + (" (non-ASCII)" if not c["text"].isascii() else "") for c in rows]
+def comparison_figure(result: DebugResult, height: int = 320) -> go.Figure:
+    rows = result.comparisons
+    labels = [count(c.tokens, "token") + (" (non-ASCII)" if not c.text.isascii() else "") for c in rows]
     fig = go.Figure()
-    fig.add_bar(x=labels, y=[c["max_abs_diff"] for c in rows], name="max |diff|",
-                text=[f"{c['max_abs_diff']:.3g}" if c["error"] == "" else "" for c in rows],
+    fig.add_bar(x=labels, y=[c.max_abs_diff for c in rows], name="max |diff|",
+                text=[f"{c.max_abs_diff:.3g}" if c.error == "" else "" for c in rows],
                 hovertemplate="%{x}: max |diff| %{y:.3g}<extra></extra>")
-    raised = [(x, c["error"]) for x, c in zip(labels, rows, strict=True) if c["error"]]
+    raised = [(x, c.error) for x, c in zip(labels, rows, strict=True) if c.error]
     if raised:
         fig.add_scatter(x=[x for x, _ in raised], y=[0] * len(raised), mode="markers+text", name="raised",
                         marker={"symbol": "x", "size": 12}, text=["raised"] * len(raised), textposition="top center",
@@ -65,12 +67,12 @@ def comparison_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
     return fig
 
 
-def inspection_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
+def inspection_figure(result: DebugResult, height: int = 320) -> go.Figure:
     fig = go.Figure()
-    for r in report["inspection"]:
-        label = f"{r['mode']}: {len(r['norms'])} values, {r['graphs']} graph(s), {len(r['graph_breaks'])} break(s)"
-        fig.add_scatter(y=r["norms"], mode="lines+markers", name=label)
-    name = report["inspection"][0]["module"] if report["inspection"] else ""
+    for r in result.inspection:
+        label = f"{r.mode}: {len(r.norms)} values, {r.graphs} graph(s), {len(r.graph_breaks)} break(s)"
+        fig.add_scatter(y=r.norms, mode="lines+markers", name=label)
+    name = result.inspection[0].module if result.inspection else ""
     fig.update_layout(title=f"A hook on {name}: each hidden state's norm", height=height,
                       xaxis_title="hidden state (token, for the RNN's cell)", yaxis_title="norm",
                       margin={"l": 60, "r": 20, "t": 60, "b": 40}, legend={"orientation": "h", "y": -0.25})
@@ -79,17 +81,16 @@ def inspection_figure(report: dict[str, Any], height: int = 320) -> go.Figure:
 
 def view_of(result: DebugResult) -> DebugView:
     report = result.as_dict() | {"machine": machine.describe()}
-    blocks = [f"**{m['mode']}** ({m['failure']['lines']} lines)\n```\n{m['failure']['text']}\n```"
-              for m in report["modes"] if m["failure"]]
-    nan = [[f["method"], f["found"], f["where"] or "—", f"{f['seconds']:.3f}", f"{f['cost']:.1f}x"]
-           for f in report["nan"]]
-    g = report["graph_change"]
-    status = (f"{result.model}, {result.tokens} tokens, bug: {report['bug_what']}. Times are one run each, on "
-              f"{Machine.of(report['machine']).line()}."
-              + (f" Graph diff against the un-bugged model: {g['label']}" if g else ""))
-    return DebugView(status, f"**Verdict**: {report['verdict']}", [_mode_row(m) for m in report["modes"]],
-                     "\n\n".join(blocks) or "No mode raised.", nan, comparison_figure(report),
-                     inspection_figure(report), report)
+    blocks = [f"**{m.mode}** ({m.failure.lines} lines)\n```\n{m.failure.text}\n```" for m in result.modes
+              if m.failure]
+    nan = [[f.method, f.found, f.where or "—", f"{f.seconds:.3f}", f"{f.cost:.1f}x"] for f in result.findings]
+    g = result.graph
+    status = (f"{result.model}, {result.tokens} tokens, bug: {BUGS[result.bug].what}. Times are one run each, on "
+              f"{machine.this_machine().line()}."
+              + (f" Graph diff against the un-bugged model: {g.label}" if g else ""))
+    return DebugView(status, f"**Verdict**: {result.verdict()}", [_mode_row(m) for m in result.modes],
+                     "\n\n".join(blocks) or "No mode raised.", nan, comparison_figure(result),
+                     inspection_figure(result), report)
 
 
 def format_debug(report: dict[str, Any]) -> str:
