@@ -12,7 +12,18 @@ from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.labs.contract import Kind, Output
 from explorer.labs.ddp.registry import SCENARIOS
-from explorer.labs.ddp.results import ALLREDUCE, BACKWARD, COMPILE, FORWARD, KINDS, OPTIMIZER, STALLED, WAIT, DdpResult
+from explorer.labs.ddp.results import (
+    ALLREDUCE,
+    BACKWARD,
+    COMPILE,
+    FORWARD,
+    KINDS,
+    OPTIMIZER,
+    STALLED,
+    WAIT,
+    Cost,
+    DdpResult,
+)
 
 COST_COLUMNS = ("what", "median", "IQR", "samples", "note")
 COLOURS = {FORWARD: "#4C78A8", BACKWARD: "#72B7B2", COMPILE: "#B279A2", WAIT: "#E45756", ALLREDUCE: "#F58518",
@@ -88,9 +99,9 @@ def timeline_figure(result: DdpResult, height_per_row: int = 34) -> go.Figure:
     return fig
 
 
-def _cost_row(c: dict[str, Any]) -> list[Any]:
-    spread = "—" if c["samples"] == 1 else f"{c['q1_ms']:.1f}–{c['q3_ms']:.1f} ms"
-    return [c["what"], f"{c['median_ms']:.1f} ms", spread, c["samples"], c["note"]]
+def _cost_row(c: Cost) -> list[Any]:
+    spread = "—" if c.samples == 1 else f"{c.q1_ms:.1f}–{c.q3_ms:.1f} ms"
+    return [c.what, f"{c.median_ms:.1f} ms", spread, c.samples, c.note]
 
 
 def endings(result: DdpResult) -> str:
@@ -108,7 +119,7 @@ def view_of(outcome: DdpOutcome) -> DdpView:
     result = outcome.result
     report = result.as_dict() | {"machine": machine.describe(), "endings": [run.ending() for run in result.runs]}
     return DdpView(f"{measured_on(result)} Model: {outcome.which}.", f"**Verdict**: {result.verdict}",
-                   endings(result), [_cost_row(c) for c in report["costs"]], timeline_figure(result), report)
+                   endings(result), [_cost_row(c) for c in result.costs], timeline_figure(result), report)
 
 
 def format_ddp(report: dict[str, Any]) -> str:
