@@ -151,3 +151,13 @@ def test_the_tests_are_laid_out_like_the_code():
 
     assert packages(ROOT / "tests") - {"app", "models"} == packages(ROOT / "explorer") - {"ui"}
     assert packages(ROOT / "tests" / "labs") == packages(ROOT / "explorer" / "labs")
+
+
+def test_the_entry_point_imports_nothing_a_spawned_worker_would_inherit():
+    """multiprocessing's spawn imports app.py as each worker's main module: at its top it must import nothing (no
+    Gradio, no server state, no export directory), only under `if __name__ == "__main__"`."""
+    body = ast.parse((ROOT / "app.py").read_text()).body
+    top = [type(n).__name__ for n in body if isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign, ast.Expr))
+           and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    guarded = [n for n in body if isinstance(n, ast.If)]
+    assert top == [] and len(guarded) == 1 and "__main__" in ast.unparse(guarded[0].test)
