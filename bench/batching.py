@@ -38,7 +38,7 @@ def _table(report: dict, compiled: dict[str, dict]) -> list[str]:
             continue
         cells = [s["title"], _ms(s, "forward"), _ms(s, "train_step"), f"{s['tokens_per_s']:,.0f}",
                  f"{s['padding_fraction']:.0%}",
-                 format_flops(s),
+                 format_flops(s["flops_total"], s["flops_useful"]),
                  format_bytes(s["peak_bytes"]), str(s["distinct_shapes"]),
                  f"{s['max_abs_diff']:.1e}" + ("" if s["agrees"] else " **disagrees**")
                  + (f"; {s['note']}" if s["note"] else "")]
