@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import getpass
 import multiprocessing as mp
+import multiprocessing.connection
 import os
 import shutil
 import tempfile
@@ -29,6 +30,8 @@ from typing import Any, TypeVar
 import torch._dynamo
 
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
+from explorer.core import child as child_process
+from explorer.core.child import spawn_args
 from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, RECOMPILE_LIMIT
 from explorer.core.machine import freeze_startup_objects, keep_off_measure_cores, pin_threads, release_free_memory
 from explorer.core.progress import Progress
@@ -171,6 +174,11 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
         release_free_memory()  # after the reply: the person waiting for it does not wait for this too
 
 
+def _remove_when_gone(proc: Any, tmpdir: str) -> None:
+    mp.connection.wait([proc.sentinel])
+    shutil.rmtree(tmpdir, ignore_errors=True)
+
+
 class CompileService:
     """The parent side: one worker process, started lazily, replaced after a timeout or crash."""
 
@@ -195,11 +203,14 @@ class CompileService:
             os.environ.setdefault(name, value)
         parent, child = self._ctx.Pipe()
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
-        self._proc = self._ctx.Process(target=_worker_main, args=(child, self._tmp, self.core), daemon=self._daemon,
-                                       name=f"{self.name}-worker")
+        self._proc = self._ctx.Process(target=child_process.run, daemon=self._daemon, name=f"{self.name}-worker",
+                                       args=spawn_args(_worker_main, self._tmp, self.core, handles=(child,)))
         self._proc.start()
         child.close()
         self._conn = parent
+        # However it ends (a SIGKILL too, while idle), its directory goes when it does: not at the next job.
+        threading.Thread(target=_remove_when_gone, args=(self._proc, self._tmp), daemon=True,
+                         name=f"{self.name}-worker-watch").start()
 
     def stop(self) -> None:
         """Stop the worker (if any) and reap it: asked to exit when idle, killed when mid-job."""
@@ -318,7 +329,7 @@ class CompileService:
             raise
         except CompileFailure:
             held.close()
-            if self.alive and not failed:
+            if not failed:  # stopped, or died: reaped and its files removed now
                 self.stop()
             raise
         finally:

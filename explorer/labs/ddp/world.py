@@ -5,13 +5,13 @@ Why this shape: a rank can hang in a collective, raise, or abort in C++ (SIGABRT
 launcher never trusts a rank to report. Each rank writes its report to a file, its stderr to another, and the
 launcher waits until every rank has exited or the wall-clock limit has passed, then kills what is left. The
 rendezvous store is the launcher's own (port 0: the kernel picks a free one, nothing to race for), every socket
-is on loopback, each rank runs on a core of its own with one thread, and a rank dies with its launcher
-(PR_SET_PDEATHSIG), so a launcher killed at its own timeout leaves nothing behind.
+is on loopback, each rank runs on a core of its own with one thread, and a rank dies with its launcher, from
+before its first import (explorer/core/child.py), so a launcher killed at any moment leaves nothing behind.
 """
 
 from __future__ import annotations
 
-import ctypes
+import multiprocessing as mp
 import os
 import pickle
 import shutil
@@ -27,14 +27,14 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as tmp
 
+from explorer.core import child
+from explorer.core.child import spawn_args
 from explorer.core.machine import ALLOWED_CORES
 from explorer.labs.ddp.results import RankOutcome, RankReport, Segment, WorldRun, tidy
 
 LOOPBACK = "127.0.0.1"
 START_S = 60.0  # a rank imports torch and joins the group: seconds on a loaded 2-core machine
-_PR_SET_PDEATHSIG = 1
 STDERR_TAIL = 1200  # characters of a rank's stderr kept for the report
 
 
@@ -86,13 +86,6 @@ class RankContext:
 RankFn = Callable[..., None]  # fn(ctx: RankContext, *args): fills ctx.report; may raise
 
 
-def _die_with_parent(parent: int) -> None:
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the launcher died before the line above: nobody will read this rank
-        os._exit(1)
-
-
 def _stderr_to(path: Path) -> None:
     """fd 2 to a file, for C++ too (gloo's EnforceNotMet is printed there just before abort())."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -112,10 +105,9 @@ def _together(store: dist.Store, key: str, world_size: int, limit_s: float) -> N
         time.sleep(0.02)
 
 
-def _rank_main(rank: int, world_size: int, port: int, workdir: str, parent: int, pg_timeout_s: float,
-               fn: RankFn, args: tuple[Any, ...]) -> None:
-    """A rank's process (its index is given first by torch.multiprocessing)."""
-    _die_with_parent(parent)
+def _rank_main(rank: int, world_size: int, port: int, workdir: str, pg_timeout_s: float, fn: RankFn,
+               args: tuple[Any, ...]) -> None:
+    """A rank's process, tied to its launcher's thread before torch was imported (explorer/core/child.py)."""
     work = Path(workdir)
     _stderr_to(work / f"rank{rank}.stderr")
     os.sched_setaffinity(0, {ALLOWED_CORES[rank % len(ALLOWED_CORES)]})
@@ -168,12 +160,15 @@ def launch(label: str, fn: RankFn, args: tuple[Any, ...], world_size: int, pg_ti
     saved = {k: os.environ.get(k) for k in (env or {}) | {"GLOO_SOCKET_IFNAME": ""}}
     os.environ.update({"GLOO_SOCKET_IFNAME": "lo", **(env or {})})  # read by the ranks as they start
     started = time.monotonic()
-    context: Any = None
     procs: list[Any] = []
     try:
-        context = tmp.start_processes(_rank_main, (world_size, store.port, str(work), os.getpid(), pg_timeout_s, fn,
-                                                   args), nprocs=world_size, join=False, daemon=True)
-        procs = context.processes
+        spawn = mp.get_context("spawn")
+        procs = [spawn.Process(target=child.run, daemon=True, name=f"rank-{rank}",
+                               args=spawn_args(_rank_main, rank, world_size, store.port, str(work), pg_timeout_s, fn,
+                                               args, tied_to_thread=True))
+                 for rank in range(world_size)]
+        for p in procs:
+            p.start()
     finally:
         for k, v in saved.items():
             if v is None:
@@ -199,8 +194,6 @@ def launch(label: str, fn: RankFn, args: tuple[Any, ...], world_size: int, pg_ti
             if p.is_alive():
                 p.kill()
                 p.join(timeout=10)
-        for q in getattr(context, "error_queues", []):  # their semaphores, else leaked at exit
-            q.close()
         del store  # closes the listening socket
         shutil.rmtree(work, ignore_errors=True)
 

@@ -3,6 +3,7 @@ listening ports, files), whether the ranks finish, raise, abort, hang past the w
 running them is cancelled."""
 
 import os
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -128,6 +129,40 @@ def test_a_scenario_past_the_workers_timeout_is_said_and_leaves_nothing(nothing_
     try:
         with pytest.raises(InputError, match=r"distributed run timed out after 4 s.*Try another scenario"):
             list(run_ddp(service, "uneven", ddp_setup("uneven", "rnn", make_config("rnn"), 2)))
+    finally:
+        service.stop()
+
+
+def _marked(mark: str) -> set[int]:
+    """Live processes whose environment holds `mark` (an orphan is reparented, so no longer a descendant), but
+    this process's own resource tracker (kept until it exits)."""
+    found = set()
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            state, parent = Path(env.parent, "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            ours = int(parent) == os.getpid() and b"resource_tracker" in _cmdline(int(env.parent.name))
+            if mark.encode() in env.read_bytes() and state != "Z" and not ours:
+                found.add(int(env.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_worker_killed_while_its_ranks_import_leaves_no_rank_and_no_file(nothing_left, monkeypatch):
+    mark = f"GE_TEST_MARK=killed-launcher-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv(*mark.split("="))  # inherited by the worker and its ranks
+    service = CompileService(timeout_s=120, name="distributed run", starts_processes=True)
+    try:
+        with pytest.raises(InputError, match="distributed run worker died"):
+            for _ in run_ddp(service, "uneven", ddp_setup("uneven", "rnn", make_config("rnn"), 2)):
+                ranks = [p for p in _marked(mark) if _cmdline(p).count(b"spawn_main") and p != service.pid]
+                if service.pid and len(ranks) >= 2:  # spawned, still importing torch: killed now
+                    os.kill(service.pid, signal.SIGKILL)
+        # Gone at once, not after their imports (seconds; 12-30 s on a loaded machine), let alone the issue's 5 s.
+        deadline = time.monotonic() + 1
+        while _marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _marked(mark) == set(), [(p, _cmdline(p)) for p in _marked(mark)]
     finally:
         service.stop()
 

@@ -1,0 +1,51 @@
+"""The one entry point of every process the app spawns (compile, measuring, deployment and multi-process workers,
+and the training ranks): it ties the child's life to its parent before anything heavy is imported.
+
+Why its own module, light on purpose: multiprocessing's spawn unpickles a child's target and arguments, importing
+their modules (torch: seconds), before the target runs. A parent killed during those seconds would leave a child
+that finishes its imports and then runs, unowned, at full CPU. Here the target travels as a name and its
+arguments as bytes, so the child watches its parent first, then imports the engine; the UI is never imported.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+import pickle
+import signal
+import threading
+import time
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+WATCH_S = 0.2  # how often a child checks that its parent still lives (a parent's SIGKILL ends it this soon)
+
+
+def spawn_args(target: Any, *args: Any, handles: tuple[Any, ...] = (), tied_to_thread: bool = False
+               ) -> tuple[Any, ...]:
+    """The `args` of a spawned `Process(target=run, ...)` that calls `target(*handles, *args)` once the child is
+    tied to this process. `handles` (pipes) go as multiprocessing sends them; `args` as bytes, unpickled after.
+    `tied_to_thread`: also have the kernel kill the child when the calling thread ends (PR_SET_PDEATHSIG follows
+    the thread that started it: only for a thread that outlives its children)."""
+    return os.getpid(), f"{target.__module__}:{target.__qualname__}", pickle.dumps(args), tied_to_thread, *handles
+
+
+def run(parent: int, target: str, payload: bytes, tied_to_thread: bool, *handles: Any) -> None:
+    """In the child: die with the parent, then import `target` and call it."""
+    if tied_to_thread:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before this child could watch it: nobody will read its work
+        os._exit(1)
+    threading.Thread(target=_watch, args=(parent,), daemon=True, name="parent-watch").start()
+    module, name = target.split(":")
+    fn = importlib.import_module(module)
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    fn(*handles, *pickle.loads(payload))
+
+
+def _watch(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCH_S)
+    os._exit(1)  # reparented: the parent is gone
