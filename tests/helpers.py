@@ -26,6 +26,28 @@ def start_app(extra_env: dict[str, str] | None = None, **kwargs) -> tuple[subpro
     return _start_app({"GE_ALLOWED_CORES_": os.environ["GE_ALLOWED_CORES_"], **(extra_env or {})}, **kwargs)
 
 
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def marked(mark: str) -> set[int]:
+    """Live processes whose environment holds `mark` (an orphan is reparented, so no longer a descendant), but
+    this process's own resource tracker (kept until it exits)."""
+    found = set()
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            state, parent = Path(env.parent, "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            ours = int(parent) == os.getpid() and b"resource_tracker" in cmdline(int(env.parent.name))
+            if mark.encode() in env.read_bytes() and state != "Z" and not ours:
+                found.add(int(env.parent.name))
+        except OSError:
+            continue
+    return found
+
+
 AXE_VERSION = "4.14.1"
 AXE_DIR = ROOT / ".cache" / "axe-core"
 
@@ -73,4 +95,4 @@ def early_exit_branch() -> str:
     return source_line("models/early_exit.py", "confidence.min()")
 
 
-__all__ = ["ARGS", "early_exit_branch", "ensure_chromium", "source_line", "start_app", "stop_app"]
+__all__ = ["ARGS", "cmdline", "early_exit_branch", "ensure_chromium", "marked", "source_line", "start_app", "stop_app"]

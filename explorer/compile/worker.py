@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -174,6 +175,15 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
         release_free_memory()  # after the reply: the person waiting for it does not wait for this too
 
 
+_LIVE: weakref.WeakSet[CompileService] = weakref.WeakSet()
+
+
+@atexit.register  # before multiprocessing's own exit function (registered first, so run last) joins children
+def _stop_every_worker() -> None:
+    for service in list(_LIVE):
+        service.stop()
+
+
 def _remove_when_gone(proc: Any, tmpdir: str) -> None:
     mp.connection.wait([proc.sentinel])
     shutil.rmtree(tmpdir, ignore_errors=True)
@@ -186,11 +196,11 @@ class CompileService:
                  advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.",
                  starts_processes: bool = False, core: int | None = None) -> None:
         self.timeout_s, self.name, self.advice, self.core = timeout_s, name, advice, core
-        # A daemonic process may not start processes of its own. A worker that does is stopped at exit instead
-        # (atexit runs this before multiprocessing joins its children), and it exits if the app dies (EOF).
+        # A daemonic process may not start processes of its own: a worker that does is not one. Every worker is
+        # stopped, and its directory removed, at the app's exit (a SIGTERM too: explorer/server.py), and exits
+        # by itself if the app dies (explorer/core/child.py).
         self._daemon = not starts_processes
-        if starts_processes:
-            atexit.register(self.stop)
+        _LIVE.add(self)
         self._ctx = mp.get_context("spawn")
         self._proc: Any = None
         self._tmp = ""

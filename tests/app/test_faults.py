@@ -4,13 +4,16 @@ clear message, the server side keeps working, and nothing is left behind (proces
 import multiprocessing as mp
 import os
 import signal
+import subprocess
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import gradio as gr
 import pytest
 
+from bench.appserver import connect
 from explorer import server
 from explorer.compile import options as compile_options
 from explorer.compile.jobs import PlaygroundJob
@@ -28,6 +31,7 @@ from explorer.ui.stream import streamed
 from explorer.views.playground import update
 from models.rnn import UnrolledRNN
 from models.tokenizer import encode
+from tests.helpers import cmdline, marked, start_app, stop_app
 
 pytestmark = pytest.mark.slow
 
@@ -120,3 +124,54 @@ def test_an_exception_inside_a_model_is_a_message_and_the_session_survives(monke
     _run(session, "fine again")
     assert [r.tokens for r in session.history] == [4, 10]
     assert server.RESIDENCY.close("test-tab") and session.last is None  # the tab closed: its model is freed
+
+
+def _workers(mark: str, app: int) -> set[int]:
+    """The app's processes still alive (its workers, their ranks), but the app and its resource tracker."""
+    return {p for p in marked(mark) if p != app and b"resource_tracker" not in cmdline(p)}
+
+
+def _ours(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.iterdir() if p.name.startswith("graph-explorer-"))
+
+
+def _busy_app(tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
+    """The real app with a private temporary directory, after every kind of worker has served a job."""
+    mark = f"faults-{os.getpid()}-{time.monotonic_ns()}"
+    proc, url, _ = start_app({"TMPDIR": str(tmp_path), "GE_TEST_MARK": mark})
+    client = connect(url)
+    client.predict("tree", "{}", "The cat sat.", "5", "jit.trace", api_name="/deploy")
+    client.predict("rnn", "{}", "compiled", "", "eager", "auto", False, False, api_name="/inspect")
+    client.predict("stragglers", "transformer", '{"layers": 1, "width": 32}', 2, 2, "eager", api_name="/ddp")
+    return proc, url, mark
+
+
+def test_a_sigterm_stops_every_worker_and_removes_every_directory(tmp_path):
+    proc, _, mark = _busy_app(tmp_path)
+    assert len(_workers(mark, proc.pid)) >= 4 and len(_ours(tmp_path)) >= 4  # export, compile, measuring, deploy...
+    proc.terminate()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while (_workers(mark, proc.pid) or _ours(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (_workers(mark, proc.pid), _ours(tmp_path)) == (set(), [])
+
+
+def test_kill_9_of_every_worker_leaves_nothing_and_the_next_requests_are_answered(tmp_path):
+    proc, url, mark = _busy_app(tmp_path)
+    try:
+        workers = _workers(mark, proc.pid)
+        for pid in workers:  # compile, measuring (one per core), deployment, multi-process: all at once
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (
+                _workers(mark, proc.pid) & workers or [d for d in _ours(tmp_path) if "-compile-" in d]):
+            time.sleep(0.1)
+        assert _workers(mark, proc.pid) & workers == set()
+        assert [d for d in _ours(tmp_path) if "-compile-" in d] == []  # the workers' own directories
+        client = connect(url)
+        assert client.predict("rnn", "{}", "again", "", "eager", "auto", False, False,
+                              api_name="/inspect")["tokens"] == 5
+        assert client.predict("tree", "{}", "The cat sat.", "5", "jit.trace", api_name="/deploy")["routes"]
+    finally:
+        stop_app(proc)

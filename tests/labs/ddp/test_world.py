@@ -19,6 +19,7 @@ from explorer.labs.ddp.job import ddp_setup, run_ddp
 from explorer.labs.ddp.results import ALLREDUCE
 from explorer.labs.ddp.world import launch
 from models import make_config
+from tests.helpers import cmdline, marked
 
 pytestmark = pytest.mark.slow
 
@@ -38,14 +39,7 @@ def _descendants(pid: int) -> set[int]:
             out.add(c)
             todo.append(c)
     # multiprocessing's resource tracker: one per process that ever spawned, kept until that process exits
-    return {p for p in out if b"resource_tracker" not in _cmdline(p)}
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
+    return {p for p in out if b"resource_tracker" not in cmdline(p)}
 
 
 def _listening() -> set[str]:
@@ -133,21 +127,6 @@ def test_a_scenario_past_the_workers_timeout_is_said_and_leaves_nothing(nothing_
         service.stop()
 
 
-def _marked(mark: str) -> set[int]:
-    """Live processes whose environment holds `mark` (an orphan is reparented, so no longer a descendant), but
-    this process's own resource tracker (kept until it exits)."""
-    found = set()
-    for env in Path("/proc").glob("[0-9]*/environ"):
-        try:
-            state, parent = Path(env.parent, "stat").read_text().rsplit(")", 1)[1].split()[:2]
-            ours = int(parent) == os.getpid() and b"resource_tracker" in _cmdline(int(env.parent.name))
-            if mark.encode() in env.read_bytes() and state != "Z" and not ours:
-                found.add(int(env.parent.name))
-        except OSError:
-            continue
-    return found
-
-
 def test_a_worker_killed_while_its_ranks_import_leaves_no_rank_and_no_file(nothing_left, monkeypatch):
     mark = f"GE_TEST_MARK=killed-launcher-{os.getpid()}-{time.monotonic_ns()}"
     monkeypatch.setenv(*mark.split("="))  # inherited by the worker and its ranks
@@ -155,14 +134,14 @@ def test_a_worker_killed_while_its_ranks_import_leaves_no_rank_and_no_file(nothi
     try:
         with pytest.raises(InputError, match="distributed run worker died"):
             for _ in run_ddp(service, "uneven", ddp_setup("uneven", "rnn", make_config("rnn"), 2)):
-                ranks = [p for p in _marked(mark) if _cmdline(p).count(b"spawn_main") and p != service.pid]
+                ranks = [p for p in marked(mark) if cmdline(p).count(b"spawn_main") and p != service.pid]
                 if service.pid and len(ranks) >= 2:  # spawned, still importing torch: killed now
                     os.kill(service.pid, signal.SIGKILL)
         # Gone at once, not after their imports (seconds; 12-30 s on a loaded machine), let alone the issue's 5 s.
         deadline = time.monotonic() + 1
-        while _marked(mark) and time.monotonic() < deadline:
+        while marked(mark) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _marked(mark) == set(), [(p, _cmdline(p)) for p in _marked(mark)]
+        assert marked(mark) == set(), [(p, cmdline(p)) for p in marked(mark)]
     finally:
         service.stop()
 
