@@ -15,7 +15,8 @@ STARTS_THE_APP = ["graph_paint", "load", "soak", "startup"]  # tests/app/: load 
 
 def test_every_script_is_listed():
     assert SCRIPTS == ["batching", "claims", "compile_costs", "compile_interference", "ddp", "debug", "deploy",
-                       "first_compile", "gc_pause", "graph_paint", "load", "soak", "startup", "update_latency"]
+                       "first_compile", "gc_pause", "graph_paint", "load", "soak", "startup", "update_latency",
+                       "worker_memory"]
     assert sorted(s for s in SCRIPTS if "start_app" in (ROOT / "bench" / f"{s}.py").read_text()) == STARTS_THE_APP
 
 

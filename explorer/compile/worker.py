@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import getpass
+import logging
 import multiprocessing as mp
 import multiprocessing.connection
 import os
@@ -33,11 +34,12 @@ import torch._dynamo
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.core import child as child_process
 from explorer.core.child import spawn_args
-from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, RECOMPILE_LIMIT
+from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, RECOMPILE_LIMIT, WORKER_RSS_MB
 from explorer.core.machine import freeze_startup_objects, keep_off_measure_cores, pin_threads, release_free_memory
 from explorer.core.progress import Progress
 from explorer.eager import timing
 
+log = logging.getLogger("graph_explorer")
 START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy 2-core machine
 
 # Read by torch's compiler when a worker imports it (the Ray compile actors get them too):
@@ -189,13 +191,28 @@ def _remove_when_gone(proc: Any, tmpdir: str) -> None:
     shutil.rmtree(tmpdir, ignore_errors=True)
 
 
+def resident_mb(pid: int) -> float | None:
+    """A process's resident memory in MB (VmRSS), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return None
+
+
 class CompileService:
-    """The parent side: one worker process, started lazily, replaced after a timeout or crash."""
+    """The parent side: one worker process, started lazily, replaced after a timeout or crash, and recycled
+    between jobs past `max_rss_mb` resident or after `max_jobs` jobs (for workers whose jobs leave things behind:
+    traced modules, exported programs), so that nothing it keeps grows without bound."""
 
     def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S, name: str = "compile",
                  advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.",
-                 starts_processes: bool = False, core: int | None = None) -> None:
+                 starts_processes: bool = False, core: int | None = None, max_jobs: int | None = None,
+                 max_rss_mb: float = WORKER_RSS_MB) -> None:
         self.timeout_s, self.name, self.advice, self.core = timeout_s, name, advice, core
+        self.max_jobs, self.max_rss_mb = max_jobs, max_rss_mb
+        self.recycled: list[str] = []  # why each worker was replaced between jobs, in order
+        self._jobs_done = 0
         # A daemonic process may not start processes of its own: a worker that does is not one. Every worker is
         # stopped, and its directory removed, at the app's exit (a SIGTERM too: explorer/server.py), and exits
         # by itself if the app dies (explorer/core/child.py).
@@ -224,16 +241,19 @@ class CompileService:
 
     def stop(self) -> None:
         """Stop the worker (if any) and reap it: asked to exit when idle, killed when mid-job."""
+        idle = self._jobs.acquire(blocking=False)
+        try:
+            self._shut(idle)
+        finally:
+            if idle:
+                self._jobs.release()
+
+    def _shut(self, idle: bool) -> None:
         if self._proc is not None:
-            idle = self._jobs.acquire(blocking=False)
-            try:
-                if idle and self._proc.is_alive():
-                    with contextlib.suppress(OSError):
-                        self._conn.send(Stop())
-                    self._proc.join(timeout=5)
-            finally:
-                if idle:
-                    self._jobs.release()
+            if idle and self._proc.is_alive():
+                with contextlib.suppress(OSError):
+                    self._conn.send(Stop())
+                self._proc.join(timeout=5)
             if self._proc.is_alive():
                 self._proc.kill()
                 self._proc.join(timeout=10)
@@ -270,8 +290,24 @@ class CompileService:
         self._cancelled.clear()
         try:
             yield from self._run(job)
+            self._recycle_if_due()
         finally:
             self._jobs.release()
+
+    def _recycle_if_due(self) -> None:
+        """Between jobs (the lock held, the reply given): replace a worker that has run its jobs or grown past its
+        ceiling; the next job starts a fresh one."""
+        self._jobs_done += 1
+        rss = resident_mb(self._proc.pid) if self.alive else None
+        if self.max_jobs is not None and self._jobs_done >= self.max_jobs:
+            why = f"after {self._jobs_done} jobs"
+        elif rss is not None and rss > self.max_rss_mb:
+            why = f"at {rss:,.0f} MB resident, past {self.max_rss_mb:,.0f} MB"
+        else:
+            return
+        log.info("the %s worker is replaced %s", self.name, why)
+        self.recycled.append(why)
+        self._shut(idle=True)
 
     def _started(self) -> Iterator[Progress]:
         """Start a worker if there is none, and wait until it has imported torch (not job time)."""
@@ -279,6 +315,7 @@ class CompileService:
             return
         self.stop()
         self._start()
+        self._jobs_done = 0
         start = time.monotonic()
         while not self._conn.poll(0.5):
             if not self._proc.is_alive() or time.monotonic() - start > START_TIMEOUT_S:

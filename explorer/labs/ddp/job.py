@@ -13,7 +13,7 @@ from explorer.compile.options import BACKENDS
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
-from explorer.core.limits import DDP_RUN_S, DDP_TIMEOUT_S
+from explorer.core.limits import DDP_RUN_S, DDP_TIMEOUT_S, WORKER_JOBS
 from explorer.core.progress import Progress
 from explorer.eager import timing
 from explorer.labs.ddp.registry import SCENARIOS
@@ -67,7 +67,7 @@ def ddp_service() -> CompileService:
     if _service is None:
         _service = CompileService(DDP_TIMEOUT_S, name="distributed run",
                                   advice="Try fewer processes, a smaller architecture, or another scenario.",
-                                  starts_processes=True)
+                                  starts_processes=True, max_jobs=int(WORKER_JOBS))
     return _service
 
 

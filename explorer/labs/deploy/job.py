@@ -15,7 +15,7 @@ from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
-from explorer.core.limits import DEPLOY_TIMEOUT_S, MAX_ARTEFACT_BYTES
+from explorer.core.limits import DEPLOY_TIMEOUT_S, MAX_ARTEFACT_BYTES, WORKER_JOBS
 from explorer.core.progress import Progress
 from explorer.labs.deploy.checks import check_inputs
 from explorer.labs.deploy.results import DeployResult, RouteResult
@@ -62,7 +62,7 @@ def deploy_service() -> CompileService:
     """The process-wide deployment worker, started on first use."""
     global _service
     if _service is None:
-        _service = CompileService(DEPLOY_TIMEOUT_S, name="deployment",
+        _service = CompileService(DEPLOY_TIMEOUT_S, name="deployment", max_jobs=int(WORKER_JOBS),
                                   advice="Try a smaller architecture, or leave out the slow route (aoti).")
     return _service
 

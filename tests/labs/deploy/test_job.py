@@ -1,6 +1,7 @@
 """The deployment lab through its worker: routes in order, artefacts copied out, a hung route timed out and the
 worker replaced, bad input refused before any work."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,24 @@ def test_bad_input_is_refused_before_the_worker_starts(tmp_path):
     with pytest.raises(InputError, match="empty"):
         list(run_deploy(service, "rnn", make_config("rnn"), "", [5], ["jit.trace"], str(tmp_path)))
     assert service.pid is None
+
+
+def test_the_worker_is_replaced_between_jobs_after_its_jobs_or_past_its_memory_ceiling(tmp_path):
+    def deploy(service):
+        *_, result = run_deploy(service, "rnn", make_config("rnn"), TEXT, [5], ["jit.trace"], str(tmp_path))
+        assert result.routes[0].error == ""  # the route ran (its artefact refuses other lengths: the point)
+
+    by_count = CompileService(timeout_s=120, name="deployment", max_jobs=2)
+    by_memory = CompileService(timeout_s=120, name="deployment", max_rss_mb=1)  # every worker is past 1 MB
+    try:
+        deploy(by_count)
+        first = by_count.pid
+        deploy(by_count)
+        assert by_count.pid is None and by_count.recycled == ["after 2 jobs"]  # replaced between jobs, not during
+        deploy(by_count)
+        assert by_count.pid not in (None, first)
+        deploy(by_memory)
+        assert by_memory.pid is None and re.fullmatch(r"at [\d,]+ MB resident, past 1 MB", by_memory.recycled[0])
+    finally:
+        by_count.stop()
+        by_memory.stop()
