@@ -8,13 +8,15 @@ import dataclasses
 import inspect
 import json
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from explorer.claims.board import ClaimBoard
-from explorer.compile.options import CompileOptions
+from explorer.claims.board import CLAIMS, ClaimBoard
+from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure, Workers
 from explorer.core.errors import InputError
 from explorer.core.inputs import empty_message
+from explorer.core.limits import MAX_TEXT_CHARS
 from explorer.core.progress import Progress
 from explorer.labs.contract import LabContext, LabSpec, Needs
 from explorer.labs.ddp.job import ddp_service
@@ -26,7 +28,7 @@ from explorer.sources.registry import subject
 from explorer.views.claims import claim_update
 from explorer.views.compiled import compiled_update
 from explorer.views.playground import GraphFirst, update
-from models.config import Knob
+from models.config import Knob, build_config, knob
 
 MAX_CONFIG_CHARS = 10_000  # a config is a handful of fields: a longer JSON text is not one
 MAX_CONFIG_DEPTH = 2  # {"field": value}: nothing nests deeper
@@ -150,18 +152,40 @@ def endpoint(spec: LabSpec, context: Callable[[], LabContext]) -> Callable[..., 
     return call
 
 
+@dataclass(frozen=True)
+class InspectRequest:
+    """What `/inspect` takes besides the model and its config: the CLI's `inspect` options."""
+
+    text: str = knob("", "the input", most=int(MAX_TEXT_CHARS))
+    compare: str = knob("", "a second input to diff the graph against", most=int(MAX_TEXT_CHARS))
+    backend: str = knob("", "also compile with this backend ('': eager only)", choices=("", *BACKENDS))
+    dynamic: str = knob("auto", "torch.compile's dynamic", choices=tuple(DYNAMIC_MODES))
+    mark_dynamic: bool = knob(False, "mark the sequence dimension dynamic")
+    fullgraph: bool = knob(False, "fail on any graph break, and show why")
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """What `/claim` takes."""
+
+    claim: str = knob("shape", "the claim", choices=tuple(CLAIMS))
+    again: bool = knob(False, "measure anew even if this server measured it lately")
+
+
 def inspect_run(model: str, config_json: str, text: str, compare: str = "", backend: str = "",
                 dynamic: str = "auto", mark_dynamic: bool = False, fullgraph: bool = False) -> dict[str, Any]:
     """Run `text` on `model` with a JSON object of config values; returns the run's report (timed anew, never
     reused from another session). With a `backend` (inductor, aot_eager, eager) the report gains `compiled`
     and `timeline`."""
+    r = build_config(InspectRequest, {"text": text, "compare": compare, "backend": backend, "dynamic": dynamic,
+                                      "mark_dynamic": mark_dynamic, "fullgraph": fullgraph}, what="parameter")
     values = config_values(config_json)
-    if text == "":  # the UI's empty box is a pause; here there is no previous run to keep
+    if r.text == "":  # the UI's empty box is a pause; here there is no previous run to keep
         raise InputError(empty_message())
-    options = CompileOptions(backend, dynamic, mark_dynamic, fullgraph) if backend else None  # checked up front
+    options = CompileOptions(r.backend, r.dynamic, r.mark_dynamic, r.fullgraph) if r.backend else None
     session = Session()
     try:
-        view = final(update(session, model, text, compare, values, measure_pool(), fresh=True))
+        view = final(update(session, model, r.text, r.compare, values, measure_pool(), fresh=True))
         if isinstance(view, GraphFirst):  # captured, but too long to time within GE_MAX_RUN_S
             raise InputError(view.status)
         if options is None:
@@ -176,6 +200,5 @@ def claim(board: ClaimBoard, claim: str, again: bool = False) -> dict[str, Any]:
 
     claim: one of shape, padding, rebuild, debugging, speed, overhead, deploying, distributed.
     again: measure anew even if this server measured it lately."""
-    if not isinstance(again, bool):
-        raise InputError(f"again must be true or false; got {type(again).__name__}")
-    return final(claim_update(board, workers(), claim, again)).report
+    r = build_config(ClaimRequest, {"claim": claim, "again": again}, what="parameter")
+    return final(claim_update(board, workers(), r.claim, r.again)).report

@@ -14,6 +14,7 @@ from explorer.labs.registry import LABS
 from explorer.runs.session import Session
 from explorer.server import MEASURE_EVENTS, RESIDENCY, SESSION_TTL_S, prepare_process, start_background_work
 from explorer.serving.addresses import LongAddressGuard
+from explorer.serving.api_names import NamedCallGuard
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.endpoints import add_endpoints
 from explorer.ui.labs import cancel_runs_of, lab_tab
@@ -59,7 +60,16 @@ def build_app() -> gr.Blocks:
         present.change(None, present, None, js=PRESENT_JS, api_visibility="private")
         demo.unload(_closed)
         add_endpoints()
+    for fn in demo.fns.values():  # Gradio's own load events (the session state's factory) are not the API's
+        if fn.api_visibility == "public" and (fn.api_name or "").startswith("lambda"):
+            fn.api_visibility = "private"
     return demo
+
+
+def public_api(demo: gr.Blocks) -> dict[str, tuple[str, ...]]:
+    """The endpoints a client may call by name, with their parameters in order: what the API page documents."""
+    return {path.lstrip("/"): tuple(p["parameter_name"] for p in info["parameters"])
+            for path, info in demo.get_api_info()["named_endpoints"].items()}
 
 
 def main() -> None:
@@ -72,5 +82,7 @@ def main() -> None:
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
     demo.launch(server_name=host, server_port=port, css=CSS, js=PAGE_JS, footer_links=["api", "gradio"],
-                app_kwargs={"middleware": [Middleware(LongAddressGuard)]},
+                show_error=True,  # Gradio's own refusals (too few values) are one line, not {"error": null}
+                app_kwargs={"middleware": [Middleware(LongAddressGuard),
+                                           Middleware(NamedCallGuard, public=public_api(demo))]},
                 max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import gradio as gr
 
@@ -18,12 +18,14 @@ from explorer.labs.registry import LABS
 from explorer.server import CLAIM_BOARD, EXPORTS, concurrency
 from explorer.ui.stream import failure_line
 
+R = TypeVar("R")
 
-def refusing(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+
+def refusing(fn: Callable[..., R]) -> Callable[..., R]:
     """`fn` at the HTTP edge: a user's error or a stopped worker is its one line; anything else is logged with an
     id, and the line names it. The signature (and so the endpoint's parameters) is `fn`'s."""
     @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def call(*args: Any, **kwargs: Any) -> R:
         try:
             return fn(*args, **kwargs)
         except (*USER_ERRORS, CompileFailure) as e:

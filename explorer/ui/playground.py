@@ -14,19 +14,20 @@ import gradio as gr
 from explorer.api import config_values
 from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.core import limits
-from explorer.core.errors import USER_ERRORS
+from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.queues import Queue
 from explorer.runs.session import DEFAULT_MODEL, Session
 from explorer.server import MEASURE_EVENTS, RESIDENCY
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.statelink import LinkState, read_link
-from explorer.sources.registry import SOURCES
+from explorer.sources.registry import SOURCES, source
 from explorer.ui.controls import cards_html, control
+from explorer.ui.endpoints import refusing
 from explorer.ui.stream import Updates, streamed
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
 from explorer.views.playground import GraphFirst, View, control_specs, opened_graph, update, values_for
-from models.config import config_dict
+from models.config import config_dict, echoed
 
 COMPILE_OPTIONS = ("compile_on", "backend", "dynamic", "mark", "fullgraph")
 
@@ -80,6 +81,7 @@ class Playground:
 
     def show_model(self, name: str) -> Updates:
         """The chosen model's controls shown, and what it is."""
+        source(name)  # an unknown name (the API's /select_model) is refused with its one line
         return {**{g: gr.Group(visible=m == name) for m, g in self.groups.items()},
                 self.model: gr.Dropdown(value=name, info=SOURCES[name].summary)}
 
@@ -244,9 +246,9 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     for ctl in p.controls:  # a settled value: a slider released or its box left/entered, not every keystroke
         for event in _settled_events(ctl):
             after_run(event(api_visibility="private", **run_event))
-    after_run(p.model.input(p.show_model, inputs=p.model, outputs=p.model_choice(), api_name="select_model",
+    after_run(p.model.input(refusing(p.show_model), inputs=p.model, outputs=p.model_choice(), api_name="select_model",
                             queue=False).then(api_visibility="private", **run_event))
-    p.example.input(lambda k: EXAMPLES[k], inputs=p.example, outputs=p.text, api_name="example", queue=False)
+    p.example.input(refusing(_example), inputs=p.example, outputs=p.text, api_name="example", queue=False)
     p.open_module.input(_open_module, inputs=[session, p.open_module], outputs=p.graph, api_visibility="private",
                         show_progress="hidden")
     for i, option in enumerate(options):
@@ -269,6 +271,13 @@ def _settled_events(control: gr.components.Component) -> list[Any]:
     if isinstance(control, gr.Number):
         return [control.blur]
     return [control.input]
+
+
+def _example(example: str) -> str:
+    """The text of one of the examples (`/example`)."""
+    if not isinstance(example, str) or example not in EXAMPLES:
+        raise InputError(f"unknown example {echoed(example)}; examples are: {', '.join(EXAMPLES)}")
+    return EXAMPLES[example]
 
 
 def _open_module(session: Session, module: str) -> Any:
