@@ -11,7 +11,6 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,11 +18,11 @@ import torch._dynamo as dynamo
 import torch._dynamo.utils as dynamo_utils
 
 from explorer.core.errors import one_line
+from explorer.core.paths import PROJECT, relative
 
 # Said wherever a model's recurrent module makes dynamo give up (explain, the compiled view, the lab).
 SKIPPED_RNN = ("torch 2.13's dynamo skips nn.RNN/GRU/LSTM modules (they run eagerly) unless "
                "torch._dynamo.config.allow_rnn=True")
-_PROJECT = str(Path(__file__).resolve().parents[2]) + "/"
 
 
 @dataclass(frozen=True)
@@ -110,11 +109,6 @@ class GraphBreak:
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)")
 
 
-def relative(path: str) -> str:
-    """A source path as the user knows it: relative to the project, or to site-packages, else as given."""
-    return re.sub(r"^.*site-packages/", "", path.removeprefix(_PROJECT))
-
-
 def parse_break(message: str) -> GraphBreak | None:
     """A GraphBreak from one `graph_breaks` log record of dynamo."""
     m = _BREAK_AT.search(message)
@@ -198,7 +192,7 @@ def user_line(e: BaseException) -> str:
     """' (at models/x.py:N: <source>)' for the last frame of this project's code that dynamo's message names,
     or '' (dynamo puts the user's line in the message's "from user code" part, not in the traceback)."""
     frames = [m for m in _USER_FRAME.finditer(str(e))
-              if m.group("file").startswith(_PROJECT) and "/site-packages/" not in m.group("file")]
+              if m.group("file").startswith(PROJECT) and "/site-packages/" not in m.group("file")]
     if not frames:
         return ""
     file, line = frames[-1].group("file"), int(frames[-1].group("line"))

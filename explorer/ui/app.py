@@ -12,9 +12,10 @@ from starlette.middleware import Middleware
 from explorer.core.machine import describe, freeze_startup_objects
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
-from explorer.server import MEASURE_EVENTS, RESIDENCY, SESSION_TTL_S, prepare_process, start_background_work
+from explorer.server import EXPORTS, MEASURE_EVENTS, RESIDENCY, SESSION_TTL_S, prepare_process, start_background_work
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.api_names import NamedCallGuard
+from explorer.serving.downloads import Downloads
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.endpoints import add_endpoints
 from explorer.ui.labs import cancel_runs_of, lab_tab
@@ -83,6 +84,6 @@ def main() -> None:
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
     demo.launch(server_name=host, server_port=port, css=CSS, js=PAGE_JS, footer_links=["api", "gradio"],
                 show_error=True,  # Gradio's own refusals (too few values) are one line, not {"error": null}
-                app_kwargs={"middleware": [Middleware(LongAddressGuard),
+                app_kwargs={"middleware": [Middleware(LongAddressGuard), Middleware(Downloads, root=EXPORTS.path),
                                            Middleware(NamedCallGuard, public=public_api(demo))]},
                 max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn

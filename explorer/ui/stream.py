@@ -12,6 +12,7 @@ import gradio as gr
 
 from explorer.compile.protocol import CompileFailure
 from explorer.core.errors import USER_ERRORS
+from explorer.core.paths import sanitize
 from explorer.core.progress import Progress
 
 log = logging.getLogger("graph_explorer")
@@ -40,14 +41,15 @@ def streamed(items: Iterator[Progress | Any], show: Callable[[Any], Updates], st
             else:
                 yield show(item)
     except (*USER_ERRORS, CompileFailure) as e:
+        said = sanitize(str(e))  # no path of the server
         if toast and isinstance(e, CompileFailure):  # the measurement process died twice or timed out
-            raise gr.Error(f"The graph above is this input's; its timing stopped: {e}", title="Timing stopped",
+            raise gr.Error(f"The graph above is this input's; its timing stopped: {said}", title="Timing stopped",
                            print_exception=False) from None
         if toast:
-            raise gr.Error(str(e), title=refused, print_exception=False) from None
+            raise gr.Error(said, title=refused, print_exception=False) from None
         if isinstance(e, CompileFailure):
-            gr.Warning(str(e))
-        yield {status: f"**{refused}**: {e}"}
+            gr.Warning(said)
+        yield {status: f"**{refused}**: {said}"}
     except Exception:
         line = failure_line(refused)
         if toast:

@@ -31,6 +31,7 @@ import torch.distributed as dist
 from explorer.core import child
 from explorer.core.child import spawn_args
 from explorer.core.machine import ALLOWED_CORES
+from explorer.core.paths import sanitize
 from explorer.labs.ddp.results import RankOutcome, RankReport, Segment, WorldRun, tidy
 
 LOOPBACK = "127.0.0.1"
@@ -80,7 +81,7 @@ class RankContext:
         self.report.error_step = self.step
         self.report.error_at_s = time.perf_counter()
         self.report.error_into_step_s = self.report.error_at_s - self._step_began
-        self.report.values.setdefault("traceback", traceback.format_exc(limit=-3))
+        self.report.values.setdefault("traceback", sanitize(traceback.format_exc(limit=-3)))
 
 
 RankFn = Callable[..., None]  # fn(ctx: RankContext, *args): fills ctx.report; may raise

@@ -4,22 +4,12 @@ its first message line; paths made relative to the project (no machine paths).""
 from __future__ import annotations
 
 import linecache
-import re
-import sysconfig
 import traceback
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from explorer.compile.observe import _PROJECT, message_line, user_line
-
-_SITE = re.compile(r"(/[^\s\"']*?)?/site-packages/")
-_STDLIB = sysconfig.get_paths()["stdlib"] + "/"
-
-
-def sanitize(text: str) -> str:
-    """Project paths relative to the project, library paths relative to site-packages, the standard library's
-    as <python>/: no path of this machine is shown."""
-    return _SITE.sub("", text).replace(_PROJECT, "").replace(_STDLIB, "<python>/")
+from explorer.compile.observe import message_line, user_line
+from explorer.core.paths import PROJECT, sanitize
 
 
 def _models_frame(e: BaseException) -> tuple[str, int] | None:
@@ -29,7 +19,7 @@ def _models_frame(e: BaseException) -> tuple[str, int] | None:
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         for f in traceback.extract_tb(e.__traceback__):
-            if f.filename.startswith(_PROJECT + "models/"):
+            if f.filename.startswith(PROJECT + "models/"):
                 found = (f.filename, f.lineno or 0)
         e = e.__cause__ or e.__context__
     return found

@@ -16,9 +16,9 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from explorer.compile.observe import _PROJECT, message_line
+from explorer.compile.observe import message_line
+from explorer.core.paths import PROJECT, sanitize
 from explorer.eager.capture import train_loss
-from explorer.labs.debug.failure import sanitize
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
@@ -36,7 +36,7 @@ class Finding:
 
 
 def _user_frame(frames: list[traceback.FrameSummary]) -> str:
-    mine = [f for f in frames if f.filename.startswith(_PROJECT + "models/")]
+    mine = [f for f in frames if f.filename.startswith(PROJECT + "models/")]
     return f"{sanitize(mine[-1].filename)}:{mine[-1].lineno}: {(mine[-1].line or '').strip()}" if mine else ""
 
 
@@ -66,7 +66,7 @@ def anomaly(model: nn.Module, ids: torch.Tensor) -> tuple[str, str]:
         except RuntimeError as e:
             forward = next((str(w.message) for w in caught if "Traceback of forward call" in str(w.message)), "")
             frames = [ln.strip() for ln in forward.splitlines() if ln.strip().startswith('File "')]
-            mine = [m for f in frames if (m := _FRAME.search(f)) and m.group(1).startswith(_PROJECT + "models/")]
+            mine = [m for f in frames if (m := _FRAME.search(f)) and m.group(1).startswith(PROJECT + "models/")]
             where = ""
             if mine:
                 file, line = mine[-1].group(1), int(mine[-1].group(2))

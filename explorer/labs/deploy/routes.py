@@ -21,9 +21,10 @@ from typing import TypeVar
 import torch
 from torch import nn
 
-from explorer.compile.observe import _PROJECT, fx_nodes, message_line, relative, user_line
+from explorer.compile.observe import fx_nodes, message_line, user_line
 from explorer.compile.options import cxx_compiler
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
+from explorer.core.paths import PROJECT, relative
 from explorer.eager.timing import measure
 from explorer.labs.deploy.checks import CheckInput
 from explorer.labs.deploy.results import Check, RouteResult, Warned
@@ -47,7 +48,7 @@ class Setting:
 
 
 def _where(filename: str, lineno: int) -> str:
-    if not filename.startswith(_PROJECT) or "/site-packages/" in filename or "/explorer/" in filename:
+    if not filename.startswith(PROJECT) or "/site-packages/" in filename or "/explorer/" in filename:
         return ""
     return f"{relative(filename)}:{lineno}: {linecache.getline(filename, lineno).strip()}"
 

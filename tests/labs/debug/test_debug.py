@@ -10,8 +10,8 @@ import pytest
 from explorer.compile.protocol import WorkerContext
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
+from explorer.core.paths import PROJECT, sanitize
 from explorer.labs.debug.compare import compare, graph_change
-from explorer.labs.debug.failure import _PROJECT, sanitize
 from explorer.labs.debug.inspect import InspectJob, compared, record
 from explorer.labs.debug.lab import DebugResult, run_debug
 from explorer.labs.debug.modes import DebugJob, bugged, eager, traced
@@ -115,7 +115,7 @@ def test_bad_choices_are_refused_before_any_work():
 
 def test_no_path_of_this_machine_survives_in_a_traceback():
     stdlib = sysconfig.get_paths()["stdlib"]
-    text = (f'File "{stdlib}/multiprocessing/connection.py", line 3\nFile "{_PROJECT}.venv/lib/python3.11/'
-            f'site-packages/torch/nn/modules/module.py", line 9\nFile "{_PROJECT}models/bugs.py", line 19')
+    text = (f'File "{stdlib}/multiprocessing/connection.py", line 3\nFile "{PROJECT}.venv/lib/python3.11/'
+            f'site-packages/torch/nn/modules/module.py", line 9\nFile "{PROJECT}models/bugs.py", line 19')
     assert sanitize(text) == ('File "<python>/multiprocessing/connection.py", line 3\nFile '
                               '"torch/nn/modules/module.py", line 9\nFile "models/bugs.py", line 19')
