@@ -24,7 +24,7 @@ from explorer.labs.deploy.job import deploy_service
 from explorer.runs.session import Session
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.sources.contract import Subject
-from explorer.sources.registry import subject
+from explorer.sources.registry import source, subject
 from explorer.views.claims import claim_update
 from explorer.views.compiled import compiled_update
 from explorer.views.playground import GraphFirst, update
@@ -126,13 +126,23 @@ def endpoint_parameters(spec: LabSpec) -> list[inspect.Parameter]:
     return [*before, param("model", str), param("config_json", str, "{}"), *after]
 
 
-def endpoint(spec: LabSpec, context: Callable[[], LabContext]) -> Callable[..., dict[str, Any]]:
+@dataclass(frozen=True)
+class Endpoint:
+    """One endpoint of the HTTP API: `run` returns its report; `check`, with the same parameters, refuses a bad
+    value with one line and does no work (the server calls it before a request waits in any queue)."""
+
+    name: str
+    run: Callable[..., dict[str, Any]]
+    check: Callable[..., None]
+
+
+def endpoint(spec: LabSpec, context: Callable[[], LabContext]) -> Endpoint:
     """The lab as one function of named parameters that returns its report (`spec.name` at the HTTP API): every
     value checked by the spec before any work; a refused one raises InputError (or ConfigError) with one line."""
     parameters = endpoint_parameters(spec)
     signature = inspect.Signature(parameters, return_annotation=dict)
 
-    def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def parsed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Subject]:
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -141,15 +151,22 @@ def endpoint(spec: LabSpec, context: Callable[[], LabContext]) -> Callable[..., 
         values = dict(bound.arguments)
         model, config = values.pop("model"), values.pop("config_json")
         params = spec.parse(values)
-        who = named_subject(model, config, getattr(params, "text", ""))
+        return params, named_subject(model, config, getattr(params, "text", ""))
+
+    def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        params, who = parsed(args, kwargs)
         return final(run_lab(spec, who, params, context())).report
 
-    call.__name__ = call.__qualname__ = spec.name
+    def check(*args: Any, **kwargs: Any) -> None:
+        parsed(args, kwargs)
+
+    for fn in (call, check):
+        fn.__name__ = fn.__qualname__ = spec.name
+        fn.__signature__ = signature  # type: ignore[attr-defined]
+        fn.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": dict}
     call.__doc__ = f"The {spec.title.lower()}: {spec.summary}. Returns its report, as `python -m explorer " \
                    f"{spec.name} --json`."
-    call.__signature__ = signature  # type: ignore[attr-defined]
-    call.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": dict}
-    return call
+    return Endpoint(spec.name, call, check)
 
 
 @dataclass(frozen=True)
@@ -172,17 +189,25 @@ class ClaimRequest:
     again: bool = knob(False, "measure anew even if this server measured it lately")
 
 
+def inspect_check(model: str, config_json: str, text: str, compare: str = "", backend: str = "",
+                  dynamic: str = "auto", mark_dynamic: bool = False,
+                  fullgraph: bool = False) -> tuple[InspectRequest, dict[str, Any], CompileOptions | None]:
+    """`/inspect`'s values parsed, or the first bad one refused with its line (no work)."""
+    r = build_config(InspectRequest, {"text": text, "compare": compare, "backend": backend, "dynamic": dynamic,
+                                      "mark_dynamic": mark_dynamic, "fullgraph": fullgraph}, what="parameter")
+    values = config_values(config_json)
+    source(model)
+    if r.text == "":  # the UI's empty box is a pause; here there is no previous run to keep
+        raise InputError(empty_message("text"))
+    return r, values, CompileOptions(r.backend, r.dynamic, r.mark_dynamic, r.fullgraph) if r.backend else None
+
+
 def inspect_run(model: str, config_json: str, text: str, compare: str = "", backend: str = "",
                 dynamic: str = "auto", mark_dynamic: bool = False, fullgraph: bool = False) -> dict[str, Any]:
     """Run `text` on `model` with a JSON object of config values; returns the run's report (timed anew, never
     reused from another session). With a `backend` (inductor, aot_eager, eager) the report gains `compiled`
     and `timeline`."""
-    r = build_config(InspectRequest, {"text": text, "compare": compare, "backend": backend, "dynamic": dynamic,
-                                      "mark_dynamic": mark_dynamic, "fullgraph": fullgraph}, what="parameter")
-    values = config_values(config_json)
-    if r.text == "":  # the UI's empty box is a pause; here there is no previous run to keep
-        raise InputError(empty_message())
-    options = CompileOptions(r.backend, r.dynamic, r.mark_dynamic, r.fullgraph) if r.backend else None
+    r, values, options = inspect_check(model, config_json, text, compare, backend, dynamic, mark_dynamic, fullgraph)
     session = Session()
     try:
         view = final(update(session, model, r.text, r.compare, values, measure_pool(), fresh=True))
@@ -200,5 +225,10 @@ def claim(board: ClaimBoard, claim: str, again: bool = False) -> dict[str, Any]:
 
     claim: one of shape, padding, rebuild, debugging, speed, overhead, deploying, distributed.
     again: measure anew even if this server measured it lately."""
-    r = build_config(ClaimRequest, {"claim": claim, "again": again}, what="parameter")
+    r = claim_check(claim, again)
     return final(claim_update(board, workers(), r.claim, r.again)).report
+
+
+def claim_check(claim: str, again: bool = False) -> ClaimRequest:
+    """`/claim`'s values parsed, or the bad one refused with its line."""
+    return build_config(ClaimRequest, {"claim": claim, "again": again}, what="parameter")

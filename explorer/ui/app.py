@@ -15,8 +15,8 @@ from explorer.runs.session import Session
 from explorer.server import EXPORTS, MEASURE_EVENTS, RESIDENCY, SESSION_TTL_S, prepare_process, start_background_work
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.api_names import NamedCallGuard
-from explorer.serving.downloads import Downloads
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
+from explorer.ui.downloads import Downloads
 from explorer.ui.endpoints import add_endpoints
 from explorer.ui.labs import cancel_runs_of, lab_tab
 from explorer.ui.panels import downloads_panel, header, limits_panel

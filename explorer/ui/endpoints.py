@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import functools
+import inspect as inspect_module
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import gradio as gr
+from gradio.context import get_blocks_context
 
 from explorer import api
 from explorer.compile.protocol import CompileFailure
@@ -17,7 +20,7 @@ from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext
 from explorer.labs.registry import LABS
 from explorer.server import CLAIM_BOARD, EXPORTS, concurrency
-from explorer.serving.downloads import PREFIX
+from explorer.ui.downloads import PREFIX
 from explorer.ui.stream import failure_line
 
 R = TypeVar("R")
@@ -40,7 +43,7 @@ def refusing(fn: Callable[..., R]) -> Callable[..., R]:
 
 def answering(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     """`fn`'s report with no path of the server in it: a file offered for download is named by its address
-    (explorer/serving/downloads.py), a traceback's paths are relative."""
+    (explorer.ui.downloads.py), a traceback's paths are relative."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
         return sanitized(fn(*args, **kwargs), (str(EXPORTS.path), PREFIX))
@@ -59,12 +62,44 @@ def claim(claim: str, again: bool = False) -> dict:
 inspect.__doc__, claim.__doc__ = api.inspect_run.__doc__, api.claim.__doc__
 
 
+def _add(endpoint: api.Endpoint, queue: Queue, limit: int) -> None:
+    dep = gr.api(refusing(answering(endpoint.run)), api_name=endpoint.name, concurrency_id=queue.value,
+                 concurrency_limit=limit)
+    names = list(inspect_module.signature(endpoint.check).parameters)
+
+    def validator(*values: Any) -> list[dict[str, Any]]:
+        """Every value valid, or the one the refusal names marked with its line (gradio_client raises it as a
+        ValidationError naming the parameter; a raw HTTP call gets a 422 listing it)."""
+        try:
+            endpoint.check(*values)
+            line, bad = "", None
+        except USER_ERRORS as e:
+            line = sanitize(str(e))
+            bad = _named(line, names)
+        except Exception:
+            line, bad = failure_line(f"/{endpoint.name} check"), names[0]
+        return [gr.validate(name != bad, line if name == bad else "") for name in names[:len(values)]]
+
+    # Checked as the request arrives, before it waits in its queue (behind a long run, say) and before any work:
+    # Gradio's validator hook, which gr.api does not take as a parameter.
+    get_blocks_context().fns[dep["id"]].validator = validator
+
+
+_SAID = {"config_json": "config"}  # how a refusal names a parameter, where not by its own name
+
+
+def _named(line: str, names: list[str]) -> str:
+    """The parameter a refusal is about: the one it starts with, else the first it names, else the config (an
+    architecture past the server's limits), else the first."""
+    for pattern in (r"^(unknown |each of )?{}\b", r"\b{}\b"):
+        if found := [n for n in names if re.search(pattern.format(_SAID.get(n, n)), line)]:
+            return found[0]
+    return "config_json" if "config_json" in names else names[0]
+
+
 def add_endpoints() -> None:
-    measure = Queue.MEASURE
-    gr.api(refusing(answering(inspect)), api_name="inspect", concurrency_id=measure.value,
-           concurrency_limit=concurrency(measure))
+    _add(api.Endpoint("inspect", inspect, api.inspect_check), Queue.MEASURE, concurrency(Queue.MEASURE))
     for spec in LABS.values():
-        fn = api.endpoint(spec, lambda: LabContext(api.workers(), EXPORTS.job_dir))
-        gr.api(refusing(answering(fn)), api_name=spec.name, concurrency_id=spec.queue.value,
-               concurrency_limit=concurrency(spec.queue))
-    gr.api(refusing(answering(claim)), api_name="claim", concurrency_id=Queue.CLAIMS.value, concurrency_limit=1)
+        _add(api.endpoint(spec, lambda: LabContext(api.workers(), EXPORTS.job_dir)), spec.queue,
+             concurrency(spec.queue))
+    _add(api.Endpoint("claim", claim, api.claim_check), Queue.CLAIMS, 1)

@@ -208,6 +208,12 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     def compiled(s: Session, enabled: bool, backend: str, dynamic: str, mark: bool, fullgraph: bool,
                  progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
         """The compiled side: progress while the worker compiles, then the numbers; never blocks eager."""
+        try:  # checked whether on or off: an HTTP caller's bad value is refused, not ignored
+            if not isinstance(enabled, bool):
+                raise InputError(f"enabled must be true or false; got {echoed(enabled)}")
+            options = CompileOptions(backend, dynamic, mark, fullgraph)
+        except InputError as e:
+            raise gr.Error(str(e), title="Cannot compile", print_exception=False) from None
         if not enabled or s.last is None:
             yield {c.status: "Compiled execution is off: tick *compile* to compare with torch.compile."}
             return
@@ -217,7 +223,7 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
                     c.breaks: item.breaks, c.figure: item.figure, c.fx_graph: item.graph, c.fx_code: item.code,
                     p.raw: item.report}
 
-        items = compiled_update(s, compile_service(s.id), CompileOptions(backend, dynamic, mark, fullgraph))
+        items = compiled_update(s, compile_service(s.id), options)
         yield from streamed(items, show, c.status, progress, "Cannot compile")
 
     inputs = [session, p.model, p.text, p.compare, *p.controls]
