@@ -332,7 +332,7 @@ class CompileService:
         start = time.monotonic()
         held = contextlib.ExitStack()  # the measuring core(s) the worker holds for a timing
         waited = 0.0  # time spent waiting for a measuring core does not count against the timeout
-        phase = "starting"
+        phase = "running its job"  # until the job says what it is doing (it was started: not "starting")
         failed = False
         try:
             while True:

@@ -54,7 +54,7 @@ def _measured_run(session: Session, text: str, compare: str, timer: Timer,
         return
     sourced = None
     for step in timings(captured.key, lambda turn: session.job(captured, p.scaled(turn.budget_scale)), timer, fresh,
-                        estimate_s=p.estimate_s):
+                        estimate_s=p.estimate_s, session=session.id):
         if isinstance(step, Progress):
             yield step
         else:

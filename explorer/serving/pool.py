@@ -12,7 +12,7 @@ import json
 import platform
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -39,6 +39,7 @@ class Timed:
     train_step: Measurement
     node: str  # the host that measured (a Ray node may not be the app's)
     memory: MemoryPeaks | None = None  # the profiler's peaks, if asked for
+    retried: str = ""  # why the first measurement process failed, when these come from a retry on a new one
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,8 @@ class MeasurePool:
                 yield from worker.run(job)
             except CompileFailure as e:
                 yield Progress(0.0, f"{e} Retrying once on a new measurement process")
-                yield from worker.run(job)
+                for item in worker.run(job):  # the figures say that they come from a retry, and why
+                    yield replace(item, retried=f"Measured on a second try: {e}") if isinstance(item, Timed) else item
 
     def start(self) -> None:
         """Start every measurement process now (each imports torch: seconds), not on the first click."""

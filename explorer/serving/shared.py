@@ -71,12 +71,15 @@ class Sourced:
     age_s: float = 0.0
     reused: bool = False
     notice: str | None = None  # the queue's: how long it waited, whether load cut the budget
+    own: bool = False  # reused from this very session's earlier run
 
     def label(self) -> str | None:
+        said = " ".join(filter(None, [self.timed.retried, self.notice]))
         if not self.reused:
-            return self.notice
-        return (f"Timings reused: measured {self.age_s:.0f} s ago for another session on the same model, "
-                "architecture and text (press *Measure again* for a fresh one).")
+            return said or None
+        whose = "this session's earlier run" if self.own else "another session"
+        return (f"Timings reused: measured {self.age_s:.0f} s ago for {whose} on the same model, architecture and "
+                "text (press *Measure again* for a fresh one).")
 
 
 class RecentTimings:
@@ -85,19 +88,20 @@ class RecentTimings:
 
     def __init__(self, capacity: int, max_age_s: float) -> None:
         self.max_age_s = max_age_s
-        self._done: LRU[tuple[Timed, float]] = LRU(capacity)
+        self._done: LRU[tuple[Timed, float, str]] = LRU(capacity)  # timings, when, for which session
         self._running: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
-    def recent(self, key: str) -> Sourced | None:
+    def recent(self, key: str, session: str = "") -> Sourced | None:
         hit = self._done.get(key)
         if hit is None:
             return None
         age = time.monotonic() - hit[1]
-        return Sourced(hit[0], age, reused=True) if age <= self.max_age_s else None
+        return Sourced(hit[0], age, reused=True, own=bool(session) and hit[2] == session) \
+            if age <= self.max_age_s else None
 
-    def put(self, key: str, timed: Timed) -> None:
-        self._done.put(key, (timed, time.monotonic()))
+    def put(self, key: str, timed: Timed, session: str = "") -> None:
+        self._done.put(key, (timed, time.monotonic(), session))
 
     def begin(self, key: str) -> threading.Event | None:
         """Claim the measurement of `key`: None if this caller is to measure it (then call `end`), else the

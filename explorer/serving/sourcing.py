@@ -33,11 +33,12 @@ class InProcess:
 
 
 def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: bool = False,
-            recent: RecentTimings = RECENT, estimate_s: float | None = None) -> Iterator[Progress | Sourced]:
+            recent: RecentTimings = RECENT, estimate_s: float | None = None,
+            session: str = "") -> Iterator[Progress | Sourced]:
     """`job(turn)` is built in the queue turn (its budget shrinks under load); `estimate_s`, the plan's, is said
-    with the progress of a long measurement."""
+    with the progress of a long measurement; `session`, for whom, tells a reuse of its own timing from another's."""
     while True:
-        hit = None if fresh else recent.recent(key)
+        hit = None if fresh else recent.recent(key, session)
         if hit is not None:
             yield hit
             return
@@ -60,7 +61,7 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
                 of = f" of about {estimate_s:.0f} s" if estimate_s else ""
                 yield Progress(step.elapsed_s, f"Measuring: {step.phase}, {step.elapsed_s:.0f} s{of}…")
         assert timed is not None, "a timer ends with its timings"
-        recent.put(key, timed)
+        recent.put(key, timed, session)
         return Sourced(timed, notice=turn.notice())
 
     try:

@@ -52,9 +52,10 @@ def check_architecture(model: str, config: Any) -> None:
                          "(GE_MAX_PARAMS). Make it narrower or shallower.")
     need = source(model).activation_bytes(config, MAX_TOKENS, 1)
     if need > MAX_ACTIVATION_BYTES:
-        raise InputError(f"at {MAX_TOKENS} tokens this architecture would keep ~{gib(need)} of activations for "
-                         f"backward; the limit is {gib(MAX_ACTIVATION_BYTES)} (GE_MAX_ACTIVATION_BYTES). "
-                         "Use fewer layers, heads or a smaller width.")
+        raise InputError(f"this architecture would keep ~{gib(need)} of activations for backward on one input of "
+                         f"{MAX_TOKENS} tokens (the longest any run of this server takes); the limit is "
+                         f"{gib(MAX_ACTIVATION_BYTES)} (GE_MAX_ACTIVATION_BYTES). Use fewer layers, heads or a "
+                         "smaller width.")
 
 
 def warm_param_count() -> None:

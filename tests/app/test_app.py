@@ -289,5 +289,5 @@ def test_claim_endpoint_runs_a_claim_and_refuses_an_unknown_one(app_url):
     assert report["machine"]["device"] == "cpu" and report["measured_at"] > 0
     again = client.predict("shape", False, api_name="/claim")
     assert again["measured_at"] == report["measured_at"]  # the server's recent result, not a second run
-    with pytest.raises(Exception, match="claim must be one of shape, .*; got 'nope'"):
+    with pytest.raises(Exception, match=r"claim must be one of shape, .*; got 'nope'"):
         client.predict("nope", False, api_name="/claim")

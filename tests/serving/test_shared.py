@@ -175,6 +175,7 @@ def test_a_measurement_process_times_on_its_own_pinned_core_and_a_killed_one_is_
         os.kill(worker.pid, 9)  # the process dies between jobs, or during one: a message, a new process, the figures
         steps = list(pool.run(job))
         assert any("Retrying" in getattr(p, "phase", "") for p in steps[:-1]) and isinstance(steps[-1], Timed)
+        assert steps[-1].retried.startswith("Measured on a second try: the measurement (core")  # said with them
     finally:
         pool.stop()
 
@@ -225,6 +226,17 @@ def test_a_failed_measurement_is_said_and_frees_its_input():
     # and the input is free again: the next request measures instead of waiting forever for the failed one
     *_, ok = timings(key, job, InProcess(), recent=recent)
     assert isinstance(ok, Sourced) and not ok.reused
+
+
+def test_a_sessions_own_earlier_timing_reused_is_said_to_be_its_own():
+    text, mine = "my own words, again", Session()
+    list(update(mine, "rnn", text, "", {}))
+    list(update(mine, "rnn", text + "!", "", {}))
+    *_, back = update(mine, "rnn", text, "", {})  # back to the first text: its timing, reused
+    assert "measured" in back.report["eager"]["timing_note"] and "for this session's earlier run" in \
+        back.report["eager"]["timing_note"]
+    *_, theirs = update(Session(), "rnn", text, "", {})
+    assert "for another session" in theirs.report["eager"]["timing_note"]
 
 
 def test_measure_again_reruns_an_unchanged_input_with_fresh_timings_where_another_session_reuses_them():
