@@ -90,7 +90,20 @@ WORKER_JOBS = _limit("worker_jobs", 25, int,
 WORKER_RSS_MB = _limit("worker_rss_mb", 2048, int,
                        "megabytes resident past which any worker process is replaced after its job (measured, not "
                        "estimated)")
+MAX_DEPLOY_CHECKS = _limit("max_deploy_checks", 40, int,
+                           "routes x inputs one deployment request may check (the tab's default is 7 x 5 = 35), "
+                           "estimated and refused before any route runs")
+MAX_RANK_STEPS = _limit("max_rank_steps", 160, int,
+                        "processes x steps one multi-process request may run per phase, refused before any starts")
+MAX_BATCH_TOKENS = _limit("max_batch_tokens", 256 * 512, int,
+                          "sentences x longest sentence (tokens, padded) one batching request may run, refused "
+                          "before it runs")
 RECOMPILE_LIMIT = _limit("recompile_limit", 8, int, "dynamo's recompile_limit in the compile worker")
+
+
+def named(key: str) -> Limit:
+    """A limit's declaration (its variable, to name in a refusal), by key."""
+    return next(limit for limit in LIMITS if limit.key == key)
 
 
 def describe() -> dict[str, float | int]:

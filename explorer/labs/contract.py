@@ -14,6 +14,8 @@ from enum import Enum
 from typing import Any, Generic, TypeVar
 
 from explorer.compile.protocol import JobRunner, Workers
+from explorer.core import limits
+from explorer.core.errors import InputError
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
 from explorer.sources.contract import Subject
@@ -55,6 +57,15 @@ class Output:
 
 
 @dataclass(frozen=True)
+class Work:
+    """What one request of a lab would do, estimated from its parameters before any of it runs."""
+
+    amount: int
+    counted: str  # how, in the person's terms: "7 routes x 5 inputs"
+    limit: str  # the key of its limit in explorer/core/limits.py
+
+
+@dataclass(frozen=True)
 class LabContext:
     """What a run may use besides its model: the worker processes, and a fresh directory for files it keeps."""
 
@@ -79,6 +90,7 @@ class LabSpec(Generic[P, R]):
     queue: Queue  # the server's queue its runs wait in
     model_at: int = 0  # where `model` and `config_json` stand among the endpoint's parameters
     keeps_files: bool = False  # writes artefacts: the CLI takes --out DIR, the UI offers them for download
+    work: Callable[[P], Work] | None = None  # its estimate, refused past its limit (the knobs bound the rest)
 
     def knobs(self) -> list[Knob]:
         return knobs(self.params)
@@ -86,7 +98,14 @@ class LabSpec(Generic[P, R]):
     def parse(self, values: Mapping[str, Any] | None = None) -> P:
         """The parameters from a person's values (the defaults where none is given); refused with a one-line
         ConfigError by name, type and range."""
-        return build_config(self.params, values, what="parameter")
+        params = build_config(self.params, values, what="parameter")
+        if self.work is not None:
+            w = self.work(params)
+            limit = limits.named(w.limit)
+            if w.amount > limit.value:
+                raise InputError(f"this run would be {w.counted} = {w.amount:,}; this server takes at most "
+                                 f"{limit.value:,.0f} per request ({limit.env}). Ask for less.")
+        return params
 
     def shown(self) -> list[Knob]:
         """The knobs the UI makes controls for: `text` comes from the Playground's run where the lab needs one."""

@@ -10,6 +10,7 @@ import pytest
 
 from explorer.api import config_values, endpoint_parameters
 from explorer.cli import lab_values, parser
+from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
 from explorer.labs.registry import LABS
 
@@ -85,3 +86,28 @@ def test_a_config_is_a_small_flat_json_object(raw, message):
     with pytest.raises(USER_ERRORS, match=message):
         config_values(raw)
     assert config_values('{"layers": 2}') == {"layers": 2} and config_values({"layers": 2}) == {"layers": 2}
+
+
+@pytest.mark.parametrize(("lab", "values", "said"), [
+    ("deploy", {"lengths": "1,2,3,4,5,6,7,8"}, "7 route(s) x 10 inputs checked = 70; this server takes at most 40 "
+                                               "per request (GE_MAX_DEPLOY_CHECKS)"),
+    ("ddp", {"scenario": "uneven", "steps": 20}, "2 processes x 20 steps = 40; this server takes at most 39"),
+    ("batch", {"n": 256, "min_len": 512, "max_len": 512}, "256 sentences x 512 tokens (padded) = 131,072; this "
+                                                          "server takes at most 1,000"),
+])
+def test_a_run_past_its_labs_work_limit_is_refused_before_any_work_and_the_default_run_is_not(lab, values, said,
+                                                                                               monkeypatch):
+    spec = LABS[lab]
+    assert spec.work is not None
+    key = spec.work(spec.parse()).limit
+    at = next(i for i, limit in enumerate(limits.LIMITS) if limit.key == key)
+    spec.parse()  # the tab's defaults: within the limit as shipped
+    if lab != "deploy":  # a limit an operator lowered (GE_...): the same refusal
+        lowered = {"max_rank_steps": 39, "max_batch_tokens": 1000}[key]
+        lowered_limits = [*limits.LIMITS]
+        lowered_limits[at] = dataclasses.replace(limits.LIMITS[at], value=lowered)
+        monkeypatch.setattr(limits, "LIMITS", lowered_limits)
+    start = time.perf_counter()
+    with pytest.raises(USER_ERRORS) as e:
+        spec.parse(values)
+    assert said in str(e.value) and time.perf_counter() - start < 0.1

@@ -14,7 +14,7 @@ from explorer.core.queues import Queue
 from explorer.labs.batching.results import LabRun
 from explorer.labs.batching.runner import compile_lab, eager_lab
 from explorer.labs.batching.view import OUTPUTS, BatchOutcome, format_lab, view_of
-from explorer.labs.contract import LabContext, LabSpec, Needs
+from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.serving.queueing import Turn, queued
 from explorer.sources.contract import Subject
 from models.config import knob
@@ -67,6 +67,13 @@ def run(subject: Subject | None, p: BatchParams, ctx: LabContext) -> Iterator[Pr
         yield BatchOutcome(lab_run, notice, p.backend)
 
 
+def work(p: BatchParams) -> Work:
+    """Every strategy runs the whole batch; padding it to its longest sentence is the most any of them does."""
+    texts = texts_of(p)
+    longest = max((len(t.encode()) for t in texts), default=0)
+    return Work(len(texts) * longest, f"{len(texts)} sentences x {longest} tokens (padded)", "max_batch_tokens")
+
+
 SPEC = LabSpec(
     name="batch", title="Batching lab", summary="run a batch of sentences with every batching strategy",
     intro="Sentences have different lengths. A dynamic graph can run each one as it is; a batch needs them padded "
@@ -74,4 +81,4 @@ SPEC = LabSpec(
           "architecture** on one batch with each strategy, checks every strategy's outputs against the per-sample "
           "loop, and measures time, memory and wasted work. Change the model in the Playground tab.",
     button="Run the lab", params=BatchParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_lab, worker=lambda w: w.compile, queue=Queue.MEASURE)
+    text=format_lab, worker=lambda w: w.compile, queue=Queue.MEASURE, work=work)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from explorer.compile.options import BACKENDS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
-from explorer.labs.contract import LabContext, LabSpec, Needs
+from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.ddp.job import MAX_STEPS, MIN_STEPS, ddp_setup, model_for, run_ddp
 from explorer.labs.ddp.registry import SCENARIOS
 from explorer.labs.ddp.results import DdpResult
@@ -44,6 +44,10 @@ def run(subject: Subject | None, p: DdpParams, ctx: LabContext) -> Iterator[Prog
         yield item if not isinstance(item, DdpResult) else DdpOutcome(item, which)
 
 
+def work(p: DdpParams) -> Work:
+    return Work(p.world_size * p.steps, f"{p.world_size} processes x {p.steps} steps", "max_rank_steps")
+
+
 SPEC = LabSpec(
     name="ddp", title="Multi-process lab",
     summary="train in several processes with DistributedDataParallel (gloo, loopback)",
@@ -53,4 +57,4 @@ SPEC = LabSpec(
           "that kills one, and per rank, step by step, the time computing, communicating and **waiting**. One run "
           "at a time on the whole server: the processes take every core, and the Playground's timings wait for them.",
     button="Run the scenario", params=DdpParams, needs=Needs.ANY_MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_ddp, worker=lambda w: w.ddp, queue=Queue.DDP, model_at=1)
+    text=format_ddp, worker=lambda w: w.ddp, queue=Queue.DDP, model_at=1, work=work)

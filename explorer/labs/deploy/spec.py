@@ -12,7 +12,7 @@ from explorer.core.limits import MAX_TEXT_CHARS, MAX_TOKENS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
 from explorer.eager.capture import capture_run
-from explorer.labs.contract import LabContext, LabSpec, Needs
+from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS, MAX_LENGTHS, parse_lengths
 from explorer.labs.deploy.job import run_deploy
 from explorer.labs.deploy.results import DeployResult
@@ -42,6 +42,12 @@ def run(subject: Subject | None, p: DeployParams, ctx: LabContext) -> Iterator[P
         yield item if not isinstance(item, DeployResult) else DeployOutcome(item, capture)
 
 
+def work(p: DeployParams) -> Work:
+    """Each route is built once and checked on every input: the lengths, the text, another text of its length."""
+    inputs = len(p.lengths) + 2
+    return Work(len(p.routes) * inputs, f"{len(p.routes)} route(s) x {inputs} inputs checked", "max_deploy_checks")
+
+
 SPEC = LabSpec(
     name="deploy", title="Deployment lab", summary="freeze a model by every deployment route and check what survives",
     intro="Deploying means freezing: a TorchScript trace or script, a `torch.export` program, an ONNX file run by "
@@ -51,4 +57,4 @@ SPEC = LabSpec(
           "fail loudly (with your line), and which run without an error and return **wrong answers**. Try the "
           "early-exit model, then its `exit_with=cond` variant; the RNN, then `loop=scan`.",
     button="Freeze the current model", params=DeployParams, needs=Needs.RUN, run=run, view=view_of,
-    outputs=OUTPUTS, text=format_deploy, worker=lambda w: w.deploy, queue=Queue.DEPLOY, keeps_files=True)
+    outputs=OUTPUTS, text=format_deploy, worker=lambda w: w.deploy, queue=Queue.DEPLOY, keeps_files=True, work=work)
