@@ -7,6 +7,7 @@ module is checked the day it lands, with no list to add it to:
 - only the UI (`explorer/ui/`, `app.py`) imports Gradio; `models/` imports only torch and the standard library."""
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -161,3 +162,12 @@ def test_the_entry_point_imports_nothing_a_spawned_worker_would_inherit():
            and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     guarded = [n for n in body if isinstance(n, ast.If)]
     assert top == [] and len(guarded) == 1 and "__main__" in ast.unparse(guarded[0].test)
+
+
+def test_a_spawned_child_is_tied_to_its_parent_before_anything_heavy_is_imported():
+    """Every worker and rank starts in explorer/core/child.py, which watches its parent before importing the
+    engine: importing it (and its packages) must load neither torch nor the UI."""
+    done = subprocess.run([sys.executable, "-c", "import sys, explorer.core.child; "
+                           "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'gradio', 'numpy')))"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
