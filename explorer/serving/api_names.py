@@ -4,7 +4,8 @@ Gradio answers `POST /gradio_api/call/<name>` (and `/run/<name>`, `/api/<name>`)
 page's private ones too (a lesson step answered `/call/lambda`); an unknown name fails inside the route with a bare
 500, and a list of values too short fails with a three-line message. Here each gets a 404 or 422 with one line
 (the API's endpoints; the values the endpoint takes, in order) before any route runs. The page itself calls its
-events by number over the queue, which this leaves alone; `/call/v2/<name>` takes named values (defaults filled)."""
+events by number (over the queue, or `/run/<name>` with the event's number for un-queued ones), which this
+leaves alone; `/call/v2/<name>` takes named values (defaults filled)."""
 
 from __future__ import annotations
 
@@ -37,12 +38,7 @@ class NamedCallGuard:
             await self.app(scope, receive, send)
             return
         route, name = match.groups()
-        if name not in self.public:
-            await _refuse(send, 404, f"no endpoint {echoed('/' + name)}: the API's endpoints are "
-                                     f"{', '.join('/' + n for n in sorted(self.public))} (see the page's 'Use via "
-                                     "API' link)")
-            return
-        if route == "call/v2":
+        if route == "call/v2" and name in self.public:  # named values, Gradio fills the defaults
             await self.app(scope, receive, send)
             return
         body = b""
@@ -55,12 +51,22 @@ class NamedCallGuard:
                 return
             if not message.get("more_body"):
                 break
-        wanted = self.public[name]
         try:
-            data = json.loads(body).get("data")
-        except (ValueError, AttributeError):
-            data = None
-        if not isinstance(data, list) or len(data) != len(wanted):
+            sent_json = json.loads(body)
+        except ValueError:
+            sent_json = None
+        request = sent_json if isinstance(sent_json, dict) else {}
+        # `/run/<name>` with an event's number is how the page calls its un-queued events: by number (Gradio then
+        # ignores the name), as over the queue, not by name.
+        by_number = route in ("run", "api") and request.get("fn_index") is not None
+        if not by_number and name not in self.public:
+            await _refuse(send, 404, f"no endpoint {echoed('/' + name)}: the API's endpoints are "
+                                     f"{', '.join('/' + n for n in sorted(self.public))} (see the page's 'Use via "
+                                     "API' link)")
+            return
+        data = request.get("data")
+        wanted = self.public.get(name, ())
+        if not by_number and (not isinstance(data, list) or len(data) != len(wanted)):
             got = f"{len(data)}" if isinstance(data, list) else "no list"
             await _refuse(send, 422, f"/{name} takes {len(wanted)} value(s) in {{\"data\": [...]}}, in this order: "
                                      f"{', '.join(wanted) or 'none'}; got {got}")

@@ -128,8 +128,8 @@ class LessonPanel:
     def opened(self, tabs: gr.Tabs, request: gr.Request) -> Updates:
         """`?lesson=N` opens the Lessons tab at step N (a bad N is said, and step 1 opens); other links leave it."""
         raw = request.query_params.get("lesson")
-        if raw is None:
-            return {}
+        if raw is None:  # a dict with a component: an empty one is not read as "no updates" (a silent error)
+            return {tabs: gr.skip()}
         try:
             shown = self.at(int(raw))
         except (ValueError, *USER_ERRORS):

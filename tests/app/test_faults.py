@@ -146,21 +146,11 @@ def _busy_app(tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
     return proc, url, mark
 
 
-def test_a_sigterm_stops_every_worker_and_removes_every_directory(tmp_path):
-    proc, _, mark = _busy_app(tmp_path)
-    assert len(_workers(mark, proc.pid)) >= 4 and len(_ours(tmp_path)) >= 4  # export, compile, measuring, deploy...
-    proc.terminate()
-    proc.wait(timeout=30)
-    deadline = time.monotonic() + 5
-    while (_workers(mark, proc.pid) or _ours(tmp_path)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert (_workers(mark, proc.pid), _ours(tmp_path)) == (set(), [])
-
-
-def test_kill_9_of_every_worker_leaves_nothing_and_the_next_requests_are_answered(tmp_path):
+def test_kill_9_of_every_worker_leaves_nothing_and_a_sigterm_of_the_app_leaves_nothing_either(tmp_path):
     proc, url, mark = _busy_app(tmp_path)
     try:
         workers = _workers(mark, proc.pid)
+        assert len(workers) >= 4 and len(_ours(tmp_path)) >= 4  # export, compile, measuring, deployment...
         for pid in workers:  # compile, measuring (one per core), deployment, multi-process: all at once
             os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 5
@@ -173,5 +163,12 @@ def test_kill_9_of_every_worker_leaves_nothing_and_the_next_requests_are_answere
         assert client.predict("rnn", "{}", "again", "", "eager", "auto", False, False,
                               api_name="/inspect")["tokens"] == 5
         assert client.predict("tree", "{}", "The cat sat.", "5", "jit.trace", api_name="/deploy")["routes"]
+        # A SIGTERM (a container's stop) ends the app as Ctrl-C does: its new workers stopped, every directory gone.
+        proc.terminate()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while (_workers(mark, proc.pid) or _ours(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (_workers(mark, proc.pid), _ours(tmp_path)) == (set(), [])
     finally:
         stop_app(proc)

@@ -60,7 +60,8 @@ def test_over_the_limits_is_refused_and_the_session_keeps_its_model(monkeypatch)
         session.configure("transformer", {"width": 256})
     monkeypatch.setattr(registry, "MAX_PARAMS", 64_000_000)
     monkeypatch.setattr(registry, "MAX_ACTIVATION_BYTES", 50 * 2**20)
-    with pytest.raises(InputError, match="activations for backward; the limit is 50 MiB"):
+    with pytest.raises(InputError, match=r"activations for backward on one input of 512 tokens \(the longest any "
+                                         r"run of this server takes\); the limit is 50 MiB"):
         session.configure("transformer", {"layers": 12})
     assert session.model_name == "transformer" and session.config.width == 64 and session.config.layers == 2
     assert len(session.history) == 1 and session.last.input.text == "keep me"
