@@ -90,6 +90,8 @@ def run_lab(spec: LabSpec, who: Subject | None, values: Mapping[str, Any] | Any,
     if who is None and spec.needs is not Needs.ANY_MODEL:
         raise InputError(f"Run an input in the Playground first: the {spec.title.lower()} works on "
                          f"{spec.needs.value}.")
+    if who is not None and spec.refuses is not None and (reason := spec.refuses(who)):
+        raise InputError(reason)
     if who is not None and spec.needs is Needs.RUN and who.playground:
         params = dataclasses.replace(params, text=who.text)
     for item in spec.run(who, params, ctx):

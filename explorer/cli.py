@@ -22,7 +22,7 @@ from explorer.labs.contract import LabContext, LabSpec
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
 from explorer.serving.placement import compile_service
-from explorer.sources.registry import SOURCES
+from explorer.sources.registry import SOURCES, add_model_file
 from explorer.views.claims import ClaimView, claim_update
 from explorer.views.export import html_report, session_csv
 from explorer.views.report import build_report
@@ -145,6 +145,19 @@ def _lab(args: argparse.Namespace, spec: LabSpec) -> int:
     return 0
 
 
+def _model(name: str) -> str:
+    """A model of the menu, or the operator's own file or module (loaded and checked here)."""
+    if name in SOURCES:
+        return name
+    if not (name.endswith(".py") or "/" in name or ":" in name or "." in name):
+        raise argparse.ArgumentTypeError(f"unknown model {name!r}; models are: {', '.join(SOURCES)}, or a "
+                                         "file.py[:factory] or pkg.module[:factory] of yours")
+    try:
+        return add_model_file(name)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _flag(k: Knob) -> str:
     return k.flag or "--" + k.name.replace("_", "-")
 
@@ -152,7 +165,8 @@ def _flag(k: Knob) -> str:
 def _add_lab(sub: Any, spec: LabSpec) -> None:
     """A lab's verb, made from its spec: --model and --set, then one option per parameter."""
     p = sub.add_parser(spec.name, help=spec.summary)
-    p.add_argument("--model", required=True, choices=sorted(SOURCES))
+    p.add_argument("--model", required=True, type=_model, metavar="MODEL",
+                   help=f"{', '.join(SOURCES)}, or your own: path/to/file.py[:factory] or pkg.module[:factory]")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
     for k in spec.knobs():
         default = ",".join(map(str, k.default)) if isinstance(k.default, tuple) else k.default
@@ -200,7 +214,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_models)
     p = sub.add_parser("inspect", help="run one input and print its report")
-    p.add_argument("--model", required=True, choices=sorted(SOURCES))
+    p.add_argument("--model", required=True, type=_model, metavar="MODEL",
+                   help=f"{', '.join(SOURCES)}, or your own: path/to/file.py[:factory] or pkg.module[:factory]")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config field")
     p.add_argument("--text", required=True)
     p.add_argument("--compare", help="a second input to diff the graph against")

@@ -90,7 +90,7 @@ def make_config(name: str, values: Mapping[str, Any] | None = None) -> Any:
 
 def arch_label(model: str, config: Any) -> str:
     """Only the fields that differ from the defaults: "rnn", "rnn layers=2 cell=lstm"."""
-    defaults = config_dict(make_config(model))
+    defaults = config_dict(type(config)())  # every field of a config has its default (any model source's too)
     changed = [f"{k}={v}" for k, v in config_dict(config).items() if defaults[k] != v]
     return " ".join([model, *changed])
 

@@ -19,9 +19,12 @@ from explorer.eager.trace import ModuleTrace
 from models.branch import Branch
 
 
-def train_loss(logits: torch.Tensor) -> torch.Tensor:
-    """The loss of a training step: cross-entropy against class 0 (the weights are random anyway)."""
-    return F.cross_entropy(logits, torch.zeros(logits.shape[0], dtype=torch.long))
+def train_loss(output: torch.Tensor) -> torch.Tensor:
+    """The loss of a training step: logits (batch, classes) against class 0 (the weights are random anyway); any
+    other output (a user's model: a sequence of logits, a feature map) trains its sum."""
+    if output.dim() != 2:
+        return output.float().sum()
+    return F.cross_entropy(output, torch.zeros(output.shape[0], dtype=torch.long))
 
 
 def train_step(model: nn.Module, ids: torch.Tensor) -> None:

@@ -91,6 +91,7 @@ class LabSpec(Generic[P, R]):
     model_at: int = 0  # where `model` and `config_json` stand among the endpoint's parameters
     keeps_files: bool = False  # writes artefacts: the CLI takes --out DIR, the UI offers them for download
     work: Callable[[P], Work] | None = None  # its estimate, refused past its limit (the knobs bound the rest)
+    refuses: Callable[[Subject], str | None] | None = None  # why it cannot run on a model (a user's), if it cannot
 
     def knobs(self) -> list[Knob]:
         return knobs(self.params)

@@ -1,7 +1,9 @@
-"""Every model source, by name: the zoo's models today."""
+"""Every model source, by name: the zoo's models, and the operator's own files (`GE_MODELS`, the CLI's `--model
+path.py`: explorer/sources/userfile.py), which every process the app spawns loads too."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,12 +12,33 @@ from torch import nn
 from explorer.core.budget import gib
 from explorer.core.errors import InputError
 from explorer.core.limits import MAX_ACTIVATION_BYTES, MAX_PARAMS, MAX_TOKENS
+from explorer.sources import userfile
 from explorer.sources.contract import ModelSource, Subject
 from explorer.sources.zoo import zoo_sources
 from models import ConfigError
 from models.config import echoed
 
 SOURCES: dict[str, ModelSource] = {s.name: s for s in zoo_sources()}
+MODELS_ENV = "GE_MODELS"  # the operator's model files, comma-separated: handed down to every spawned process
+
+
+def add_model_file(spec: str) -> str:
+    """Load `spec` (explorer/sources/userfile.py) as a model source; returns its name. Only ever what the operator
+    named, never a request's value."""
+    model = userfile.load(spec)
+    SOURCES[model.name] = model
+    listed = [s for s in os.environ.get(MODELS_ENV, "").split(",") if s]
+    if spec not in listed:
+        os.environ[MODELS_ENV] = ",".join([*listed, spec])
+    return model.name
+
+
+def _operators_files() -> None:
+    for spec in [s for s in os.environ.get(MODELS_ENV, "").split(",") if s.strip()]:
+        try:
+            add_model_file(spec.strip())
+        except InputError as e:
+            raise SystemExit(f"{MODELS_ENV}: {e}") from None
 
 
 def source(name: str) -> ModelSource:
@@ -69,3 +92,6 @@ def batch_activation_bytes(model: nn.Module, shapes: Iterable[tuple[int, int]]) 
     """Estimated bytes saved for backward by one train step of `model` over padded calls of these (batch, tokens)."""
     s = next(s for s in SOURCES.values() if s.builds(model))
     return sum(s.activation_bytes(model.cfg, tokens, batch) for batch, tokens in shapes)
+
+
+_operators_files()

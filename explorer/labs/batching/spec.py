@@ -67,6 +67,14 @@ def run(subject: Subject | None, p: BatchParams, ctx: LabContext) -> Iterator[Pr
         yield BatchOutcome(lab_run, notice, p.backend)
 
 
+def refuses(subject: Subject) -> str | None:
+    if subject.source.supports.batched:
+        return None
+    return (f"the batching lab runs padded batches and compares one output row per sentence: {subject.model}'s "
+            "forward must take `forward(ids, lengths=None)` (ids (batch, longest), each sentence's length) and "
+            "return (batch, classes)")
+
+
 def work(p: BatchParams) -> Work:
     """Every strategy runs the whole batch; padding it to its longest sentence is the most any of them does."""
     texts = texts_of(p)
@@ -81,4 +89,4 @@ SPEC = LabSpec(
           "architecture** on one batch with each strategy, checks every strategy's outputs against the per-sample "
           "loop, and measures time, memory and wasted work. Change the model in the Playground tab.",
     button="Run the lab", params=BatchParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_lab, worker=lambda w: w.compile, queue=Queue.MEASURE, work=work)
+    text=format_lab, worker=lambda w: w.compile, queue=Queue.MEASURE, work=work, refuses=refuses)

@@ -11,6 +11,7 @@ from explorer.core.limits import MAX_TEXT_CHARS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext, LabSpec, Needs
+from explorer.labs.debug.inspect import WATCHED
 from explorer.labs.debug.lab import DebugResult, run_debug
 from explorer.labs.debug.modes import MODES
 from explorer.labs.debug.view import OUTPUTS, format_debug, view_of
@@ -34,6 +35,14 @@ def run(subject: Subject | None, p: DebugParams, ctx: LabContext) -> Iterator[Pr
     yield from run_debug(ctx.workers.compile, subject.model, subject.config, p.bug, p.text, list(p.modes))
 
 
+def refuses(subject: Subject) -> str | None:
+    """The bugs hook a module each zoo model is known to have (explorer/labs/debug/inspect.py)."""
+    if subject.model in WATCHED:
+        return None
+    return (f"the debugging lab's bugs hook a module each of its own models has ({', '.join(WATCHED)}); "
+            f"{subject.model} is not one of them")
+
+
 SPEC = LabSpec(
     name="debug", title="Debugging lab", summary="inject a bug and see it in eager, compiled and traced code",
     intro="Dynamic graphs are said to be easier to debug: the error names the line that caused it, while it "
@@ -42,4 +51,4 @@ SPEC = LabSpec(
           "fails, and what the traceback says. For a NaN: which of three methods finds the line. For a silent bug: "
           "the comparison that shows it. And a hook eager mode allows, under compile.",
     button="Run the bug", params=DebugParams, needs=Needs.RUN, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_debug, worker=lambda w: w.compile, queue=Queue.COMPILE)
+    text=format_debug, worker=lambda w: w.compile, queue=Queue.COMPILE, refuses=refuses)

@@ -1,0 +1,217 @@
+"""A model from the operator's own Python file or module: a factory whose signature is the architecture.
+
+    def build(layers: int = 2, hidden: Annotated[int, Range(8, 1024)] = 64,
+              cell: Literal["gru", "lstm"] = "gru") -> nn.Module: ...
+
+Each parameter becomes a knob, exactly as a zoo config field is: `int`/`float`/`bool`/`str` with its default, a
+`Literal[...]` a choice, `Annotated[int, Range(lo, hi)]` a bounded number; so the controls, `--set` keys and
+validation come from it. The model takes the input's byte ids, (1, T) int64 (the batching lab also needs
+`forward(ids, lengths=None)` returning (batch, classes)), and returns a tensor (logits of
+(batch, classes) train against class 0; any other output trains its sum).
+
+Loaded only from what the operator named (the CLI's `--model`, `GE_MODELS`), never from a request. A file that
+does not load gets one line naming the file, the line and what to change."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+import traceback
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+import torch
+from torch import nn
+
+from explorer.core.errors import InputError
+from explorer.core.inputs import tokenize
+from explorer.eager.capture import capture_run, train_loss
+from explorer.sources.contract import Supports
+from models.config import Knob, build_config, knob, knobs
+
+
+@dataclass(frozen=True)
+class Range:
+    """`Annotated[int, Range(8, 1024)]`: the values a factory parameter takes, both ends included."""
+
+    min: float
+    max: float
+
+
+PROBE_TOKENS = (16, 32)  # two short inputs: the activation estimate fits bytes = a*T + b*T^2 through them
+_PLAIN = {int: "int", float: "float", bool: "bool", str: "str"}
+
+
+def _field(where: str, p: inspect.Parameter, hint: Any) -> tuple[str, type, Any]:
+    """A factory parameter as a knob field, or one line saying what to change."""
+    if p.default is inspect.Parameter.empty:
+        raise InputError(f"{where}: parameter `{p.name}` needs a default (the architecture the model starts at)")
+    kind, bounds, choices = hint, None, None
+    if get_origin(hint) is Annotated:
+        kind, *extra = get_args(hint)
+        bounds = next((e for e in extra if isinstance(e, Range)), None)
+    if get_origin(kind) is Literal:
+        choices = tuple(get_args(kind))
+        if not all(isinstance(c, str) for c in choices) or p.default not in choices:
+            raise InputError(f"{where}: `{p.name}` must be a Literal of strings that holds its default")
+        kind = str
+    if kind not in _PLAIN:
+        raise InputError(f"{where}: `{p.name}` must be annotated int, float, bool, str, Literal[...] or "
+                         f"Annotated[int, Range(lo, hi)]; got {hint!r}")
+    if type(p.default) is not kind and not (kind is float and type(p.default) is int):
+        raise InputError(f"{where}: the default of `{p.name}` ({p.default!r}) is not a {kind.__name__}")
+    return p.name, kind, knob(p.default, f"{p.name} (the factory's parameter)", min=bounds and bounds.min,
+                              max=bounds and bounds.max, choices=choices)
+
+
+def config_class(factory: Callable[..., nn.Module], where: str) -> type:
+    """A frozen dataclass of knobs from the factory's signature: the single source of truth for its architecture."""
+    try:
+        hints = typing.get_type_hints(factory, include_extras=True)
+    except Exception as e:
+        raise InputError(f"{where}: cannot read the factory's annotations: {e}") from None
+    fields = [_field(where, p, hints.get(p.name, type(p.default)))
+              for p in inspect.signature(factory).parameters.values()]
+    return dataclasses.make_dataclass(f"{factory.__name__}_config", fields, frozen=True)
+
+
+class FileModel:
+    """One model source from a file's factory (see the module's docstring)."""
+
+    def __init__(self, name: str, factory: Callable[..., nn.Module], where: str) -> None:
+        self.name, self._factory, self._where = name, factory, where
+        self.title = name
+        self.summary = (inspect.getdoc(factory) or f"the model of {where}").split("\n")[0]
+        self.supports = Supports(batched=False, trainable=True, exportable=True)
+        self.tree: tuple[str, str] | None = None
+        self._config_cls = config_class(factory, where)
+        self._activations: dict[Any, tuple[float, float]] = {}
+
+    def knobs(self) -> list[Knob]:
+        return knobs(self._config_cls)
+
+    def config(self, values: Mapping[str, Any] | None = None) -> Any:
+        return build_config(self._config_cls, values)
+
+    def build(self, config: Any) -> nn.Module:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)  # deterministic for its config, as the zoo's
+            try:
+                model = self._factory(**dataclasses.asdict(config))
+            except Exception as e:
+                raise InputError(_failure(self._where, "the factory raised", e)) from None
+        if not isinstance(model, nn.Module):
+            raise InputError(f"{self._where}: the factory returned {type(model).__name__}, not an nn.Module")
+        model.cfg = config
+        model._graph_explorer_source = self.name  # how `builds` knows it
+        return model.eval()
+
+    def builds(self, module: nn.Module) -> bool:
+        return getattr(module, "_graph_explorer_source", None) == self.name
+
+    def example_inputs(self, text: str) -> tuple[torch.Tensor, ...]:
+        return (tokenize(text).ids,)
+
+    def loss(self, output: torch.Tensor) -> torch.Tensor:
+        return train_loss(output)
+
+    def param_count(self, config: Any) -> int:
+        with torch.device("meta"):
+            return sum(p.numel() for p in self._factory(**dataclasses.asdict(config)).parameters())
+
+    def activation_bytes(self, config: Any, tokens: int, batch: int) -> int:
+        """Fitted through a train step's saved bytes at two short lengths (a*T + b*T^2, neither below zero)."""
+        if config not in self._activations:
+            model = self.build(config)
+            (t1, t2), (s1, s2) = PROBE_TOKENS, [capture_run(model, torch.zeros(1, t, dtype=torch.long)).saved_bytes
+                                                for t in PROBE_TOKENS]
+            b = max(0.0, (s2 / t2 - s1 / t1) / (t2 - t1))
+            self._activations[config] = (max(0.0, s1 / t1 - b * t1), b)
+        a, b = self._activations[config]
+        return int(batch * (a * tokens + b * tokens * tokens))
+
+    def structure(self, calls: Mapping[str, int]) -> dict[str, int]:
+        return {}
+
+    def decision(self, config: Any, ids: list[int]) -> str | None:
+        return None
+
+    def check(self) -> None:
+        """Build the default architecture and run it once on a short input: a model that does not take byte ids,
+        or returns no tensor, is refused here with its line, not in the middle of a run."""
+        model = self.build(self.config())
+        try:
+            out = model(*self.example_inputs("probe"))
+        except Exception as e:
+            raise InputError(_failure(self._where, "its forward on (1, T) byte ids raised", e)) from None
+        if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+            raise InputError(f"{self._where}: the forward must return a float tensor (logits); got "
+                             f"{type(out).__name__}")
+        self.supports = Supports(batched=_runs_batches(model), trainable=True, exportable=True)
+
+
+def _runs_batches(model: nn.Module) -> bool:
+    """Whether the model runs padded batches as the batching lab does, like the zoo's: `forward(ids, lengths=...)`
+    returning one row per sentence, (batch, classes)."""
+    if "lengths" not in inspect.signature(model.forward).parameters:
+        return False
+    try:
+        out = model(torch.zeros(2, 6, dtype=torch.long), lengths=torch.tensor([6, 3]))
+    except Exception:
+        return False
+    return isinstance(out, torch.Tensor) and out.dim() == 2 and out.shape[0] == 2
+
+
+def _failure(where: str, what: str, e: BaseException) -> str:
+    """One line: the file's own deepest frame (its line), what happened, and the exception's first line."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == _path_of(where)]
+    at = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else where
+    message = str(e).strip().split("\n")[0]
+    return f"{at}: {what}: {type(e).__name__}: {message}"
+
+
+def _path_of(where: str) -> str:
+    return str(Path(where).resolve()) if where.endswith(".py") else where
+
+
+def load(spec: str) -> FileModel:
+    """`path/to/file.py`, `path/to/file.py:factory`, `pkg.module` or `pkg.module:factory` (default factory
+    `build`) as a model source named after the file or module; checked by one short run."""
+    target, _, name = spec.partition(":")
+    name = name or "build"
+    if target.endswith(".py"):
+        path = Path(target).resolve()
+        if not path.is_file():
+            raise InputError(f"{target}: no such file")
+        module_name = f"graph_explorer_model_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        assert loader_spec is not None and loader_spec.loader is not None
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+        try:
+            loader_spec.loader.exec_module(module)
+        except SyntaxError as e:
+            raise InputError(f"{target}:{e.lineno}: syntax error: {e.msg}") from None
+        except Exception as e:
+            raise InputError(_failure(target, "importing it raised", e)) from None
+        label = path.stem
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as e:
+            raise InputError(f"{target}: cannot import it: {type(e).__name__}: {e}") from None
+        label = target.rsplit(".", 1)[-1]
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise InputError(f"{target}: no function `{name}` (define `def {name}(...) -> nn.Module`, or name yours: "
+                         f"{target}:my_factory)")
+    model = FileModel(label if name == "build" else f"{label}:{name}", factory, target)
+    model.check()
+    return model

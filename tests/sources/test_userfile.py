@@ -1,0 +1,122 @@
+"""The operator's own model file: its factory's signature is the architecture (knobs, validation, CLI keys), it
+runs through the engine like a zoo model, and a file that does not load is one line naming the file and line."""
+
+import re
+import subprocess
+import sys
+import textwrap
+from typing import Annotated, Literal
+
+import pytest
+from torch import nn
+
+from explorer.api import named_subject, run_lab, workers
+from explorer.core.errors import USER_ERRORS, InputError
+from explorer.labs.contract import LabContext
+from explorer.labs.registry import LABS
+from explorer.runs.session import Session
+from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file, source
+from explorer.sources.userfile import Range, config_class, load
+from models.tokenizer import to_ids
+from tests.helpers import ROOT
+
+TAGGER = str(ROOT / "examples" / "lstm_tagger.py")
+
+
+@pytest.fixture(autouse=True)
+def menu_restored(monkeypatch):
+    """A file added here leaves the model menu (and the variable children read) as it was, for the next tests."""
+    monkeypatch.delenv(MODELS_ENV, raising=False)
+    before = dict(SOURCES)
+    yield
+    SOURCES.clear()
+    SOURCES.update(before)
+
+
+def test_a_factorys_signature_becomes_its_knobs_and_their_checks():
+    def build(layers: Annotated[int, Range(1, 4)] = 2, width: float = 0.5, cell: Literal["gru", "lstm"] = "gru",
+              bias: bool = True) -> nn.Module:
+        return nn.Linear(2, 2)
+
+    cls = config_class(build, "f.py")
+    assert [(f.name, f.default) for f in cls.__dataclass_fields__.values()] == [
+        ("layers", 2), ("width", 0.5), ("cell", "gru"), ("bias", True)]
+    model = add_model_file(TAGGER)
+    knobs = {k.name: k for k in source(model).knobs()}
+    assert (knobs["hidden"].type, knobs["hidden"].min, knobs["hidden"].max) == ("int", 4, 512)
+    assert knobs["cell"].choices == ("lstm", "gru") and knobs["bidirectional"].type == "bool"
+    with pytest.raises(USER_ERRORS, match="hidden must be between 4 and 512; got 9000"):
+        source(model).config({"hidden": 9000})
+
+
+@pytest.mark.parametrize(("code", "said"), [
+    ("def build(width):\n    return None\n", "f.py: parameter `width` needs a default"),
+    ("def build(width: list = []):\n    return None\n", "`width` must be annotated int, float, bool, str"),
+    ("from typing import Literal\ndef build(cell: Literal['a', 'b'] = 'c'):\n    return None\n",
+     "`cell` must be a Literal of strings that holds its default"),
+    ("def build(width=4)\n    return None\n", "f.py:1: syntax error"),
+    ("def make(width=4):\n    return None\n", "f.py: no function `build`"),
+    ("import torch\ndef build(width=4):\n    raise ValueError('no such width')\n",
+     "f.py:3: the factory raised: ValueError: no such width"),
+    ("def build(width=4):\n    return 'not a module'\n", "the factory returned str, not an nn.Module"),
+    ("from torch import nn\nclass M(nn.Module):\n    def forward(self, ids):\n        return ids.tolist()\n"
+     "def build(width=4):\n    return M()\n", "the forward must return a float tensor (logits); got list"),
+])
+def test_a_file_that_does_not_load_is_one_line_naming_the_file_and_line(tmp_path, monkeypatch, code, said):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.py").write_text(code)
+    with pytest.raises(InputError) as e:
+        load("f.py")
+    assert said in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_example_tagger_runs_through_the_engine_and_its_graph_is_the_autograd_graph():
+    model = add_model_file(TAGGER)
+    session = Session()
+    session.configure(model, {"hidden": 16})
+    run = session.run("The cat sat on the mat.", "")
+    # an independent walk of the autograd graph of the same model, input and loss
+    loss = source(model).loss(source(model).build(session.config)(to_ids("The cat sat on the mat.")))
+    seen, todo = set(), [loss.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            todo += [n for n, _ in node.next_functions]
+    assert len(run.capture.graph.nodes) == len(seen) and run.forward.runs >= 3
+    assert run.arch == f"{model} hidden=16" and SOURCES[model].param_count(session.config) == run.params
+
+
+def test_the_cli_inspects_the_example_as_the_readme_shows():
+    done = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "examples/lstm_tagger.py",
+                           "--text", "The cat sat.", "--set", "hidden=32"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "lstm_tagger hidden=32" in done.stdout and "12" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "examples/nope.py", "--text", "x"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.strip().endswith("examples/nope.py: no such file")
+
+
+def test_a_lab_that_cannot_run_a_users_model_says_why_before_any_work(tmp_path):
+    model = add_model_file(TAGGER)
+    who = named_subject(model, {}, "The cat sat.")
+    for lab, said in (("batch", "must take `forward(ids, lengths=None)`"), ("debug", "bugs hook a module")):
+        with pytest.raises(InputError, match=re.escape(said)):
+            next(run_lab(LABS[lab], who, {}, LabContext(workers(), lambda: "")))
+    (tmp_path / "classifier.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Classifier(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.embed, self.out = nn.Embedding(256, width), nn.Linear(width, 3)
+
+            def forward(self, ids, lengths=None):
+                return self.out(self.embed(ids).mean(1))  # one row per sentence: it runs padded batches
+
+        def build(width: int = 8):
+            return Classifier(width)
+    """))
+    assert source(add_model_file(str(tmp_path / "classifier.py"))).supports.batched
