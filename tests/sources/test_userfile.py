@@ -26,7 +26,7 @@ TAGGER = str(ROOT / "examples" / "lstm_tagger.py")
 @pytest.fixture(autouse=True)
 def menu_restored(monkeypatch):
     """A file added here leaves the model menu (and the variable children read) as it was, for the next tests."""
-    monkeypatch.delenv(MODELS_ENV, raising=False)
+    monkeypatch.setenv(MODELS_ENV, "")  # (restored, or removed, afterwards: delenv of an absent one is not)
     before = dict(SOURCES)
     yield
     SOURCES.clear()
