@@ -67,7 +67,7 @@ def test_inspect_table():
         (["inspect", "--model", "rnn", "--set", "layers=9", "--text", "x"], "layers must be between 1 and 4"),
         (["inspect", "--model", "rnn", "--set", "depth=2", "--text", "x"], "unknown config field 'depth'"),
         (["inspect", "--model", "rnn", "--set", "layers", "--text", "x"], "--set takes KEY=VALUE"),
-        (["inspect", "--model", "gpt", "--text", "x"], "invalid choice: 'gpt'"),
+        (["inspect", "--model", "gpt", "--text", "x"], "unknown model 'gpt'; models are: rnn, transformer"),
         (["inspect", "--model", "rnn", "--text", ""], "empty"),
         (["inspect", "--model", "rnn"], "required: --text"),
         (["frobnicate"], "invalid choice"),
@@ -102,7 +102,7 @@ def test_bad_arguments_exit_2_with_one_line(args, message, capsys):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["inspect", "--model", "rnn", "--set", "layers=9", "--text", "x"], "layers must be between 1 and 4"),
-    (["inspect", "--model", "gpt", "--text", "x"], "invalid choice: 'gpt'"),
+    (["inspect", "--model", "gpt", "--text", "x"], "unknown model 'gpt'; models are: rnn, transformer"),
 ])
 def test_a_bad_argument_from_the_shell_exits_2_with_one_line_and_no_traceback(args, message):
     out = _cli(*args)

@@ -142,16 +142,15 @@ def _busy_app(tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
     client = connect(url)
     client.predict("tree", "{}", "The cat sat.", "5", "jit.trace", api_name="/deploy")
     client.predict("rnn", "{}", "compiled", "", "eager", "auto", False, False, api_name="/inspect")
-    client.predict("stragglers", "transformer", '{"layers": 1, "width": 32}', 2, 2, "eager", api_name="/ddp")
-    return proc, url, mark
+    return proc, url, mark  # (the multi-process worker, killed while its ranks start: tests/labs/ddp/test_world.py)
 
 
 def test_kill_9_of_every_worker_leaves_nothing_and_a_sigterm_of_the_app_leaves_nothing_either(tmp_path):
     proc, url, mark = _busy_app(tmp_path)
     try:
         workers = _workers(mark, proc.pid)
-        assert len(workers) >= 4 and len(_ours(tmp_path)) >= 4  # export, compile, measuring, deployment...
-        for pid in workers:  # compile, measuring (one per core), deployment, multi-process: all at once
+        assert len(workers) >= 3 and len(_ours(tmp_path)) >= 4  # compile, measuring, deployment; export dir
+        for pid in workers:  # compile, measuring (one per measuring core), deployment: all at once
             os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and (

@@ -69,7 +69,8 @@ def nothing_left(tmp_path, monkeypatch):
     deadline = time.monotonic() + 10
     while _descendants(os.getpid()) - before[0] and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _descendants(os.getpid()) - before[0] == set()
+    left = _descendants(os.getpid()) - before[0]
+    assert left == set(), [(p, cmdline(p)[:200]) for p in left]
     assert _listening() - before[1] == set()
     assert list(tmp_path.iterdir()) == []
 
