@@ -38,8 +38,10 @@ def _descendants(pid: int) -> set[int]:
         for c in children.get(todo.pop(), []):
             out.add(c)
             todo.append(c)
-    # multiprocessing's resource tracker: one per process that ever spawned, kept until that process exits
-    return {p for p in out if b"resource_tracker" not in cmdline(p)}
+    # multiprocessing's resource tracker: one per process that ever spawned, kept until that process exits; and the
+    # browser a browser test of the same test process keeps open (Chromium starts helper processes at any time)
+    return {p for p in out if not any(word in cmdline(p) for word in (b"resource_tracker", b"chromium",
+                                                                        b"playwright"))}
 
 
 def _listening() -> set[str]:
