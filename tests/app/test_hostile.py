@@ -211,7 +211,7 @@ def test_the_suite_covers_every_public_endpoint_and_parameter(url):
 
 @pytest.mark.parametrize(("name", "at"), [(n, i) for n, ks in PARAMS.items() for i in range(len(ks))],
                          ids=[f"{n}.{k.name}" for n, ks in PARAMS.items() for k in ks])
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
           derandomize=True)
 @given(data=st.data())
 def test_a_value_of_the_wrong_type_or_out_of_range_is_refused_in_one_line_within_a_second(url, name, at, data):
@@ -269,7 +269,7 @@ def test_duplicates_in_a_list_run_once(url):
     assert out[0]["routes"][0]["artefact"].startswith("/artefacts/")  # a download address, not a server path
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
           derandomize=True)
 @given(text=st.text(alphabet=st.characters(codec=None, exclude_categories=()), min_size=1, max_size=40))
 def test_any_text_is_run_with_its_bytes_as_tokens_or_refused_in_one_line(url, text):
