@@ -33,6 +33,24 @@ def cmdline(pid: int) -> bytes:
         return b""
 
 
+def descendants(pid: int) -> set[int]:
+    """The live processes under `pid` (a zombie is already gone)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            found.add(c)
+            todo.append(c)
+    return found
+
+
 def marked(mark: str) -> set[int]:
     """Live processes whose environment holds `mark` (an orphan is reparented, so no longer a descendant), but
     this process's own resource tracker (kept until it exits)."""
@@ -95,4 +113,5 @@ def early_exit_branch() -> str:
     return source_line("models/early_exit.py", "confidence.min()")
 
 
-__all__ = ["ARGS", "cmdline", "early_exit_branch", "ensure_chromium", "marked", "source_line", "start_app", "stop_app"]
+__all__ = ["ARGS", "cmdline", "descendants", "early_exit_branch", "ensure_chromium", "marked", "source_line",
+           "start_app", "stop_app"]

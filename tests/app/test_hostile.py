@@ -25,7 +25,7 @@ from explorer.labs.registry import LABS
 from explorer.sources.registry import SOURCES
 from models.config import Knob, knobs
 from models.tokenizer import encode
-from tests.helpers import ROOT, start_app, stop_app
+from tests.helpers import ROOT, descendants, start_app, stop_app
 
 pytestmark = pytest.mark.slow
 
@@ -165,23 +165,6 @@ def refused(url: str, name: str, data: list[Any]) -> str:
     return line
 
 
-def _tree(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            found.add(c)
-            todo.append(c)
-    return found
-
-
 def _rss_mb(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) / 1024
@@ -194,10 +177,10 @@ def url():
         # Warm, and start the deployment worker the accepted cases below use.
         assert call(url, "inspect", [_valid(k) for k in PARAMS["inspect"]])[0] == "complete"
         assert call(url, "deploy", ["rnn", "{}", "hi", "5", "jit.trace"])[0] == "complete"
-        processes, rss = _tree(proc.pid), _rss_mb(proc.pid)
+        processes, rss = descendants(proc.pid), _rss_mb(proc.pid)
         yield url
         # Nothing a refused request did is left: no process more, no memory kept (a little for Gradio's caches).
-        assert _tree(proc.pid) == processes
+        assert descendants(proc.pid) == processes
         assert _rss_mb(proc.pid) < rss + 64, (rss, _rss_mb(proc.pid))
     finally:
         stop_app(proc)

@@ -19,28 +19,15 @@ from explorer.labs.ddp.job import ddp_setup, run_ddp
 from explorer.labs.ddp.results import ALLREDUCE
 from explorer.labs.ddp.world import launch
 from models import make_config
-from tests.helpers import cmdline, marked
+from tests.helpers import cmdline, descendants, marked
 
 pytestmark = pytest.mark.slow
 
 
 def _descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":  # a zombie is already gone
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.add(c)
-            todo.append(c)
     # multiprocessing's resource tracker: one per process that ever spawned, kept until that process exits; and the
     # browser a browser test of the same test process keeps open (Chromium starts helper processes at any time)
-    return {p for p in out if not any(word in cmdline(p) for word in (b"resource_tracker", b"chromium",
+    return {p for p in descendants(pid) if not any(word in cmdline(p) for word in (b"resource_tracker", b"chromium",
                                                                         b"playwright"))}
 
 
