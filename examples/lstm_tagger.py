@@ -5,6 +5,7 @@ Run it: `python -m explorer inspect --model examples/lstm_tagger.py --text "The 
 from typing import Annotated, Literal
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -31,3 +32,8 @@ def build(embed: Annotated[int, Range(4, 256)] = 32, hidden: Annotated[int, Rang
           bidirectional: bool = True) -> nn.Module:
     """A packed LSTM (or GRU) tagger: one tag per byte of the input."""
     return Tagger(embed, hidden, tags, cell, bidirectional)
+
+
+def loss(tags: torch.Tensor) -> torch.Tensor:
+    """A tagger trains on every token: cross-entropy of each byte's tags against tag 0 (the weights are random)."""
+    return F.cross_entropy(tags.flatten(0, 1), torch.zeros(tags.shape[0] * tags.shape[1], dtype=torch.long))

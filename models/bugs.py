@@ -1,5 +1,6 @@
 """Bugs to inject for the debugging lab: each a named, tested change to a model's token embeddings (a forward
-hook on its `embed` module), so the same bug applies to every model of the zoo without editing its code. The
+hook on its `embed` module, or a model's first nn.Embedding), so the same bug applies to every model without
+editing its code. The
 line that goes wrong is in this file: that is the line a good error message should name."""
 
 from __future__ import annotations
@@ -51,9 +52,20 @@ class Bug:
     marker: str  # text of the buggy line in this file (tests derive the line number from it)
 
     def inject(self, model: nn.Module) -> RemovableHandle:
-        """Apply the bug to `model` (every zoo model has an `embed` module); the handle removes it."""
-        embed = model.get_submodule("embed")
-        return embed.register_forward_hook(self.hook)
+        """Apply the bug to `model`'s token embeddings (embedding_path); the handle removes it."""
+        path = embedding_path(model)
+        if path is None:
+            raise ValueError(f"{type(model).__name__} has no token embedding (nn.Embedding) to inject a bug into")
+        return model.get_submodule(path).register_forward_hook(self.hook)
+
+
+def embedding_path(model: nn.Module) -> str | None:
+    """Where the token embeddings come from: a zoo model's `embed`, else the model's first nn.Embedding (a user's
+    model, a library architecture's word embeddings); None if it has none."""
+    modules = dict(model.named_modules())
+    if "embed" in modules:
+        return "embed"
+    return next((name for name, m in modules.items() if isinstance(m, nn.Embedding)), None)
 
 
 BUGS: dict[str, Bug] = {b.name: b for b in (

@@ -18,10 +18,16 @@ from explorer.eager.graph import AutogradGraph, capture_graph
 from explorer.eager.trace import ModuleTrace
 from models.branch import Branch
 
+LOSS_HOOK = "graph_explorer_loss"  # a model's own loss(output) -> scalar, where its file defines one
 
-def train_loss(output: torch.Tensor) -> torch.Tensor:
-    """The loss of a training step: logits (batch, classes) against class 0 (the weights are random anyway); any
-    other output (a user's model: a sequence of logits, a feature map) trains its sum."""
+
+def train_loss(output: torch.Tensor, model: nn.Module | None = None) -> torch.Tensor:
+    """The loss of a training step: the model's own (a user's file may define `loss(output)`), else logits
+    (batch, classes) against class 0 (the weights are random anyway); any other output (a sequence of logits, a
+    feature map) trains its sum."""
+    own = getattr(model, LOSS_HOOK, None)
+    if own is not None:
+        return own(output)
     if output.dim() != 2:
         return output.float().sum()
     return F.cross_entropy(output, torch.zeros(output.shape[0], dtype=torch.long))
@@ -29,7 +35,7 @@ def train_loss(output: torch.Tensor) -> torch.Tensor:
 
 def train_step(model: nn.Module, ids: torch.Tensor) -> None:
     model.zero_grad(set_to_none=True)
-    train_loss(model(ids)).backward()
+    train_loss(model(ids), model).backward()
 
 
 def forward(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -65,7 +71,7 @@ def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
     try:
         start = time.perf_counter()
         with ModuleTrace(model) as trace:
-            loss = train_loss(model(ids))
+            loss = train_loss(model(ids), model)
         forward_s = time.perf_counter() - start
         branches = tuple(model.branches) if asks else ()
     finally:

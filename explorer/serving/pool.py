@@ -77,7 +77,7 @@ class TimingJob(Job[Timed]):
         memory = None
         if self.profile:  # here too, not in the server: the server's core is for every session's graphs
             ctx.phase("profiling memory")
-            memory = measure_peaks(model, ids, train_loss)
+            memory = measure_peaks(model, ids, lambda out: train_loss(out, model))
         return Timed(fw, tr, platform.node(), memory)
 
 

@@ -1,4 +1,5 @@
-"""Every model source, by name: the zoo's models, and the operator's own files (`GE_MODELS`, the CLI's `--model
+"""Every model source, by name: the zoo's models, the `transformers` architectures (explorer/sources/library.py),
+and the operator's own files (`GE_MODELS`, the CLI's `--model
 path.py`: explorer/sources/userfile.py), which every process the app spawns loads too."""
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from explorer.core.errors import InputError
 from explorer.core.limits import MAX_ACTIVATION_BYTES, MAX_PARAMS, MAX_TOKENS
 from explorer.sources import userfile
 from explorer.sources.contract import ModelSource, Subject
+from explorer.sources.library import library_sources
 from explorer.sources.zoo import zoo_sources
 from models import ConfigError
 from models.config import echoed
 
-SOURCES: dict[str, ModelSource] = {s.name: s for s in zoo_sources()}
+SOURCES: dict[str, ModelSource] = {s.name: s for s in [*zoo_sources(), *library_sources()]}
 MODELS_ENV = "GE_MODELS"  # the operator's model files, comma-separated: handed down to every spawned process
 
 

@@ -9,6 +9,12 @@ validation come from it. The model takes the input's byte ids, (1, T) int64 (the
 `forward(ids, lengths=None)` returning (batch, classes)), and returns a tensor (logits of
 (batch, classes) train against class 0; any other output trains its sum).
 
+Two optional functions beside the factory change that:
+- `example_inputs(ids) -> tuple`: the forward's inputs, made from the byte ids (1, T) with tensor operations (an
+  image from the text's length, a mask). It runs inside the model's call, so compile, export and every lab see
+  the same one-tensor interface (the engine times, compiles and ships `ids -> output`).
+- `loss(output) -> scalar`: what a train step differentiates (a tagger's per-token cross-entropy).
+
 Loaded only from what the operator named (the CLI's `--model`, `GE_MODELS`), never from a request. A file that
 does not load gets one line naming the file, the line and what to change."""
 
@@ -32,8 +38,9 @@ from torch import nn
 
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
-from explorer.eager.capture import capture_run, train_loss
+from explorer.eager.capture import LOSS_HOOK, train_loss
 from explorer.sources.contract import Supports
+from explorer.sources.probe import ProbedActivations
 from models.config import Knob, build_config, knob, knobs
 
 
@@ -45,7 +52,6 @@ class Range:
     max: float
 
 
-PROBE_TOKENS = (16, 32)  # two short inputs: the activation estimate fits bytes = a*T + b*T^2 through them
 _PLAIN = {int: "int", float: "float", bool: "bool", str: "str"}
 
 
@@ -85,14 +91,17 @@ def config_class(factory: Callable[..., nn.Module], where: str) -> type:
 class FileModel:
     """One model source from a file's factory (see the module's docstring)."""
 
-    def __init__(self, name: str, factory: Callable[..., nn.Module], where: str) -> None:
+    def __init__(self, name: str, factory: Callable[..., nn.Module], where: str,
+                 make_inputs: Callable[[torch.Tensor], tuple] | None = None,
+                 loss: Callable[[Any], torch.Tensor] | None = None) -> None:
         self.name, self._factory, self._where = name, factory, where
+        self._make_inputs, self._loss = make_inputs, loss
         self.title = name
         self.summary = (inspect.getdoc(factory) or f"the model of {where}").split("\n")[0]
         self.supports = Supports(batched=False, trainable=True, exportable=True)
         self.tree: tuple[str, str] | None = None
         self._config_cls = config_class(factory, where)
-        self._activations: dict[Any, tuple[float, float]] = {}
+        self._activations = ProbedActivations(self.build)
 
     def knobs(self) -> list[Knob]:
         return knobs(self._config_cls)
@@ -109,6 +118,10 @@ class FileModel:
                 raise InputError(_failure(self._where, "the factory raised", e)) from None
         if not isinstance(model, nn.Module):
             raise InputError(f"{self._where}: the factory returned {type(model).__name__}, not an nn.Module")
+        if self._make_inputs is not None:
+            model = Inputs(model, self._make_inputs)
+        if self._loss is not None:
+            setattr(model, LOSS_HOOK, self._loss)
         model.cfg = config
         model._graph_explorer_source = self.name  # how `builds` knows it
         return model.eval()
@@ -120,22 +133,15 @@ class FileModel:
         return (tokenize(text).ids,)
 
     def loss(self, output: torch.Tensor) -> torch.Tensor:
-        return train_loss(output)
+        return self._loss(output) if self._loss is not None else train_loss(output)
 
     def param_count(self, config: Any) -> int:
         with torch.device("meta"):
             return sum(p.numel() for p in self._factory(**dataclasses.asdict(config)).parameters())
 
     def activation_bytes(self, config: Any, tokens: int, batch: int) -> int:
-        """Fitted through a train step's saved bytes at two short lengths (a*T + b*T^2, neither below zero)."""
-        if config not in self._activations:
-            model = self.build(config)
-            (t1, t2), (s1, s2) = PROBE_TOKENS, [capture_run(model, torch.zeros(1, t, dtype=torch.long)).saved_bytes
-                                                for t in PROBE_TOKENS]
-            b = max(0.0, (s2 / t2 - s1 / t1) / (t2 - t1))
-            self._activations[config] = (max(0.0, s1 / t1 - b * t1), b)
-        a, b = self._activations[config]
-        return int(batch * (a * tokens + b * tokens * tokens))
+        """Probed at two short lengths and extrapolated (explorer/sources/probe.py)."""
+        return self._activations(config, tokens, batch)
 
     def structure(self, calls: Mapping[str, int]) -> dict[str, int]:
         return {}
@@ -150,11 +156,37 @@ class FileModel:
         try:
             out = model(*self.example_inputs("probe"))
         except Exception as e:
-            raise InputError(_failure(self._where, "its forward on (1, T) byte ids raised", e)) from None
+            what = "example_inputs(ids) or the forward on its inputs" if self._make_inputs else \
+                "its forward on (1, T) byte ids"
+            raise InputError(_failure(self._where, f"{what} raised", e)) from None
         if not isinstance(out, torch.Tensor) or not out.is_floating_point():
             raise InputError(f"{self._where}: the forward must return a float tensor (logits); got "
                              f"{type(out).__name__}")
+        try:
+            loss = self.loss(out)
+        except Exception as e:
+            raise InputError(_failure(self._where, "loss(output) raised", e)) from None
+        if not isinstance(loss, torch.Tensor) or loss.ndim != 0 or not loss.requires_grad:
+            got = f"shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else type(loss).__name__
+            raise InputError(f"{self._where}: loss(output) must return a scalar tensor that depends on the output; "
+                             f"got {got}")
         self.supports = Supports(batched=_runs_batches(model), trainable=True, exportable=True)
+
+
+class Inputs(nn.Module):
+    """A user's model behind the engine's one-tensor interface: its file's `example_inputs(ids)` makes the
+    forward's inputs from the byte ids, inside the call (so compile and export trace it with the model)."""
+
+    def __init__(self, model: nn.Module, make_inputs: Callable[[torch.Tensor], tuple]) -> None:
+        super().__init__()
+        self.model, self.make_inputs = model, make_inputs
+
+    def forward(self, ids: torch.Tensor) -> Any:
+        inputs = self.make_inputs(ids)
+        return self.model(*(inputs if isinstance(inputs, tuple) else (inputs,)))
+
+
+HOOKS = {"example_inputs": "def example_inputs(ids): return (image,)", "loss": "def loss(output): return scalar"}
 
 
 def _runs_batches(model: nn.Module) -> bool:
@@ -212,6 +244,13 @@ def load(spec: str) -> FileModel:
     if not callable(factory):
         raise InputError(f"{target}: no function `{name}` (define `def {name}(...) -> nn.Module`, or name yours: "
                          f"{target}:my_factory)")
-    model = FileModel(label if name == "build" else f"{label}:{name}", factory, target)
+    hooks = {}
+    for hook in ("example_inputs", "loss"):
+        fn = getattr(module, hook, None)
+        if fn is not None and not callable(fn):
+            raise InputError(f"{target}: `{hook}` must be a function ({HOOKS[hook]})")
+        hooks[hook] = fn
+    model = FileModel(label if name == "build" else f"{label}:{name}", factory, target, hooks["example_inputs"],
+                      hooks["loss"])
     model.check()
     return model

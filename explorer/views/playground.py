@@ -54,14 +54,17 @@ def cards(r: RunResult | Captured, pending: str = "queued for timing…",
     g, timed = r.capture.graph, isinstance(r, RunResult)
     params, p_bytes = (r.params, r.param_bytes) if timed else (r.fixed.params, r.fixed.param_bytes)
     mem = r.memory if timed else r.fixed.memory
-    (what, n), *rest = source(r.model).structure(r.capture.trace).items()
+    # what the input decided, where the model says (the zoo's); else how many module calls it took
+    decided = source(r.model).structure(r.capture.trace)
+    (what, n), *rest = decided.items() or [("module calls", sum(r.capture.trace.values()))]
 
     def timing(label: str, m: Measurement | None) -> tuple[str, str, str]:
         return (label, f"{m.median_ms:.3f} ms", m.spread()) if m else (label, "…", pending)
 
     return [
         ("tokens", f"{r.tokens}", "UTF-8 bytes" + (" (truncated)" if r.input.truncated_from else "")),
-        (what, f"{n}", ", ".join(f"{k}: {v}" for k, v in rest) or "decided by this input"),
+        (what, f"{n}", ", ".join(f"{k}: {v}" for k, v in rest) or ("decided by this input" if decided else
+                                                                     "modules called in one forward")),
         ("graph nodes", f"{len(g.nodes):,}", f"{len(g.edges):,} edges, {len(g.param_leaves)} param leaves"),
         ("parameters", f"{params:,}", format_bytes(p_bytes)),
         timing("forward", r.forward if timed else None),

@@ -72,7 +72,9 @@ def refuses(subject: Subject) -> str | None:
         return None
     return (f"the batching lab runs padded batches and compares one output row per sentence: {subject.model}'s "
             "forward must take `forward(ids, lengths=None)` (ids (batch, longest), each sentence's length) and "
-            "return (batch, classes)")
+            "return (batch, classes). Three lines do it, e.g. for a per-token output `out` (batch, tokens, "
+            "classes): `def forward(self, ids, lengths=None):` ... `last = lengths - 1 if lengths is not None else "
+            "torch.full((len(ids),), ids.shape[1] - 1)` ... `return out[torch.arange(len(ids)), last]`")
 
 
 def work(p: BatchParams) -> Work:

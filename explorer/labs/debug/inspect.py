@@ -15,8 +15,14 @@ from torch import nn
 from explorer.compile.observe import BreakLog, CountingBackend
 from explorer.compile.protocol import Job, WorkerContext
 from explorer.sources.registry import build_model, make_config
+from models.bugs import embedding_path
 
 WATCHED = {"rnn": "layers.0.fwd", "transformer": "blocks.0", "early_exit": "blocks.0", "tree": "compose"}
+
+
+def watched(model_name: str, model: nn.Module) -> str:
+    """The module the hook watches: a zoo model's first block, else (a user's or a library model) its embeddings."""
+    return WATCHED.get(model_name) or embedding_path(model) or ""
 
 
 @dataclass
@@ -45,7 +51,7 @@ def _record(model: nn.Module, name: str, rec: Recording) -> Any:
 def record(model_name: str, config: dict, tokens: list[int], backend: str | None = None) -> Recording:
     """The norms the hook saw in one forward: eagerly, or compiled with `backend`."""
     model = build_model(model_name, make_config(model_name, config))
-    name = WATCHED[model_name]
+    name = watched(model_name, model)
     rec = Recording("eager" if backend is None else f"compiled ({backend})", name)
     handle = _record(model, name, rec)
     ids = torch.tensor([tokens], dtype=torch.long)

@@ -46,7 +46,7 @@ def step(model: nn.Module, run: nn.Module | Any, ids: torch.Tensor, mode: str) -
     model.zero_grad(set_to_none=True)
     start = time.perf_counter()
     try:
-        loss = train_loss(run(ids))
+        loss = train_loss(run(ids), model)
         loss.backward()
     except Exception as e:  # the bug surfacing is the outcome we report
         return ModeOutcome(mode, True, time.perf_counter() - start, Failure.of(e), None, None)

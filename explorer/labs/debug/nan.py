@@ -47,7 +47,7 @@ def _finite(x: object) -> bool:
 
 def _step(model: nn.Module, ids: torch.Tensor) -> None:
     model.zero_grad(set_to_none=True)
-    train_loss(model(ids)).backward()
+    train_loss(model(ids), model).backward()
 
 
 def _timed(fn: Any) -> tuple[Any, float]:

@@ -11,12 +11,11 @@ from explorer.core.limits import MAX_TEXT_CHARS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext, LabSpec, Needs
-from explorer.labs.debug.inspect import WATCHED
 from explorer.labs.debug.lab import DebugResult, run_debug
 from explorer.labs.debug.modes import MODES
 from explorer.labs.debug.view import OUTPUTS, format_debug, view_of
 from explorer.sources.contract import Subject
-from models.bugs import BUGS
+from models.bugs import BUGS, embedding_path
 from models.config import knob
 
 
@@ -36,11 +35,11 @@ def run(subject: Subject | None, p: DebugParams, ctx: LabContext) -> Iterator[Pr
 
 
 def refuses(subject: Subject) -> str | None:
-    """The bugs hook a module each zoo model is known to have (explorer/labs/debug/inspect.py)."""
-    if subject.model in WATCHED:
+    """The bugs hook the model's token embeddings (models/bugs.py): a model without an nn.Embedding has none."""
+    if embedding_path(subject.build()) is not None:
         return None
-    return (f"the debugging lab's bugs hook a module each of its own models has ({', '.join(WATCHED)}); "
-            f"{subject.model} is not one of them")
+    return (f"the debugging lab's bugs hook a model's token embeddings: {subject.model} has no nn.Embedding (add "
+            "one where the byte ids come in, e.g. `self.embed = nn.Embedding(256, width)`)")
 
 
 SPEC = LabSpec(

@@ -1,0 +1,238 @@
+"""The engine in a notebook: `explore(model, text)` runs one input as the Playground does and shows the graph, the
+cards and the diff inline (Jupyter, Colab, VS Code); `.report` is the JSON `inspect --json` prints, and
+`.compiled()`, `.deploy()`, `.debug()` run the compiled side and the labs on the same model and text.
+
+`model` is a model of the menu ("gpt2"), a file or module of yours ("my_model.py", "pkg.mod:factory") with its
+knobs as keyword arguments, or an `nn.Module` object: the notebook's own code, which runs here, in the kernel
+(its compiles and exports too: the worker processes rebuild a model by name, and an object has none)."""
+
+from __future__ import annotations
+
+import copy
+import html
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+import torch
+from torch import nn
+
+from explorer.api import final, run_lab, workers
+from explorer.compile.options import CompileOptions
+from explorer.compile.protocol import Job, R, WorkerContext, Workers
+from explorer.core.errors import InputError
+from explorer.core.inputs import tokenize
+from explorer.eager.capture import train_loss
+from explorer.labs.contract import LabContext, LabSpec
+from explorer.labs.registry import LABS
+from explorer.runs.session import Session
+from explorer.serving.sourcing import InProcess
+from explorer.sources.contract import Subject, Supports
+from explorer.sources.probe import ProbedActivations
+from explorer.sources.registry import SOURCES, add_model_file, check_architecture
+from explorer.views.compiled import compiled_update
+from explorer.views.playground import View, update
+from models.config import Knob, build_config
+
+
+@dataclass(frozen=True)
+class NoKnobs:
+    """An object's architecture is whatever the notebook built: nothing to set."""
+
+
+class ObjectSource:
+    """A model source for one `nn.Module` object of the notebook: every run gets a copy of it, in eval mode."""
+
+    def __init__(self, name: str, module: nn.Module) -> None:
+        self.name, self.title, self._module = name, name, module
+        self.summary = f"the notebook's {type(module).__name__}"
+        self.supports = Supports(batched=False, trainable=True, exportable=True)
+        self.tree: tuple[str, str] | None = None
+        self._activations = ProbedActivations(self.build)
+
+    def knobs(self) -> list[Knob]:
+        return []
+
+    def config(self, values: Mapping[str, Any] | None = None) -> NoKnobs:
+        if values:
+            raise InputError("a model given as an object has no knobs: build it with the values you want, or pass "
+                             "its file (explore('my_model.py', text, width=32))")
+        return build_config(NoKnobs)
+
+    def build(self, config: Any) -> nn.Module:
+        model = copy.deepcopy(self._module).eval()
+        model.cfg = config
+        model.graph_explorer_object = self.name  # how `builds` knows it
+        return model
+
+    def builds(self, module: nn.Module) -> bool:
+        return getattr(module, "graph_explorer_object", None) == self.name
+
+    def example_inputs(self, text: str) -> tuple[torch.Tensor, ...]:
+        return (tokenize(text).ids,)
+
+    def loss(self, output: torch.Tensor) -> torch.Tensor:
+        return train_loss(output)
+
+    def param_count(self, config: Any) -> int:
+        return sum(p.numel() for p in self._module.parameters())
+
+    def activation_bytes(self, config: Any, tokens: int, batch: int) -> int:
+        return self._activations(config, tokens, batch)
+
+    def structure(self, calls: Mapping[str, int]) -> dict[str, int]:
+        return {}
+
+    def decision(self, config: Any, ids: list[int]) -> str | None:
+        return None
+
+
+class Here:
+    """Jobs run in this process (the kernel): a notebook's object is known only here."""
+
+    def run(self, job: Job[R]) -> Iterator[Any]:
+        yield job.run(WorkerContext(lambda phase: None))
+
+    def cancel(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+def _model_name(model: str | nn.Module) -> tuple[str, bool]:
+    """The source's name, and whether worker processes can rebuild it (every source but an object)."""
+    if isinstance(model, nn.Module):
+        name = f"{type(model).__name__} (notebook object)"
+        SOURCES[name] = ObjectSource(name, model)  # the latest object of that class: a re-run cell replaces it
+        return name, False
+    if not isinstance(model, str):
+        raise InputError(f"model must be a name, a file, a module or an nn.Module; got {type(model).__name__}")
+    return (model if model in SOURCES else add_model_file(model)), True
+
+
+def _text(text_or_ids: str | torch.Tensor) -> str:
+    if isinstance(text_or_ids, str):
+        return text_or_ids
+    if isinstance(text_or_ids, torch.Tensor) and not text_or_ids.is_floating_point() and text_or_ids.numel() and \
+            int(text_or_ids.min()) >= 0 and int(text_or_ids.max()) < 256:
+        try:
+            return bytes(text_or_ids.flatten().tolist()).decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    raise InputError("the input must be text, or a tensor of byte ids (0..255) of UTF-8 text: the models take the "
+                     "text's bytes")
+
+
+def _cards_html(cards: list[tuple[str, str, str]]) -> str:
+    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(label)}</th><td>{html.escape(value)}</td>"
+                   f"<td style='color:#666'>{html.escape(detail)}</td></tr>" for label, value, detail in cards)
+    return f"<table>{rows}</table>"
+
+
+def _figure_html(fig: go.Figure | None) -> str:
+    # plotly.js inline: a notebook shown offline (a classroom, a saved file) still draws it
+    return "" if fig is None else fig.to_html(full_html=False, include_plotlyjs=True)
+
+
+@dataclass
+class LabResult:
+    """A lab's last view: `.report` as the CLI's --json, shown as the CLI's text."""
+
+    spec: LabSpec
+    view: Any
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return self.view.report
+
+    def __repr__(self) -> str:
+        return self.spec.text(self.report)
+
+    def _repr_html_(self) -> str:
+        return f"<b>{html.escape(self.spec.title)}</b><pre>{html.escape(repr(self))}</pre>"
+
+
+@dataclass
+class Exploration:
+    """One input run on one model (`explore`), and what can be run on it next."""
+
+    session: Session
+    view: View
+    text: str
+    workers: Workers
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The run's report: the JSON `python -m explorer inspect --json` prints."""
+        return self.view.report
+
+    @property
+    def figure(self) -> go.Figure:
+        return self.view.graph
+
+    def __repr__(self) -> str:
+        return "\n".join([self.view.status, *(f"{label}: {value} ({detail})" for label, value, detail in
+                                              self.view.cards)])
+
+    def _repr_html_(self) -> str:
+        return (f"<div><p>{html.escape(self.view.status)}</p>{_cards_html(self.view.cards)}"
+                f"<pre>{html.escape(self.view.diff)}</pre>{_figure_html(self.view.graph)}</div>")
+
+    def compiled(self, backend: str = "inductor", dynamic: str = "auto", mark_dynamic: bool = False,
+                 fullgraph: bool = False) -> CompiledResult:
+        """The same input under torch.compile: its time against eager's, the compile timeline, the graph breaks."""
+        options = CompileOptions(backend, dynamic, mark_dynamic, fullgraph)
+        return CompiledResult(final(compiled_update(self.session, self.workers.compile, options)))
+
+    def _lab(self, name: str, values: Mapping[str, Any]) -> LabResult:
+        spec = LABS[name]
+        subject = Subject(SOURCES[self.session.model_name], self.session.config, self.text)
+        params = spec.parse({"text": self.text, **values} if "text" in {k.name for k in spec.knobs()} else values)
+        out = tempfile.mkdtemp(prefix=f"graph-explorer-{name}-")
+        return LabResult(spec, final(run_lab(spec, subject, params, LabContext(self.workers, lambda: out))))
+
+    def deploy(self, **values: Any) -> LabResult:
+        """The deployment lab on this model: each route's outcome (`routes=...`, `lengths=...` as its knobs)."""
+        return self._lab("deploy", values)
+
+    def debug(self, bug: str = "shape", **values: Any) -> LabResult:
+        """The debugging lab on this model and text: `bug` injected, run eagerly, compiled and traced."""
+        return self._lab("debug", {"bug": bug, **values})
+
+
+@dataclass
+class CompiledResult:
+    view: Any
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return self.view.report
+
+    def __repr__(self) -> str:
+        return "\n".join([self.view.status, *(f"{label}: {value} ({detail})" for label, value, detail in
+                                              self.view.cards)])
+
+    def _repr_html_(self) -> str:
+        return (f"<div><p>{html.escape(self.view.status)}</p>{_cards_html(self.view.cards)}"
+                f"{_figure_html(self.view.figure)}</div>")
+
+
+def explore(model: str | nn.Module, text: str | torch.Tensor, compare: str = "", **knobs: Any) -> Exploration:
+    """Run `text` on `model` as the Playground does (graph, timings, memory, diff against `compare`), here in this
+    process; `knobs` set the architecture (a model of the menu's or a file's: `explore("gpt2", t, layers=4)`)."""
+    name, nameable = _model_name(model)
+    session = Session(model_name=name)
+    session.configure(name, knobs)
+    check_architecture(name, session.config)
+    text = _text(text)
+    view = final(update(session, name, text, compare, dict(knobs), InProcess(), fresh=True))
+    if not isinstance(view, View):  # captured, but too long to time within GE_MAX_RUN_S
+        raise InputError(view.status)
+    here = Here()
+    return Exploration(session, view, text, workers(session.id) if nameable else Workers(here, here, here))
+
+
+
