@@ -210,7 +210,7 @@ def inspect_run(model: str, config_json: str, text: str, compare: str = "", back
     reused from another session). With a `backend` (inductor, aot_eager, eager) the report gains `compiled`
     and `timeline`."""
     r, values, options = inspect_check(model, config_json, text, compare, backend, dynamic, mark_dynamic, fullgraph)
-    session = Session()
+    session = Session(isolate=compile_service)
     try:
         view = final(update(session, model, r.text, r.compare, values, measure_pool(), fresh=True))
         if isinstance(view, GraphFirst):  # captured, but too long to time within GE_MAX_RUN_S

@@ -50,6 +50,7 @@ class ObjectSource:
         self.summary = f"the notebook's {type(module).__name__}"
         self.supports = Supports(batched=False, trainable=True, exportable=True)
         self.tree: tuple[str, str] | None = None
+        self.own_code = False  # the notebook's object runs in the kernel: no worker could rebuild it
         self._activations = ProbedActivations(self.build)
 
     def knobs(self) -> list[Knob]:

@@ -1,4 +1,4 @@
-"""The start-up warm-up: compile every model's default config with inductor at the text a person compiles first
+"""The start-up warm-up: compile every zoo model's default config with inductor at the text a person compiles first
 (the default) and at a second length, so that
 
 - inductor's FX-graph and AOT-autograd caches (on disk) hold the graph of the default text, and, for a model
@@ -17,7 +17,8 @@ from explorer.compile.options import CompileOptions, cxx_compiler
 from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompileTrack
 from explorer.core.examples import DEFAULT_TEXT
-from explorer.sources.registry import SOURCES, make_config
+from explorer.sources.registry import make_config
+from models import ZOO
 from models.config import config_dict
 from models.tokenizer import encode
 
@@ -29,7 +30,7 @@ def warm_compile_cache(service: JobRunner) -> list[str]:
     if cxx_compiler() is None:
         return ["no C++ compiler: inductor unavailable, offer aot_eager or eager"]
     done = []
-    for name in SOURCES:
+    for name in ZOO:  # the models a visitor meets first; a library's or a user's compiles on demand
         start = time.monotonic()
         config = config_dict(make_config(name))
         try:

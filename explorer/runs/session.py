@@ -7,7 +7,7 @@ import itertools
 import threading
 import uuid
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from explorer.core.limits import HISTORY_LENGTH
 from explorer.core.progress import Progress
 from explorer.eager.capture import Capture, capture_run
 from explorer.eager.diff import GraphDiff, diff_graphs
+from explorer.eager.isolated import CaptureJob
 from explorer.eager.memory import MemoryPeaks, param_bytes
 from explorer.eager.timing import Measurement
 from explorer.serving.plan import Plan, check_capture, plan
@@ -30,7 +31,7 @@ from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.residency import Residency
 from explorer.serving.shared import CAPTURING, FIXED, Fixed, Sourced, run_key
 from explorer.serving.sourcing import InProcess
-from explorer.sources.registry import build_model, check_architecture, make_config
+from explorer.sources.registry import build_model, check_architecture, make_config, source
 from models import arch_label
 from models.config import config_dict
 
@@ -138,6 +139,8 @@ class Session:
     run_lock: RunLock = field(default_factory=RunLock, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     compile_track: CompileTrack = field(default=None, repr=False)  # type: ignore[assignment]
+    # the server's: a model of the operator's own code is captured in the session's compile worker, not here
+    isolate: Callable[[str], JobRunner] | None = field(default=None, repr=False)
     _model: nn.Module | None = field(default=None, repr=False)
     _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
 
@@ -199,12 +202,17 @@ class Session:
             with CAPTURING(key):
                 found = FIXED.get(key)  # captured by another session while this one waited
                 if found is None:
-                    model = self.model
-                    check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
-                    found = Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()),
-                                  param_bytes(model))
+                    found = self._captured(inp)
                     FIXED.put(key, found)
         return found
+
+    def _captured(self, inp: TokenizedText) -> Fixed:
+        if self.isolate is not None and source(self.model_name).own_code:
+            job = CaptureJob(self.model_name, config_dict(self.config), inp.ids[0].tolist())
+            return next(r for r in self.isolate(self.id).run(job) if isinstance(r, Fixed))
+        model = self.model
+        check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
+        return Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()), param_bytes(model))
 
     def capture(self, text: str, compare: str | None = None) -> Captured:
         """A run's first stage: the graph `text` builds, diffed against `compare` if given, else against the

@@ -27,6 +27,7 @@ class ModelSource(Protocol):
     summary: str
     supports: Supports
     tree: tuple[str, str] | None  # (leaf module, composing module) of a model whose graph is a parse tree
+    own_code: bool  # the operator's own code (a file): the server builds and captures it in a worker process
 
     def knobs(self) -> list[Knob]: ...
 

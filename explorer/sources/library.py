@@ -116,6 +116,7 @@ class LibrarySource:
         self.name, self.title, self.summary = arch.name, arch.title, arch.summary
         self.supports = Supports(batched=True, trainable=True, exportable=True)
         self.tree: tuple[str, str] | None = None
+        self.own_code = False  # the library's code, built from validated knobs only
         self._activations = ProbedActivations(self.build)
 
     def knobs(self) -> list[Knob]:

@@ -5,6 +5,7 @@ path.py`: explorer/sources/userfile.py), which every process the app spawns load
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -40,7 +41,8 @@ def _operators_files() -> None:
         try:
             add_model_file(spec.strip())
         except InputError as e:
-            raise SystemExit(f"{MODELS_ENV}: {e}") from None
+            print(f"{MODELS_ENV}: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
 
 
 def source(name: str) -> ModelSource:

@@ -100,6 +100,7 @@ class FileModel:
         self.summary = (inspect.getdoc(factory) or f"the model of {where}").split("\n")[0]
         self.supports = Supports(batched=False, trainable=True, exportable=True)
         self.tree: tuple[str, str] | None = None
+        self.own_code = True
         self._config_cls = config_class(factory, where)
         self._activations = ProbedActivations(self.build)
 

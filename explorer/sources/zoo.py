@@ -18,6 +18,7 @@ from models import ZOO, Knob, ModelEntry, build_model, make_config, param_count
 @dataclass(frozen=True)
 class ZooModel:
     entry: ModelEntry
+    own_code = False
 
     @property
     def name(self) -> str:

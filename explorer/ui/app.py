@@ -3,18 +3,22 @@ API's endpoints, and the server's launch."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 
 import gradio as gr
 from starlette.middleware import Middleware
 
+from explorer.core.errors import InputError
 from explorer.core.machine import describe, freeze_startup_objects
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
 from explorer.server import EXPORTS, MEASURE_EVENTS, RESIDENCY, SESSION_TTL_S, prepare_process, start_background_work
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.api_names import NamedCallGuard
+from explorer.serving.placement import compile_service
+from explorer.sources.registry import add_model_file
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.downloads import Downloads
 from explorer.ui.endpoints import add_endpoints
@@ -35,7 +39,7 @@ def _closed(request: gr.Request) -> None:
 
 def build_app() -> gr.Blocks:
     with gr.Blocks(title="Graph Explorer") as demo:
-        session = gr.State(lambda: Session(residency=RESIDENCY), time_to_live=SESSION_TTL_S)
+        session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S)
         present, link = header()
         with gr.Tabs() as tabs:
             with gr.Tab("Playground", id="playground"):
@@ -73,7 +77,22 @@ def public_api(demo: gr.Blocks) -> dict[str, tuple[str, ...]]:
             for path, info in demo.get_api_info()["named_endpoints"].items()}
 
 
+def add_models(argv: list[str] | None = None) -> None:
+    """The operator's model files (`--model`, repeatable), loaded and checked before the server starts: one that
+    does not load is one line and exit code 2. Spawned workers load them too (GE_MODELS)."""
+    p = argparse.ArgumentParser(prog="app.py", description="Serve Graph Explorer's web UI.")
+    p.add_argument("--model", action="append", default=[], metavar="FILE.py[:factory]",
+                   help="add your own model to the menu (repeatable; the GE_MODELS variable does the same): a file "
+                        "or module whose factory's signature is the architecture (README: Your own model)")
+    for spec in p.parse_args(argv).model:
+        try:
+            log.info("model %s added from %s", add_model_file(spec), spec)
+        except InputError as e:
+            p.error(f"--model {e}")
+
+
 def main() -> None:
+    add_models()
     prepare_process()  # first: before any thread exists
     start_background_work()
     demo = build_app()

@@ -26,6 +26,9 @@ def control(k: Knob) -> gr.components.Component:
         return gr.Textbox(k.default, label=k.name, info=k.help, lines=5 if k.file else 1, max_lines=12)
     if k.type == "ints":
         return gr.Textbox(",".join(map(str, k.default)), label=k.name, info=f"comma-separated; {k.help}")
+    if k.min is None or k.max is None:  # a user's factory parameter without a Range: any number it takes
+        return gr.Number(value=k.default, label=k.name, info=k.help, precision=0 if k.type == "int" else None,
+                         minimum=k.min, maximum=k.max)
     if k.type == "int" and k.max == k.min:  # one value (the processes a 2-core server can give): shown, not set
         return gr.Dropdown([int(k.min)], value=k.default, label=k.name, info=k.help)
     if k.name == "seed" or k.max - k.min > WIDE_RANGE:

@@ -9,16 +9,44 @@ import pytest
 
 from bench.appserver import connect
 from explorer.eager.capture import capture_run
+from explorer.sources.userfile import load
 from models import build_model, make_config
 from models.tokenizer import to_ids
-from tests.helpers import early_exit_branch, start_app, stop_app
+from tests.helpers import ROOT, early_exit_branch, start_app, stop_app
 
 pytestmark = pytest.mark.slow
 
 
+CRASHING = """
+import os
+import signal
+
+from torch import nn
+
+
+class Crashing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(256, 4)
+
+    def forward(self, ids):
+        if ids.shape[1] > 40:
+            os.kill(os.getpid(), signal.SIGSEGV)  # a native crash, past the lengths the server's checks probe
+        return self.embed(ids).sum(1)
+
+
+def build(width: int = 4):
+    return Crashing()
+"""
+
+
 @pytest.fixture(scope="module")
-def app_url():
-    proc, url, _ = start_app({"GE_COMPILE_TIMEOUT_S": "30"})  # bench/startup.py measures how long that takes
+def app_url(tmp_path_factory):
+    crashing = tmp_path_factory.mktemp("models") / "crashing.py"
+    crashing.write_text(CRASHING)
+    models = f"examples/image_cnn.py,{crashing}"  # the operator's own files, as Spaces would set them
+    proc, url, _ = start_app({"GE_COMPILE_TIMEOUT_S": "30", "GE_MODELS": models})  # bench/startup.py measures how
+    # long that takes
     yield url
     stop_app(proc)
 
@@ -152,6 +180,17 @@ def test_inspect_with_compile_and_a_timeout_that_leaves_the_app_serving(app_url)
     assert time.monotonic() - start < 90
     report = client.predict("rnn", "{}", "still here", "", "eager", "auto", False, False, api_name="/inspect")
     assert report["compiled"]["forward"]["median_ms"] > 0
+
+
+def test_an_operators_model_file_is_captured_in_a_worker_and_one_that_crashes_leaves_the_app_serving(app_url):
+    client = connect(app_url)
+    report = client.predict("image_cnn", '{"channels": 4}', "The cat sat.", "", api_name="/inspect")
+    cnn = load(str(ROOT / "examples" / "image_cnn.py"))  # not added to this test process's menu
+    mine = capture_run(cnn.build(cnn.config({"channels": 4})), to_ids("The cat sat."))
+    assert report["graph"]["nodes"] == len(mine.graph.nodes) and report["arch"] == "image_cnn channels=4"
+    with pytest.raises(Exception, match="compile worker died"):  # its capture ran in the worker, not the server
+        client.predict("crashing", "{}", "x" * 60, "", api_name="/inspect")
+    assert client.predict("crashing", "{}", "short", "", api_name="/inspect")["graph"]["nodes"] > 0
 
 
 def test_batch_endpoint_runs_the_lab(app_url):

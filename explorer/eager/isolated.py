@@ -1,0 +1,29 @@
+"""A capture in a worker process, for a model whose code the operator brought (a file given to `app.py --model`):
+its forward may hang, allocate without bound or crash, and the server must keep serving. The compile worker's
+timeout and replacement apply; the graph comes back pickled (a few kB)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from explorer.compile.protocol import Job, WorkerContext
+from explorer.eager.capture import capture_run
+from explorer.eager.memory import param_bytes
+from explorer.serving.shared import Fixed
+from explorer.sources.registry import build_model, make_config
+
+
+@dataclass(frozen=True)
+class CaptureJob(Job[Fixed]):
+    model: str
+    config: dict
+    ids: list[int]
+
+    def run(self, ctx: WorkerContext) -> Fixed:
+        ctx.phase("building the model")
+        model = build_model(self.model, make_config(self.model, self.config))
+        ctx.phase("capturing the graph")
+        capture = capture_run(model, torch.tensor([self.ids], dtype=torch.long))
+        return Fixed(capture, sum(p.numel() for p in model.parameters()), param_bytes(model))
