@@ -87,23 +87,39 @@ def test_the_example_tagger_runs_through_the_engine_and_its_graph_is_the_autogra
     assert run.arch == f"{model} hidden=16" and SOURCES[model].param_count(session.config) == run.params
 
 
-def test_the_cli_inspects_the_example_as_the_readme_shows():
-    done = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "examples/lstm_tagger.py",
-                           "--text", "The cat sat.", "--set", "hidden=32"], cwd=ROOT, capture_output=True, text=True,
+@pytest.mark.parametrize(("example", "knob"), [("lstm_tagger", "hidden=32"), ("image_cnn", "channels=16")])
+def test_the_cli_inspects_each_example_as_the_readme_shows(example, knob):
+    done = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", f"examples/{example}.py",
+                           "--text", "The cat sat.", "--set", knob], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "lstm_tagger hidden=32" in done.stdout and "12" in done.stdout
+    assert f"{example} {knob}" in done.stdout and "12" in done.stdout
+
+
+def test_the_cli_refuses_a_missing_file_with_one_line_and_exit_code_2():
     bad = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "examples/nope.py", "--text", "x"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().endswith("examples/nope.py: no such file")
 
 
-def test_a_lab_that_cannot_run_a_users_model_says_why_before_any_work(tmp_path):
+def test_a_lab_that_cannot_run_a_users_model_says_why_and_what_to_add_before_any_work(tmp_path):
     model = add_model_file(TAGGER)
     who = named_subject(model, {}, "The cat sat.")
-    for lab, said in (("batch", "must take `forward(ids, lengths=None)`"), ("debug", "bugs hook a module")):
-        with pytest.raises(InputError, match=re.escape(said)):
-            next(run_lab(LABS[lab], who, {}, LabContext(workers(), lambda: "")))
+    with pytest.raises(InputError, match=re.escape("must take `forward(ids, lengths=None)`")) as e:
+        next(run_lab(LABS["batch"], who, {}, LabContext(workers(), lambda: "")))
+    assert "return out[torch.arange(len(ids)), last]" in str(e.value)  # the lines to add, said with the refusal
+    (tmp_path / "pixels.py").write_text(textwrap.dedent("""
+        from torch import nn
+
+        def build(width: int = 8):
+            return nn.Sequential(nn.Unflatten(1, (-1, 1)), nn.Linear(1, width))  # bytes as numbers: no embedding
+
+        def example_inputs(ids):
+            return (ids.float() / 255,)
+    """))
+    with pytest.raises(InputError, match=re.escape("pixels has no nn.Embedding (add one")):
+        next(run_lab(LABS["debug"], named_subject(add_model_file(str(tmp_path / "pixels.py")), {}, "x"), {},
+                     LabContext(workers(), lambda: "")))
     (tmp_path / "classifier.py").write_text(textwrap.dedent("""
         import torch
         from torch import nn
@@ -120,3 +136,20 @@ def test_a_lab_that_cannot_run_a_users_model_says_why_before_any_work(tmp_path):
             return Classifier(width)
     """))
     assert source(add_model_file(str(tmp_path / "classifier.py"))).supports.batched
+
+
+def test_a_files_example_inputs_and_loss_are_used_and_a_bad_loss_is_one_line(tmp_path, monkeypatch):
+    cnn = load(str(ROOT / "examples" / "image_cnn.py"))
+    model = cnn.build(cnn.config())
+    seen = []
+    model.model.register_forward_pre_hook(lambda m, args: seen.append(args[0].shape))
+    model(to_ids("abcde"))
+    assert seen == [(1, 5, 5)]  # the T x T image example_inputs made from the 5 bytes
+    tagger = load(TAGGER)
+    out = tagger.build(tagger.config())(to_ids("The cat."))
+    assert out.shape[:2] == (1, 8) and tagger.loss(out).ndim == 0  # its own per-token loss, not the sum
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.py").write_text("from torch import nn\ndef build(width: int = 4):\n"
+                                   "    return nn.Embedding(256, width)\ndef loss(out):\n    return out\n")
+    with pytest.raises(InputError, match=r"f.py: loss\(output\) must return a scalar tensor .*got shape \(1, 5, 4\)"):
+        load("f.py")

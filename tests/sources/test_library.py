@@ -1,0 +1,87 @@
+"""Your own model through every tab: a `transformers` architecture built offline (GPT-2 at 2 layers, 128 tokens) and
+each file of `examples/`: its graph is the autograd graph, the eager and compiled sides show their figures and the
+compile timeline, the deployment lab reports each route it ran, the debugging lab runs the shape bug."""
+
+import socket
+
+import pytest
+
+from explorer.api import final, named_subject, run_lab, workers
+from explorer.compile.options import CompileOptions
+from explorer.core.inputs import tokenize
+from explorer.labs.contract import LabContext
+from explorer.labs.registry import LABS
+from explorer.runs.session import Session
+from explorer.sources.library import ARCHITECTURES
+from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file, source
+from explorer.views.compiled import compiled_update
+from explorer.views.playground import View, update
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.slow
+LONG = ("The cat sat on the mat, and the dog, which had seen everything, said nothing at all about it. " * 2)[:128]
+
+
+@pytest.fixture
+def menu_restored(monkeypatch):
+    monkeypatch.setenv(MODELS_ENV, "")
+    before = dict(SOURCES)
+    yield
+    SOURCES.clear()
+    SOURCES.update(before)
+
+
+def _walk(loss) -> int:
+    """An independent count of the autograd graph: every node the loss reaches through next_functions."""
+    seen, todo = set(), [loss.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            todo += [n for n, _ in node.next_functions]
+    return len(seen)
+
+
+def test_the_library_architectures_build_and_run_with_the_network_absent(monkeypatch):
+    def absent(*args, **kwargs):
+        raise OSError("the network is absent in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", absent)
+    monkeypatch.setattr(socket, "create_connection", absent)
+    import huggingface_hub.constants
+
+    assert huggingface_hub.constants.HF_HUB_OFFLINE  # explorer/__init__.py: every process of the engine is offline
+    for arch in ARCHITECTURES:
+        s = source(arch.name)
+        model = s.build(s.config({"layers": 1, "width": 32}))
+        out = model(*s.example_inputs("Offline."))
+        assert out.shape[0] == 1 and s.loss(out).ndim == 0, arch.name
+
+
+@pytest.mark.parametrize(("model", "text"), [("gpt2", LONG), ("examples/image_cnn.py", LONG[:40]),
+                                             ("examples/lstm_tagger.py", LONG[:60])])
+def test_a_model_of_yours_runs_through_every_tab(menu_restored, tmp_path, model, text):
+    name = model if model in SOURCES else add_model_file(str(ROOT / model))
+    session = Session()
+    ws = workers(session.id)
+    try:
+        view = final(update(session, name, text, "", {}))
+        assert isinstance(view, View) and view.graph.data and view.report["eager"]["forward"]["median_ms"] > 0
+        run = session.last
+        s = source(name)
+        again = s.build(session.config)
+        assert len(run.capture.graph.nodes) == _walk(s.loss(again(tokenize(text).ids)))
+        assert run.tokens == len(text)
+        compiled = final(compiled_update(session, ws.compile, CompileOptions("aot_eager")))
+        assert compiled.figure.data and compiled.timeline and compiled.report["compiled"]["forward"]["median_ms"] > 0
+        who = named_subject(name, {}, text)
+        deployed = final(run_lab(LABS["deploy"], who, {"routes": "jit.trace,export (Dim.AUTO)", "lengths": "8"},
+                                 LabContext(ws, lambda: str(tmp_path))))
+        routes = deployed.report["routes"]
+        assert [r["route"] for r in routes] == ["jit.trace", "export (Dim.AUTO)"] and all(r["outcome"] for r in routes)
+        debugged = final(run_lab(LABS["debug"], who, {"bug": "shape", "modes": "eager"}, LabContext(ws, lambda: "")))
+        eager = debugged.report["modes"][0]
+        assert eager["failed"] and "models/bugs.py" in eager["failure"]["where"]
+    finally:
+        for w in (ws.compile, ws.deploy):
+            w.stop()
