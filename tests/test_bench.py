@@ -16,9 +16,8 @@ STARTS_THE_APP = ["ddp_responsiveness", "graph_paint", "load", "soak", "startup"
 
 def test_every_script_is_listed():
     assert SCRIPTS == ["batching", "claims", "compile_costs", "compile_interference", "ddp", "ddp_responsiveness",
-                       "debug", "deploy",
-                       "first_compile", "gc_pause", "graph_paint", "library", "load", "soak", "startup", "update_latency",
-                       "worker_memory"]
+                       "debug", "deploy", "first_compile", "gc_pause", "graph_paint", "library", "load", "soak",
+                       "startup", "update_latency", "worker_memory"]
     assert sorted(s for s in SCRIPTS if "start_app" in (ROOT / "bench" / f"{s}.py").read_text()) == STARTS_THE_APP
 
 

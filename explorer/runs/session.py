@@ -23,9 +23,9 @@ from explorer.core.limits import HISTORY_LENGTH
 from explorer.core.progress import Progress
 from explorer.eager.capture import Capture, capture_run
 from explorer.eager.diff import GraphDiff, diff_graphs
-from explorer.eager.isolated import CaptureJob
 from explorer.eager.memory import MemoryPeaks, param_bytes
 from explorer.eager.timing import Measurement
+from explorer.serving.isolated import CaptureJob
 from explorer.serving.plan import Plan, check_capture, plan
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.residency import Residency

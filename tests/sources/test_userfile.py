@@ -153,3 +153,14 @@ def test_a_files_example_inputs_and_loss_are_used_and_a_bad_loss_is_one_line(tmp
                                    "    return nn.Embedding(256, width)\ndef loss(out):\n    return out\n")
     with pytest.raises(InputError, match=r"f.py: loss\(output\) must return a scalar tensor .*got shape \(1, 5, 4\)"):
         load("f.py")
+
+
+def test_the_readmes_complete_model_file_loads_and_trains_with_its_own_loss(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    code = readme.split("<!-- readme-model-file -->\n```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) <= 30  # short enough to read at once
+    (tmp_path / "readme_tagger.py").write_text(code)
+    s = load(str(tmp_path / "readme_tagger.py"))
+    assert [k.name for k in s.knobs()] == ["hidden", "cell"]
+    out = s.build(s.config({"cell": "lstm"}))(to_ids("The cat sat."))
+    assert out.shape == (1, 12, 8) and s.loss(out).ndim == 0
