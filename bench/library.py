@@ -83,7 +83,7 @@ def compiled_and_deployed(name: str, routes: tuple[str, ...]) -> list[str]:
     explained = dynamo.explain(model)(*s.example_inputs(_text(32)))
     reasons = "; ".join(sorted({str(b.reason).split("\n")[0][:120] for b in explained.break_reasons})) or "none"
     lines = [f"- **{name}**: `torch._dynamo.explain` at 32 tokens: {explained.graph_count} graph(s), "
-             f"{explained.graph_break_count} break(s) ({reasons})"]
+             f"{explained.graph_break_count} break(s); reasons it gave: {reasons}"]
     ws = workers()
     try:
         who = named_subject(name, {}, _text(32))
@@ -93,7 +93,8 @@ def compiled_and_deployed(name: str, routes: tuple[str, ...]) -> list[str]:
         for w in (ws.compile, ws.deploy):
             w.stop()
     for r in report["routes"]:
-        why = (r.get("error") or "").split("\n")[0][:160]
+        failed_check = next((f"{c['label']}: {c['error']}" for c in r["checks"] if c.get("error")), "")
+        why = (r["skipped"] or r["error"] or failed_check).split("\n")[0][:160]
         lines.append(f"  - {r['route']}: {r['outcome']}" + (f" ({why})" if why else ""))
     return lines
 
