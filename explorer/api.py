@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.claims.board import CLAIMS, ClaimBoard
+from explorer.claims.board import CLAIMS, ClaimBoard, checked
+from explorer.claims.evidence import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure, Workers
 from explorer.core.errors import InputError
@@ -189,6 +190,8 @@ class ClaimRequest:
 
     claim: str = knob("shape", "the claim", choices=tuple(CLAIMS))
     again: bool = knob(False, "measure anew even if this server measured it lately")
+    model: str = knob("", "re-run the experiment on this model instead of the zoo's, where it runs model by model "
+                          f"({', '.join(c.id for c in CLAIMS.values() if c.on_model)}); '': the zoo's", most=200)
 
 
 def inspect_check(model: str, config_json: str, text: str, compare: str = "", backend: str = "",
@@ -222,15 +225,24 @@ def inspect_run(model: str, config_json: str, text: str, compare: str = "", back
         raise InputError(str(e)) from None
 
 
-def claim(board: ClaimBoard, claim: str, again: bool = False) -> dict[str, Any]:
+def claim(board: ClaimBoard, claim: str, again: bool = False, model: str = "",
+          config_json: str = "{}") -> dict[str, Any]:
     """Run one claim's experiment (or return the `board`'s recent result of it); returns its report.
 
     claim: one of shape, padding, rebuild, debugging, speed, overhead, deploying, distributed.
-    again: measure anew even if this server measured it lately."""
-    r = claim_check(claim, again)
-    return final(claim_update(board, workers(), r.claim, r.again)).report
+    again: measure anew even if this server measured it lately.
+    model, config_json: re-run it on this model and config instead of the zoo's (speed, padding, deploying)."""
+    r, chosen = claim_check(claim, again, model, config_json)
+    return final(claim_update(board, workers(), r.claim, r.again, chosen)).report
 
 
-def claim_check(claim: str, again: bool = False) -> ClaimRequest:
-    """`/claim`'s values parsed, or the bad one refused with its line."""
-    return build_config(ClaimRequest, {"claim": claim, "again": again}, what="parameter")
+def claim_check(claim: str, again: bool = False, model: str = "",
+                config_json: str = "{}") -> tuple[ClaimRequest, Chosen | None]:
+    """`/claim`'s values parsed (the model checked against the claim), or the bad one refused with its line."""
+    r = build_config(ClaimRequest, {"claim": claim, "again": again, "model": model}, what="parameter")
+    values = config_values(config_json)
+    if not r.model:
+        if values:
+            raise InputError("config_json is for the model the claim re-runs on: name the model too")
+        return r, None
+    return r, checked(CLAIMS[r.claim], Chosen(r.model, values))

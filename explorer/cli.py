@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from explorer.api import final, named_subject, run_lab, workers
-from explorer.claims.board import CLAIMS, ClaimBoard
+from explorer.claims.board import CLAIMS, ClaimBoard, checked
+from explorer.claims.evidence import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.core.errors import USER_ERRORS, InputError
@@ -193,9 +194,14 @@ def _claim(args: argparse.Namespace) -> int:
     ws = workers()
     board = ClaimBoard()
     reports = []
+    chosen = None
+    if args.model:
+        if args.claim == "all":
+            raise InputError("--model re-runs one claim on your model: name the claim")
+        chosen = checked(CLAIMS[args.claim], Chosen(args.model, _parse_sets(args.set)))
     try:
         for claim_id in list(CLAIMS) if args.claim == "all" else [args.claim]:
-            *_, view = claim_update(board, ws, claim_id)
+            *_, view = claim_update(board, ws, claim_id, model=chosen)
             assert isinstance(view, ClaimView)
             reports.append(view.report)
     finally:
@@ -235,6 +241,10 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("claim", help="test a claim about dynamic graphs on this machine, with its verdict")
     p.add_argument("--claim", required=True, choices=[*CLAIMS, "all"],
                    help="; ".join(f"{c.id}: {c.statement}" for c in CLAIMS.values()) + "; all: each in turn")
+    p.add_argument("--model", type=_model, metavar="MODEL",
+                   help="re-run the claim's experiment on this model instead of the zoo's (where it runs model by "
+                        f"model: {', '.join(c.id for c in CLAIMS.values() if c.on_model)})")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the model's config field")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_claim)
     return parser

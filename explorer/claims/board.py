@@ -8,12 +8,13 @@ import time
 from collections.abc import Iterator
 
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
-from explorer.claims.evidence import Claim, ClaimResult, run_claim
+from explorer.claims.evidence import Chosen, Claim, ClaimResult, run_claim
 from explorer.compile.protocol import Workers
 from explorer.core.errors import InputError
 from explorer.core.limits import CLAIMS_TTL_S
 from explorer.core.progress import Progress
-from models.config import echoed
+from explorer.sources.registry import source, subject
+from models.config import config_dict, echoed
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in (shape.CLAIM, padding.CLAIM, rebuild.CLAIM, debugging.CLAIM,
                                               speed.CLAIM, overhead.CLAIM, deploying.CLAIM, distributed.CLAIM)}
@@ -23,6 +24,20 @@ def claim(claim_id: str) -> Claim:
     if not isinstance(claim_id, str) or claim_id not in CLAIMS:
         raise InputError(f"unknown claim {echoed(claim_id)}; claims are: {', '.join(CLAIMS)}")
     return CLAIMS[claim_id]
+
+
+def checked(c: Claim, model: Chosen) -> Chosen:
+    """`model` if the claim's experiment can run on it (a known model, a valid config within the limits), else
+    InputError with the reason, before any work."""
+    source(model.name)  # an unknown model first: the cheapest refusal
+    if c.on_model is None:
+        per_model = ", ".join(x.id for x in CLAIMS.values() if x.on_model is not None)
+        raise InputError(f"the {c.id} claim's experiment compares models of the zoo chosen for it: it runs on them "
+                         f"only (the claims that re-run on your model: {per_model})")
+    who = subject(model.name, model.values)  # a valid config within the limits (a probe of the model's activations)
+    if reason := c.applies(who.source):
+        raise InputError(f"the {c.id} claim's experiment cannot run on {model.name}: {reason}")
+    return Chosen(model.name, config_dict(who.config), who.arch)
 
 
 class ClaimBoard:
@@ -39,11 +54,16 @@ class ClaimBoard:
         r = self._results.get(claim(claim_id).id)
         return r if r is not None and time.time() - r.measured_at < self.ttl_s else None
 
-    def run(self, claim_id: str, workers: Workers, again: bool = False) -> Iterator[Progress | ClaimResult]:
+    def run(self, claim_id: str, workers: Workers, again: bool = False,
+            model: Chosen | None = None) -> Iterator[Progress | ClaimResult]:
         """The cached result, or progress messages and a new one. `again` measures anew unless a run that started
-        after this call (another visitor's) has just finished."""
+        after this call (another visitor's) has just finished. On a person's `model`, always anew and not shown
+        to others."""
         asked = time.time()
         c = claim(claim_id)
+        if model is not None:
+            yield from run_claim(c, workers, checked(c, model))
+            return
         if not again and (r := self.cached(c.id)):
             yield r
             return

@@ -6,27 +6,48 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.claims.evidence import (
+    CONDITION,
+    HOLDS,
+    NOT_HERE,
+    Chart,
+    Chosen,
+    Claim,
+    Evidence,
+    Series,
+    Verdict,
+    times,
+)
 from explorer.compile.protocol import Workers
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS
 from explorer.labs.deploy.job import run_deploy
 from explorer.labs.deploy.results import LOUD, SILENT, WORKS, DeployResult
-from explorer.sources.registry import SOURCES, make_config
+from explorer.sources.registry import make_config
+from models import ZOO
 
 ROUTES = ("jit.trace", "export", "onnx")
 OUTCOMES = {WORKS: 1.0, LOUD: 0.0, SILENT: -1.0}  # numbers the verdict reads: -1 is the one to fear
 
 
 def measure(w: Workers) -> Iterator[Progress | Evidence]:
+    return _measure(w, [Chosen(m) for m in (("transformer", "tree") if w.quick else ZOO)])
+
+
+def on_model(w: Workers, model: Chosen) -> Iterator[Progress | Evidence]:
+    return _measure(w, [model])
+
+
+def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
     numbers: dict[str, float] = {}
     series: dict[str, Series] = {}
+    models = [c.name for c in chosen]
     with tempfile.TemporaryDirectory(prefix="graph-explorer-claims-") as out:  # no download is kept
-        models = ("transformer", "tree") if w.quick else tuple(SOURCES)
-        for model in models:
+        for c in chosen:
+            model = c.name
             result: DeployResult | None = None
-            for item in run_deploy(w.deploy, model, make_config(model), DEFAULT_TEXT, list(DEFAULT_LENGTHS),
+            for item in run_deploy(w.deploy, model, make_config(model, c.values), DEFAULT_TEXT, list(DEFAULT_LENGTHS),
                                    list(ROUTES[:2] if w.quick else ROUTES), out):
                 if isinstance(item, DeployResult):
                     result = item
@@ -81,4 +102,4 @@ CLAIM = Claim(
     id="deploying", statement="Static graphs deploy more easily.",
     experiment="Every model as written, frozen by jit.trace, torch.export and ONNX (run by ONNX Runtime), each "
                "artefact checked against eager at other lengths and on another text.",
-    reproduce="Deployment lab tab", measure=measure, judge=judge)
+    reproduce="Deployment lab tab", measure=measure, judge=judge, on_model=on_model)

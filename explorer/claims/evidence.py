@@ -13,6 +13,7 @@ from explorer.compile.protocol import Workers
 from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.core.progress import Progress
+from explorer.sources.contract import ModelSource
 
 
 class Holds(Enum):
@@ -71,6 +72,19 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Chosen:
+    """A model a person chose to re-run a claim's experiment on (the Playground's): its name and config values."""
+
+    name: str
+    values: dict[str, Any] = field(default_factory=dict)
+    arch: str = ""  # its label, "gpt2 layers=4", once checked
+
+
+def _any_model(source: ModelSource) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
 class Claim:
     """A thing people say, the experiment that tests it here, and how its numbers decide."""
 
@@ -80,6 +94,10 @@ class Claim:
     reproduce: str  # where to see it for yourself: a Playground link query ("?model=...") or a tab's name
     measure: Callable[[Workers], Iterator[Progress | Evidence]]  # progress messages, then the evidence
     judge: Callable[[dict[str, float]], Verdict]
+    # The same experiment on one model a person chose, where it runs model by model (None: it compares models of
+    # the zoo it names, and runs on those only); `applies` says why it cannot run on a model, if it cannot.
+    on_model: Callable[[Workers, Chosen], Iterator[Progress | Evidence]] | None = None
+    applies: Callable[[ModelSource], str | None] = _any_model
 
 
 @dataclass
@@ -90,33 +108,38 @@ class ClaimResult:
     measured_at: float  # time.time() when the experiment ended
     seconds: float  # how long it ran
     machine: dict[str, Any]
+    model: Chosen | None = None  # re-run on a person's model, not the zoo's
 
     def label(self) -> str:
         """Where and when this was measured, for every figure of the card."""
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.measured_at))
-        return (f"Measured on this server at {when} (in {duration(self.seconds)}): {Machine.of(self.machine).line()} "
-                "per measurement.")
+        on = f" on {self.model.arch or self.model.name} (the model you chose)" if self.model else ""
+        return (f"Measured{on} on this server at {when} (in {duration(self.seconds)}): "
+                f"{Machine.of(self.machine).line()} per measurement.")
 
     def as_dict(self) -> dict[str, Any]:
         return {"claim": self.claim.id, "statement": self.claim.statement, "experiment": self.claim.experiment,
                 "reproduce": self.claim.reproduce, "verdict": self.verdict.kind.value, "why": self.verdict.why,
                 "numbers": self.evidence.numbers, "shown": [list(s) for s in self.evidence.shown],
                 "chart": asdict(self.evidence.chart), "notes": self.evidence.notes,
-                "measured_at": self.measured_at, "seconds": self.seconds, "machine": self.machine}
+                "measured_at": self.measured_at, "seconds": self.seconds, "machine": self.machine,
+                "model": asdict(self.model) if self.model else None}
 
 
-def run_claim(claim: Claim, workers: Workers) -> Iterator[Progress | ClaimResult]:
-    """The experiment's progress messages, then its result with the verdict its numbers give."""
+def run_claim(claim: Claim, workers: Workers, model: Chosen | None = None) -> Iterator[Progress | ClaimResult]:
+    """The experiment's progress messages (on `model`, if given: the caller checked that it applies), then its
+    result with the verdict its numbers give."""
     start = time.monotonic()
     evidence: Evidence | None = None
-    for item in claim.measure(workers):
+    assert model is None or claim.on_model is not None
+    for item in claim.measure(workers) if model is None else claim.on_model(workers, model):
         if isinstance(item, Evidence):
             evidence = item
         else:
             yield item
     assert evidence is not None, f"claim {claim.id} measured nothing"
     yield ClaimResult(claim, evidence, claim.judge(evidence.numbers), time.time(), time.monotonic() - start,
-                      machine.describe())
+                      machine.describe(), model)
 
 
 def times(ratio: float) -> str:

@@ -5,34 +5,63 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.claims.evidence import (
+    CONDITION,
+    HOLDS,
+    NOT_HERE,
+    Chart,
+    Chosen,
+    Claim,
+    Evidence,
+    Series,
+    Verdict,
+    times,
+)
 from explorer.compile.protocol import Workers
 from explorer.core.batches import generate_batch
 from explorer.core.progress import Progress
 from explorer.labs.batching.results import LabResult
 from explorer.labs.batching.runner import iter_lab
 from explorer.labs.batching.strategies import STRATEGIES
-from explorer.sources.registry import SOURCES, build_model, make_config
+from explorer.sources.contract import ModelSource
+from explorer.sources.registry import build_model, make_config
+from models import ZOO
 
 BATCH = {"n": 64, "distribution": "zipf", "min_len": 5, "max_len": 300, "seed": 0}  # the lab's default batch
 BUCKET_WIDTH = 32
 PADDING_FREE = ("loop", "pack", "nested")  # no position computed for a pad
 
 
-def _lab(model_name: str, texts: list[str], budget_scale: float) -> Iterator[Progress | LabResult]:
-    model = build_model(model_name, make_config(model_name))
+def _lab(chosen: Chosen, texts: list[str], budget_scale: float) -> Iterator[Progress | LabResult]:
+    model_name = chosen.name
+    model = build_model(model_name, make_config(model_name, chosen.values))
     for item in iter_lab(model, texts, BUCKET_WIDTH, budget_scale):
         yield f"{model_name}: {item}" if isinstance(item, Progress) else item
 
 
 def measure(w: Workers) -> Iterator[Progress | Evidence]:
+    return _measure(w, [Chosen(m) for m in (("rnn", "tree") if w.quick else ZOO)])
+
+
+def on_model(w: Workers, model: Chosen) -> Iterator[Progress | Evidence]:
+    return _measure(w, [model])
+
+
+def applies(source: ModelSource) -> str | None:
+    """The strategies run padded batches: the model must take `forward(ids, lengths=None)`."""
+    return None if source.supports.batched else "its forward does not take `forward(ids, lengths=None)` (the " \
+        "batching lab says what to add)"
+
+
+def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
     batch = BATCH | ({"n": 6, "max_len": 40} if w.quick else {})
     texts = generate_batch(batch["n"], batch["distribution"], batch["min_len"], batch["max_len"], batch["seed"])
     numbers: dict[str, float] = {}
     series = {name: Series(STRATEGIES[name][0], [], [], spread=[]) for name in STRATEGIES}
-    models = ("rnn", "tree") if w.quick else tuple(SOURCES)
-    for model_name in models:
-        *_, result = _lab(model_name, texts, 0.25 if w.quick else 1.0)
+    models = [c.name for c in chosen]
+    for c in chosen:
+        model_name = c.name
+        *_, result = _lab(c, texts, 0.25 if w.quick else 1.0)
         assert isinstance(result, LabResult)
         for s in result.strategies:
             if s.agrees and s.forward:  # a strategy that ran and computed what the loop computes
@@ -101,4 +130,5 @@ CLAIM = Claim(
                             "more efficient.",
     experiment="The batching lab on one batch of 64 Zipf-length sentences, per model: pad to the longest, bucket, "
                "pack_padded_sequence, nested jagged tensors and the plain per-sample loop, eagerly.",
-    reproduce="Batching lab tab (generated, zipf, 64 sentences, 5-300 tokens)", measure=measure, judge=judge)
+    reproduce="Batching lab tab (generated, zipf, 64 sentences, 5-300 tokens)", measure=measure, judge=judge,
+    on_model=on_model, applies=applies)

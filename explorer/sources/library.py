@@ -86,6 +86,15 @@ class LibraryModel(nn.Module):
         return logits[torch.arange(ids.shape[0]), lengths - 1]  # each sentence's own last token, not the padding
 
 
+def _offline() -> None:
+    """HF_HUB_OFFLINE=1 (explorer/__init__.py) is read when huggingface_hub is imported; a process that imported it
+    before the engine (gradio does; a notebook may) reads it here too. Nothing is ever fetched: every model is
+    built from its config, and this makes an accidental fetch fail instead of downloading."""
+    import huggingface_hub.constants
+
+    huggingface_hub.constants.HF_HUB_OFFLINE = True
+
+
 @dataclass(frozen=True)
 class Architecture:
     name: str
@@ -126,6 +135,7 @@ class LibrarySource:
         return build_config(LibraryConfig, values)
 
     def _model(self, config: LibraryConfig) -> LibraryModel:
+        _offline()
         return LibraryModel(self.arch.make(config), self.arch.seq2seq, self.arch.cache)
 
     def build(self, config: LibraryConfig) -> nn.Module:

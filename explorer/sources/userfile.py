@@ -13,6 +13,8 @@ Two optional functions beside the factory change that:
 - `example_inputs(ids) -> tuple`: the forward's inputs, made from the byte ids (1, T) with tensor operations (an
   image from the text's length, a mask). It runs inside the model's call, so compile, export and every lab see
   the same one-tensor interface (the engine times, compiles and ships `ids -> output`).
+- `batch_inputs(ids, lengths) -> tuple`: the same for a padded batch (ids (batch, longest), padded with 0, and
+  each sentence's length), for the batching lab; the output must then be one row per sentence, (batch, classes).
 - `loss(output) -> scalar`: what a train step differentiates (a tagger's per-token cross-entropy).
 
 Loaded only from what the operator named (the CLI's `--model`, `GE_MODELS`), never from a request. A file that
@@ -91,11 +93,9 @@ def config_class(factory: Callable[..., nn.Module], where: str) -> type:
 class FileModel:
     """One model source from a file's factory (see the module's docstring)."""
 
-    def __init__(self, name: str, factory: Callable[..., nn.Module], where: str,
-                 make_inputs: Callable[[torch.Tensor], tuple] | None = None,
-                 loss: Callable[[Any], torch.Tensor] | None = None) -> None:
+    def __init__(self, name: str, factory: Callable[..., nn.Module], where: str, hooks: Hooks | None = None) -> None:
         self.name, self._factory, self._where = name, factory, where
-        self._make_inputs, self._loss = make_inputs, loss
+        self._hooks = hooks or Hooks()
         self.title = name
         self.summary = (inspect.getdoc(factory) or f"the model of {where}").split("\n")[0]
         self.supports = Supports(batched=False, trainable=True, exportable=True)
@@ -119,10 +119,10 @@ class FileModel:
                 raise InputError(_failure(self._where, "the factory raised", e)) from None
         if not isinstance(model, nn.Module):
             raise InputError(f"{self._where}: the factory returned {type(model).__name__}, not an nn.Module")
-        if self._make_inputs is not None:
-            model = Inputs(model, self._make_inputs)
-        if self._loss is not None:
-            setattr(model, LOSS_HOOK, self._loss)
+        if self._hooks.example_inputs or self._hooks.batch_inputs:
+            model = Inputs(model, self._hooks)
+        if self._hooks.loss is not None:
+            setattr(model, LOSS_HOOK, self._hooks.loss)
         model.cfg = config
         model._graph_explorer_source = self.name  # how `builds` knows it
         return model.eval()
@@ -134,7 +134,7 @@ class FileModel:
         return (tokenize(text).ids,)
 
     def loss(self, output: torch.Tensor) -> torch.Tensor:
-        return self._loss(output) if self._loss is not None else train_loss(output)
+        return self._hooks.loss(output) if self._hooks.loss is not None else train_loss(output)
 
     def param_count(self, config: Any) -> int:
         with torch.device("meta"):
@@ -157,7 +157,7 @@ class FileModel:
         try:
             out = model(*self.example_inputs("probe"))
         except Exception as e:
-            what = "example_inputs(ids) or the forward on its inputs" if self._make_inputs else \
+            what = "example_inputs(ids) or the forward on its inputs" if self._hooks.example_inputs else \
                 "its forward on (1, T) byte ids"
             raise InputError(_failure(self._where, f"{what} raised", e)) from None
         if not isinstance(out, torch.Tensor) or not out.is_floating_point():
@@ -174,20 +174,37 @@ class FileModel:
         self.supports = Supports(batched=_runs_batches(model), trainable=True, exportable=True)
 
 
+@dataclass(frozen=True)
+class Hooks:
+    """A file's optional functions beside its factory (the module's docstring)."""
+
+    example_inputs: Callable[[torch.Tensor], Any] | None = None
+    batch_inputs: Callable[[torch.Tensor, torch.Tensor], Any] | None = None
+    loss: Callable[[Any], torch.Tensor] | None = None
+
+
+HOOKS = {"example_inputs": "def example_inputs(ids): return (image,)",
+         "batch_inputs": "def batch_inputs(ids, lengths): return (images, sizes)",
+         "loss": "def loss(output): return scalar"}
+
+
 class Inputs(nn.Module):
-    """A user's model behind the engine's one-tensor interface: its file's `example_inputs(ids)` makes the
-    forward's inputs from the byte ids, inside the call (so compile and export trace it with the model)."""
+    """A user's model behind the engine's interface, `forward(ids, lengths=None)`: its file's `example_inputs(ids)`
+    (and, for a padded batch, `batch_inputs(ids, lengths)`) make the forward's inputs from the byte ids, inside the
+    call (so compile and export trace them with the model)."""
 
-    def __init__(self, model: nn.Module, make_inputs: Callable[[torch.Tensor], tuple]) -> None:
+    def __init__(self, model: nn.Module, hooks: Hooks) -> None:
         super().__init__()
-        self.model, self.make_inputs = model, make_inputs
+        self.model, self.hooks = model, hooks
 
-    def forward(self, ids: torch.Tensor) -> Any:
-        inputs = self.make_inputs(ids)
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor | None = None) -> Any:
+        if lengths is None:
+            inputs = self.hooks.example_inputs(ids) if self.hooks.example_inputs else (ids,)
+        elif self.hooks.batch_inputs is None:
+            raise TypeError("this model's file defines no batch_inputs(ids, lengths)")
+        else:
+            inputs = self.hooks.batch_inputs(ids, lengths)
         return self.model(*(inputs if isinstance(inputs, tuple) else (inputs,)))
-
-
-HOOKS = {"example_inputs": "def example_inputs(ids): return (image,)", "loss": "def loss(output): return scalar"}
 
 
 def _runs_batches(model: nn.Module) -> bool:
@@ -246,12 +263,11 @@ def load(spec: str) -> FileModel:
         raise InputError(f"{target}: no function `{name}` (define `def {name}(...) -> nn.Module`, or name yours: "
                          f"{target}:my_factory)")
     hooks = {}
-    for hook in ("example_inputs", "loss"):
+    for hook in HOOKS:
         fn = getattr(module, hook, None)
         if fn is not None and not callable(fn):
             raise InputError(f"{target}: `{hook}` must be a function ({HOOKS[hook]})")
         hooks[hook] = fn
-    model = FileModel(label if name == "build" else f"{label}:{name}", factory, target, hooks["example_inputs"],
-                      hooks["loss"])
+    model = FileModel(label if name == "build" else f"{label}:{name}", factory, target, Hooks(**hooks))
     model.check()
     return model

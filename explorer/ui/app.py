@@ -48,7 +48,7 @@ def build_app() -> gr.Blocks:
                 with gr.Tab(spec.title, id=spec.name):
                     lab_tab(spec, session)
             with gr.Tab("Claims", id="claims") as claims:
-                cards = claims_tab()
+                cards = claims_tab(session)
             with gr.Tab("Lessons", id="lessons"):
                 lesson = lessons_tab("lessons")
         claims.select(lambda: cached_claims(cards), None, [x for c in cards for x in c.outputs], queue=False,

@@ -12,15 +12,17 @@ import gradio as gr
 
 from explorer.api import workers
 from explorer.claims.board import CLAIMS
-from explorer.claims.evidence import Claim
+from explorer.claims.evidence import Chosen, Claim
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
 from explorer.core.queues import Queue
+from explorer.runs.session import Session
 from explorer.server import CLAIM_BOARD
 from explorer.ui.controls import cards_html
 from explorer.ui.stream import Updates, streamed
 from explorer.views.claims import ClaimView, cached_view, claim_update
+from models.config import config_dict
 
 
 def _claim_header(c: Claim, number: int | None) -> str:
@@ -38,6 +40,7 @@ class ClaimCard:
     header: gr.Markdown
     run: gr.Button
     again: gr.Button
+    mine: gr.Button  # on the Playground's model (shown only where the claim's experiment runs model by model)
     status: gr.Markdown
     figure: gr.Plot
     numbers: gr.HTML
@@ -66,12 +69,23 @@ class ClaimCard:
             button.click(go, inputs, self.outputs, api_visibility="private", concurrency_id=Queue.CLAIMS.value,
                          concurrency_limit=1, show_progress="minimal")
 
+    def wire_mine(self, c: Claim, session: gr.State) -> None:
+        """The third button: the claim's experiment on the session's model and config, shown to this person only."""
+        def go(s: Session, progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
+            chosen = Chosen(s.model_name, config_dict(s.config))
+            items = claim_update(CLAIM_BOARD, workers(), c.id, model=chosen)
+            yield from streamed(items, self.shown, self.status, progress, "The experiment stopped")
+        self.mine.click(go, session, self.outputs, api_visibility="private", concurrency_id=Queue.CLAIMS.value,
+                        concurrency_limit=1, show_progress="minimal")
+
 
 def claim_card(c: Claim, number: int | None) -> ClaimCard:
     header = gr.Markdown(_claim_header(c, number), elem_classes=None if number else "ge-aside")
     with gr.Row():
         run = gr.Button("Run the experiment", variant="primary", scale=0, min_width=200)
         again = gr.Button("Measure again", scale=0, min_width=160)
+        mine = gr.Button("Run it on the Playground's model", scale=0, min_width=240,
+                         visible=c.on_model is not None and number is not None)  # not in a lesson
     status = gr.Markdown()
     with gr.Row():
         with gr.Column(scale=3):
@@ -81,22 +95,26 @@ def claim_card(c: Claim, number: int | None) -> ClaimCard:
             numbers = gr.HTML()
     with gr.Accordion("raw numbers (the same as `python -m explorer claim --json`)", open=False):
         raw = gr.JSON(show_label=False)
-    return ClaimCard(header, run, again, status, figure, numbers, verdict, raw)
+    return ClaimCard(header, run, again, mine, status, figure, numbers, verdict, raw)
 
 
-def claims_tab() -> list[ClaimCard]:
+def claims_tab(session: gr.State) -> list[ClaimCard]:
     """Every claim's card in order (the tab's opening fills them from the server's board)."""
     gr.Markdown(
         "What people say about dynamic graphs, each tested **on this server**: one button runs the experiment "
         "(built from the Playground's and the labs' engines), and a verdict is computed from what it measured. "
         f"A result is shown to everyone on this server for {limits.CLAIMS_TTL_S / 60:.0f} minutes "
-        "(`GE_CLAIMS_TTL_S`), labelled with when it was measured; *Measure again* runs it anew.",
+        "(`GE_CLAIMS_TTL_S`), labelled with when it was measured; *Measure again* runs it anew. Where the "
+        "experiment runs model by model, *Run it on the Playground's model* runs it on yours (its model and "
+        "architecture), for you only.",
         elem_classes="explain")
     cards = []
     for number, c in enumerate(CLAIMS.values(), 1):
         with gr.Group():
             card = claim_card(c, number)
         card.wire(lambda c=c: c.id, [])
+        if c.on_model is not None:
+            card.wire_mine(c, session)
         cards.append(card)
     return cards
 

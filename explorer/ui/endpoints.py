@@ -55,8 +55,8 @@ def inspect(model: str, config_json: str, text: str, compare: str = "", backend:
     return api.inspect_run(model, config_json, text, compare, backend, dynamic, mark_dynamic, fullgraph)
 
 
-def claim(claim: str, again: bool = False) -> dict:
-    return api.claim(CLAIM_BOARD, claim, again)
+def claim(claim: str, again: bool = False, model: str = "", config_json: str = "{}") -> dict:
+    return api.claim(CLAIM_BOARD, claim, again, model, config_json)
 
 
 inspect.__doc__, claim.__doc__ = api.inspect_run.__doc__, api.claim.__doc__

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from explorer.claims.board import ClaimBoard, claim
-from explorer.claims.evidence import Chart, ClaimResult
+from explorer.claims.evidence import Chart, Chosen, ClaimResult
 from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
 from explorer.draw.style import PALETTE, iqr_bars, wrapped
@@ -62,10 +62,11 @@ def view_of(result: ClaimResult) -> ClaimView:
                      f"{result.verdict.text()}\n\n<small>{notes}</small>", report)
 
 
-def claim_update(board: ClaimBoard, workers: Workers, claim_id: str,
-                 again: bool = False) -> Iterator[Progress | ClaimView]:
-    """Progress messages while the experiment runs (or waits for another visitor's run), then the view."""
-    for item in board.run(claim_id, workers, again):
+def claim_update(board: ClaimBoard, workers: Workers, claim_id: str, again: bool = False,
+                 model: Chosen | None = None) -> Iterator[Progress | ClaimView]:
+    """Progress messages while the experiment runs (or waits for another visitor's run), then the view; on a
+    person's `model`, where the claim's experiment runs model by model."""
+    for item in board.run(claim_id, workers, again, model):
         yield item if isinstance(item, Progress) else view_of(item)
 
 

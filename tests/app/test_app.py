@@ -45,7 +45,7 @@ def app_url(tmp_path_factory):
     crashing = tmp_path_factory.mktemp("models") / "crashing.py"
     crashing.write_text(CRASHING)
     models = f"examples/image_cnn.py,{crashing}"  # the operator's own files, as Spaces would set them
-    proc, url, _ = start_app({"GE_COMPILE_TIMEOUT_S": "30", "GE_MODELS": models})  # bench/startup.py measures how
+    proc, url, _ = start_app({"GE_COMPILE_TIMEOUT_S": "20", "GE_MODELS": models})  # bench/startup.py measures how
     # long that takes
     yield url
     stop_app(proc)
@@ -175,7 +175,7 @@ def test_inspect_with_compile_and_a_timeout_that_leaves_the_app_serving(app_url)
     assert report["compiled"]["graph_breaks"][0]["where"] == early_exit_branch()
     assert report["timeline"] and report["compiled"]["fallback"] is None
     start = time.monotonic()
-    with pytest.raises(Exception, match="timed out after 30 s"):
+    with pytest.raises(Exception, match="timed out after 20 s"):
         client.predict("rnn", "{}", "x" * 500, "", "inductor", "auto", False, False, api_name="/inspect")
     assert time.monotonic() - start < 90
     report = client.predict("rnn", "{}", "still here", "", "eager", "auto", False, False, api_name="/inspect")

@@ -84,6 +84,8 @@ def test_a_hung_compile_times_out_in_the_lab_and_the_other_strategies_still_run(
         texts = ["x" * 400, "short"]  # pad: dynamo traces a 400-step unroll, far past 10 s; pack: a few s
         *_, run = eager_lab(subject("rnn"), texts, 32, budget_scale=0.05)
         lab = run.result
+        for s in lab.strategies:  # two are enough: the one that hangs, and the one after it (each hang costs 10 s)
+            s.supported = s.supported and s.name in ("pad", "pack")
         list(compile_lab(svc, run, "eager"))
         pad = lab.strategy("pad").compiled
         assert "timed out after 10 s" in pad.error

@@ -48,7 +48,7 @@ def _lab(spec: Any) -> list[Knob]:
 PARAMS: dict[str, list[Knob]] = {
     "inspect": [MODEL, CONFIG, *knobs(InspectRequest)],
     **{name: _lab(spec) for name, spec in LABS.items()},
-    "claim": knobs(ClaimRequest),
+    "claim": [*knobs(ClaimRequest), CONFIG],
     "edit": [MODEL, Knob("text", "text", "hi", "", most=int(MAX_TEXT_CHARS)),
              Knob("compare", "text", "", "", most=int(MAX_TEXT_CHARS)), CONFIG],
     "select_model": [Knob("name", "choice", "rnn", "", choices=tuple(SOURCES))],
@@ -219,6 +219,8 @@ def test_a_value_of_the_wrong_type_or_out_of_range_is_refused_in_one_line_within
     ("claim", 0, ["shape"], "claim must be one of"),
     ("claim", 0, "c" * 1_000_000, "claim must be one of"),
     ("claim", 1, "maybe", "again must be true or false"),
+    ("claim", 2, "nope", "unknown model 'nope'"),
+    ("claim", 2, "gpt2", "the shape claim's experiment compares models of the zoo chosen for it"),
     ("batch", 3, "nan", "n must be a finite number"),
     ("batch", 3, 2.5, "n must be a whole number"),
     ("batch", 3, None, "n must be a number"),

@@ -8,15 +8,18 @@ import pytest
 
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, ClaimResult, run_claim
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chosen, ClaimResult, run_claim
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.compile.protocol import Workers
 from explorer.compile.worker import CompileService
-from explorer.core.errors import InputError
+from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.progress import Progress
 from explorer.labs.ddp.job import ddp_service
 from explorer.labs.deploy.job import deploy_service
+from explorer.sources.registry import source
+from explorer.sources.userfile import load
 from explorer.views.claims import chart_figure, view_of
+from tests.helpers import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +199,20 @@ def test_the_board_runs_a_claim_once_for_everyone_until_it_expires(workers):
     assert expired.cached("shape") is None and list(expired.run("shape", workers))[-1] is not first
     with pytest.raises(InputError, match="unknown claim"):
         list(board.run("nope", workers))
+
+
+def test_a_claim_reruns_on_a_chosen_model_where_it_runs_model_by_model_and_says_why_not_elsewhere(workers):
+    board = ClaimBoard(ttl_s=3600)
+    *_, mine = board.run("speed", workers, model=Chosen("gpt2", {"layers": 1, "width": 32}))
+    assert isinstance(mine, ClaimResult) and mine.model.arch == "gpt2 layers=1 width=32"
+    assert set(mine.evidence.numbers) >= {"gpt2.speedup", "gpt2.compile_s"} and mine.verdict == speed.judge(
+        mine.evidence.numbers)
+    assert "on gpt2 layers=1 width=32 (the model you chose)" in mine.label() and mine.as_dict()["model"]["name"] == \
+        "gpt2"
+    assert board.cached("speed") is None  # a person's own run is not shown to everyone
+    with pytest.raises(InputError, match=r"rebuild claim's experiment compares models of the zoo.*speed"):
+        list(board.run("rebuild", workers, model=Chosen("gpt2")))
+    with pytest.raises(USER_ERRORS, match="layers must be between"):
+        list(board.run("speed", workers, model=Chosen("gpt2", {"layers": 99})))
+    assert padding.applies(source("gpt2")) is None  # padded batches with a real attention mask
+    assert "forward(ids, lengths=None)" in padding.applies(load(str(ROOT / "examples" / "image_cnn.py")))

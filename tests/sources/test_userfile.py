@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import pytest
 from torch import nn
 
-from explorer.api import named_subject, run_lab, workers
+from explorer.api import final, named_subject, run_lab, workers
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.labs.contract import LabContext
 from explorer.labs.registry import LABS
@@ -164,3 +164,40 @@ def test_the_readmes_complete_model_file_loads_and_trains_with_its_own_loss(tmp_
     assert [k.name for k in s.knobs()] == ["hidden", "cell"]
     out = s.build(s.config({"cell": "lstm"}))(to_ids("The cat sat."))
     assert out.shape == (1, 12, 8) and s.loss(out).ndim == 0
+
+
+MASKED_MEAN = '''
+import torch
+from torch import nn
+
+
+class MeanBytes(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.embed, self.out = nn.Embedding(256, width), nn.Linear(width, 3)
+
+    def forward(self, ids, mask):
+        return self.out((self.embed(ids) * mask[..., None]).sum(1) / mask.sum(1, keepdim=True))
+
+
+def build(width: int = 8):
+    return MeanBytes(width)
+
+
+def example_inputs(ids):
+    return ids, torch.ones(ids.shape, dtype=torch.float)
+
+
+def batch_inputs(ids, lengths):
+    return ids, (torch.arange(ids.shape[1]) < lengths[:, None]).float()
+'''
+
+
+def test_a_files_batch_inputs_make_it_run_padded_batches_in_the_batching_lab(tmp_path):
+    (tmp_path / "masked_mean.py").write_text(MASKED_MEAN)
+    model = add_model_file(str(tmp_path / "masked_mean.py"))
+    assert source(model).supports.batched
+    lab = final(run_lab(LABS["batch"], named_subject(model, {}, ""), {"lines": "A cat.\nThe dog barked twice.\nHi"},
+                        LabContext(workers(), lambda: "")))
+    strategies = {s["name"]: s for s in lab.report["strategies"]}
+    assert strategies["pad"]["agrees"] and strategies["loop"]["agrees"]  # the mask keeps the padding out

@@ -74,7 +74,8 @@ def refuses(subject: Subject) -> str | None:
             "forward must take `forward(ids, lengths=None)` (ids (batch, longest), each sentence's length) and "
             "return (batch, classes). Three lines do it, e.g. for a per-token output `out` (batch, tokens, "
             "classes): `def forward(self, ids, lengths=None):` ... `last = lengths - 1 if lengths is not None else "
-            "torch.full((len(ids),), ids.shape[1] - 1)` ... `return out[torch.arange(len(ids)), last]`")
+            "torch.full((len(ids),), ids.shape[1] - 1)` ... `return out[torch.arange(len(ids)), last]`; or, for a "
+            "model whose inputs are not the ids, define `batch_inputs(ids, lengths)` beside its factory")
 
 
 def work(p: BatchParams) -> Work:
