@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from explorer.claims.board import CLAIMS, ClaimBoard, checked
-from explorer.claims.evidence import Chosen
+from explorer.claims.chosen import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure, Workers
 from explorer.core.errors import InputError

@@ -12,7 +12,7 @@ from typing import Any
 
 from explorer.api import final, named_subject, run_lab, workers
 from explorer.claims.board import CLAIMS, ClaimBoard, checked
-from explorer.claims.evidence import Chosen
+from explorer.claims.chosen import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.core.errors import USER_ERRORS, InputError

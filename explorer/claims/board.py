@@ -8,7 +8,8 @@ import time
 from collections.abc import Iterator
 
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
-from explorer.claims.evidence import Chosen, Claim, ClaimResult, run_claim
+from explorer.claims.chosen import Chosen
+from explorer.claims.evidence import Claim, ClaimResult, run_claim
 from explorer.compile.protocol import Workers
 from explorer.core.errors import InputError
 from explorer.core.limits import CLAIMS_TTL_S

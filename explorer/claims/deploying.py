@@ -6,18 +6,8 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 
-from explorer.claims.evidence import (
-    CONDITION,
-    HOLDS,
-    NOT_HERE,
-    Chart,
-    Chosen,
-    Claim,
-    Evidence,
-    Series,
-    Verdict,
-    times,
-)
+from explorer.claims.chosen import Chosen, by_model
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
 from explorer.compile.protocol import Workers
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
@@ -29,14 +19,6 @@ from models import ZOO
 
 ROUTES = ("jit.trace", "export", "onnx")
 OUTCOMES = {WORKS: 1.0, LOUD: 0.0, SILENT: -1.0}  # numbers the verdict reads: -1 is the one to fear
-
-
-def measure(w: Workers) -> Iterator[Progress | Evidence]:
-    return _measure(w, [Chosen(m) for m in (("transformer", "tree") if w.quick else ZOO)])
-
-
-def on_model(w: Workers, model: Chosen) -> Iterator[Progress | Evidence]:
-    return _measure(w, [model])
 
 
 def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
@@ -102,4 +84,4 @@ CLAIM = Claim(
     id="deploying", statement="Static graphs deploy more easily.",
     experiment="Every model as written, frozen by jit.trace, torch.export and ONNX (run by ONNX Runtime), each "
                "artefact checked against eager at other lengths and on another text.",
-    reproduce="Deployment lab tab", measure=measure, judge=judge, on_model=on_model)
+    reproduce="Deployment lab tab", judge=judge, **by_model(_measure, tuple(ZOO), ("transformer", "tree")))

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
+from explorer.claims.chosen import Chosen
 from explorer.compile.protocol import Workers
 from explorer.core import machine
 from explorer.core.machine import Machine
@@ -69,15 +70,6 @@ class Evidence:
     shown: list[tuple[str, str, str]]
     chart: Chart
     notes: list[str] = field(default_factory=list)  # what the figures are, where it matters
-
-
-@dataclass(frozen=True)
-class Chosen:
-    """A model a person chose to re-run a claim's experiment on (the Playground's): its name and config values."""
-
-    name: str
-    values: dict[str, Any] = field(default_factory=dict)
-    arch: str = ""  # its label, "gpt2 layers=4", once checked
 
 
 def _any_model(source: ModelSource) -> str | None:

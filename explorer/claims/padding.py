@@ -5,18 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.evidence import (
-    CONDITION,
-    HOLDS,
-    NOT_HERE,
-    Chart,
-    Chosen,
-    Claim,
-    Evidence,
-    Series,
-    Verdict,
-    times,
-)
+from explorer.claims.chosen import Chosen, by_model
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
 from explorer.compile.protocol import Workers
 from explorer.core.batches import generate_batch
 from explorer.core.progress import Progress
@@ -37,14 +27,6 @@ def _lab(chosen: Chosen, texts: list[str], budget_scale: float) -> Iterator[Prog
     model = build_model(model_name, make_config(model_name, chosen.values))
     for item in iter_lab(model, texts, BUCKET_WIDTH, budget_scale):
         yield f"{model_name}: {item}" if isinstance(item, Progress) else item
-
-
-def measure(w: Workers) -> Iterator[Progress | Evidence]:
-    return _measure(w, [Chosen(m) for m in (("rnn", "tree") if w.quick else ZOO)])
-
-
-def on_model(w: Workers, model: Chosen) -> Iterator[Progress | Evidence]:
-    return _measure(w, [model])
 
 
 def applies(source: ModelSource) -> str | None:
@@ -130,5 +112,5 @@ CLAIM = Claim(
                             "more efficient.",
     experiment="The batching lab on one batch of 64 Zipf-length sentences, per model: pad to the longest, bucket, "
                "pack_padded_sequence, nested jagged tensors and the plain per-sample loop, eagerly.",
-    reproduce="Batching lab tab (generated, zipf, 64 sentences, 5-300 tokens)", measure=measure, judge=judge,
-    on_model=on_model, applies=applies)
+    reproduce="Batching lab tab (generated, zipf, 64 sentences, 5-300 tokens)", judge=judge,
+    applies=applies, **by_model(_measure, tuple(ZOO), ("rnn", "tree")))

@@ -5,19 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from explorer.claims.chosen import Chosen, by_model
 from explorer.claims.compiled import eager_then_compiled, options
-from explorer.claims.evidence import (
-    CONDITION,
-    HOLDS,
-    NOT_HERE,
-    Chart,
-    Chosen,
-    Claim,
-    Evidence,
-    Series,
-    Verdict,
-    times,
-)
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
 from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
@@ -29,14 +19,6 @@ from models import ZOO
 from models.config import config_dict
 
 FASTER = 1.1  # the smallest speed-up counted as one (a noisy timing is set aside separately)
-
-
-def measure(w: Workers) -> Iterator[Progress | Evidence]:
-    return _measure(w, [Chosen(m) for m in (("transformer",) if w.quick else ZOO)])
-
-
-def on_model(w: Workers, model: Chosen) -> Iterator[Progress | Evidence]:
-    return _measure(w, [model])
 
 
 def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
@@ -106,4 +88,4 @@ CLAIM = Claim(
     experiment="Each model's default text, eager and compiled with torch.compile (inductor), timed back to back; "
                "the compile seconds and the calls after which they are paid back.",
     reproduce=LinkState("transformer", config_dict(make_config("transformer")), DEFAULT_TEXT, compile=True).query(),
-    measure=measure, judge=judge, on_model=on_model)
+    judge=judge, **by_model(_measure, tuple(ZOO), ("transformer",)))

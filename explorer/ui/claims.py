@@ -12,7 +12,8 @@ import gradio as gr
 
 from explorer.api import workers
 from explorer.claims.board import CLAIMS
-from explorer.claims.evidence import Chosen, Claim
+from explorer.claims.chosen import Chosen
+from explorer.claims.evidence import Claim
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS

@@ -10,7 +10,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from explorer.claims.board import ClaimBoard, claim
-from explorer.claims.evidence import Chart, Chosen, ClaimResult
+from explorer.claims.chosen import Chosen
+from explorer.claims.evidence import Chart, ClaimResult
 from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
 from explorer.draw.style import PALETTE, iqr_bars, wrapped

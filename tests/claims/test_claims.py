@@ -8,7 +8,8 @@ import pytest
 
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chosen, ClaimResult, run_claim
+from explorer.claims.chosen import Chosen
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, ClaimResult, run_claim
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.compile.protocol import Workers
 from explorer.compile.worker import CompileService
