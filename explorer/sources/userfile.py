@@ -3,6 +3,9 @@
     def build(layers: int = 2, hidden: Annotated[int, Range(8, 1024)] = 64,
               cell: Literal["gru", "lstm"] = "gru") -> nn.Module: ...
 
+or a factory of one config dataclass whose fields are declared with the zoo's `knob(...)`:
+`def build(cfg: MyConfig) -> nn.Module`.
+
 Each parameter becomes a knob, exactly as a zoo config field is: `int`/`float`/`bool`/`str` with its default, a
 `Literal[...]` a choice, `Annotated[int, Range(lo, hi)]` a bounded number; so the controls, `--set` keys and
 validation come from it. The model takes the input's byte ids, (1, T) int64 (the batching lab also needs
@@ -79,15 +82,25 @@ def _field(where: str, p: inspect.Parameter, hint: Any) -> tuple[str, type, Any]
                               max=bounds and bounds.max, choices=choices)
 
 
-def config_class(factory: Callable[..., nn.Module], where: str) -> type:
-    """A frozen dataclass of knobs from the factory's signature: the single source of truth for its architecture."""
+def config_class(factory: Callable[..., nn.Module], where: str) -> tuple[type, bool]:
+    """The factory's architecture as a dataclass of knobs, and whether the factory takes it whole: its one
+    parameter's own config dataclass (fields declared with models.config.knob, as the zoo's), else a frozen
+    dataclass made from its signature (each parameter a knob)."""
     try:
         hints = typing.get_type_hints(factory, include_extras=True)
     except Exception as e:
         raise InputError(f"{where}: cannot read the factory's annotations: {e}") from None
-    fields = [_field(where, p, hints.get(p.name, type(p.default)))
-              for p in inspect.signature(factory).parameters.values()]
-    return dataclasses.make_dataclass(f"{factory.__name__}_config", fields, frozen=True)
+    params = list(inspect.signature(factory).parameters.values())
+    if len(params) == 1 and dataclasses.is_dataclass(cls := hints.get(params[0].name)):
+        try:
+            knobs(cls)  # every field a knob of a type the controls know
+            cls()  # every field has a default: the architecture the model starts at
+        except Exception as e:
+            raise InputError(f"{where}: the config dataclass {cls.__name__} must declare every field with a "
+                             f"default through models.config.knob(...) (int, float, bool or str): {e}") from None
+        return cls, True
+    fields = [_field(where, p, hints.get(p.name, type(p.default))) for p in params]
+    return dataclasses.make_dataclass(f"{factory.__name__}_config", fields, frozen=True), False
 
 
 class FileModel:
@@ -101,7 +114,7 @@ class FileModel:
         self.supports = Supports(batched=False, trainable=True, exportable=True)
         self.tree: tuple[str, str] | None = None
         self.own_code = True
-        self._config_cls = config_class(factory, where)
+        self._config_cls, self._takes_config = config_class(factory, where)
         self._activations = ProbedActivations(self.build)
 
     def knobs(self) -> list[Knob]:
@@ -114,7 +127,7 @@ class FileModel:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)  # deterministic for its config, as the zoo's
             try:
-                model = self._factory(**dataclasses.asdict(config))
+                model = self._made(config)
             except Exception as e:
                 raise InputError(_failure(self._where, "the factory raised", e)) from None
         if not isinstance(model, nn.Module):
@@ -127,6 +140,9 @@ class FileModel:
         model._graph_explorer_source = self.name  # how `builds` knows it
         return model.eval()
 
+    def _made(self, config: Any) -> Any:
+        return self._factory(config) if self._takes_config else self._factory(**dataclasses.asdict(config))
+
     def builds(self, module: nn.Module) -> bool:
         return getattr(module, "_graph_explorer_source", None) == self.name
 
@@ -138,7 +154,7 @@ class FileModel:
 
     def param_count(self, config: Any) -> int:
         with torch.device("meta"):
-            return sum(p.numel() for p in self._factory(**dataclasses.asdict(config)).parameters())
+            return sum(p.numel() for p in self._made(config).parameters())
 
     def activation_bytes(self, config: Any, tokens: int, batch: int) -> int:
         """Probed at two short lengths and extrapolated (explorer/sources/probe.py)."""

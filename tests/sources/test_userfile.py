@@ -38,7 +38,8 @@ def test_a_factorys_signature_becomes_its_knobs_and_their_checks():
               bias: bool = True) -> nn.Module:
         return nn.Linear(2, 2)
 
-    cls = config_class(build, "f.py")
+    cls, whole = config_class(build, "f.py")
+    assert not whole
     assert [(f.name, f.default) for f in cls.__dataclass_fields__.values()] == [
         ("layers", 2), ("width", 0.5), ("cell", "gru"), ("bias", True)]
     model = add_model_file(TAGGER)
@@ -201,3 +202,31 @@ def test_a_files_batch_inputs_make_it_run_padded_batches_in_the_batching_lab(tmp
                         LabContext(workers(), lambda: "")))
     strategies = {s["name"]: s for s in lab.report["strategies"]}
     assert strategies["pad"]["agrees"] and strategies["loop"]["agrees"]  # the mask keeps the padding out
+
+
+def test_a_factory_of_one_config_dataclass_takes_its_knobs_as_the_zoo_does(tmp_path):
+    (tmp_path / "configured.py").write_text(textwrap.dedent("""
+        from dataclasses import dataclass
+
+        from torch import nn
+
+        from models.config import knob
+
+
+        @dataclass(frozen=True)
+        class BagConfig:
+            width: int = knob(16, "Embedding width.", min=4, max=256)
+            act: str = knob("relu", "Activation.", choices=("relu", "tanh"))
+
+
+        def build(cfg: BagConfig) -> nn.Module:
+            return nn.Sequential(nn.Embedding(256, cfg.width), nn.ReLU() if cfg.act == "relu" else nn.Tanh())
+    """))
+    s = load(str(tmp_path / "configured.py"))
+    assert [(k.name, k.help, k.max) for k in s.knobs()] == [("width", "Embedding width.", 256),
+                                                            ("act", "Activation.", None)]
+    config = s.config({"width": "32", "act": "tanh"})
+    assert type(config).__name__ == "BagConfig" and s.param_count(config) == 256 * 32
+    assert isinstance(s.build(config)[1], nn.Tanh)
+    with pytest.raises(USER_ERRORS, match="width must be between 4 and 256"):
+        s.config({"width": 1000})
