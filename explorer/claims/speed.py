@@ -18,8 +18,6 @@ from explorer.sources.registry import make_config
 from models import ZOO
 from models.config import config_dict
 
-FASTER = 1.1  # the smallest speed-up counted as one (a noisy timing is set aside separately)
-
 
 def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
     session = Session()
@@ -37,49 +35,58 @@ def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
                 _, run = item
         assert run is not None
         numbers[f"{model}.compile_s"] = run.total_compile_s
-        if run.speedup is None or run.eager is None or run.compiled is None:
+        pair = run.comparison
+        if run.speedup is None or pair is None or run.eager is None or run.compiled is None:
+            numbers[f"{model}.ran_compiled"] = 0.0  # counted: a model whose compiled code never ran is not a win
             shown.append((model, "no compiled code ran", run.fallback or ""))
             continue
-        numbers[f"{model}.speedup"] = run.speedup
-        numbers[f"{model}.noisy"] = float(run.eager.noisy or run.compiled.noisy)
+        numbers |= {f"{model}.ran_compiled": 1.0, f"{model}.speedup": pair.ratio, f"{model}.speedup_low": pair.low,
+                    f"{model}.speedup_high": pair.high, f"{model}.pairs": pair.pairs}
         if run.break_even_calls is not None:
             numbers[f"{model}.break_even_calls"] = run.break_even_calls
         for series, m in ((eager, run.eager), (compiled, run.compiled)):
             series.x.append(model)
             series.y.append(m.median_ms)
             series.spread.append(m.iqr_ms)  # type: ignore[union-attr]
-        paid = f"paid back after {run.break_even_calls:,} calls" if run.break_even_calls else "never paid back"
-        shown.append((model, times(run.speedup), f"{run.eager.median_ms:.2f} → {run.compiled.median_ms:.2f} ms; "
+        paid = f"paid back after {run.break_even_calls:,} calls" if run.break_even_calls else "not paid back"
+        shown.append((model, f"{times(pair.ratio)} [{pair.low:.2f}-{pair.high:.2f}]",
+                      f"{run.eager.median_ms:.2f} → {run.compiled.median_ms:.2f} ms over {pair.pairs} pairs; "
                       f"{run.total_compile_s:.1f} s of compiling, {paid}"))
     chart = Chart("bar", "Forward of the default text: eager vs compiled", "model", "ms (median, bars = IQR)",
                   [eager, compiled])
-    notes = ["forward without grad, eager and compiled timed back to back in the compile worker; compile seconds "
-             "are dynamo's own (inductor's caches on this server may have served some: the Playground's compile "
-             "timeline says which)"]
+    notes = ["forward without grad, eager and compiled timed in interleaved pairs in the compile worker; the ratio's "
+             "95% interval is bootstrapped over the pairs, and a model counts as faster compiled only when the whole "
+             "interval is above 1; compile seconds are dynamo's own (inductor's caches on this server may have "
+             "served some: the Playground's compile timeline says which)"]
     yield Evidence(numbers, shown[:4], chart, notes)
 
 
 def judge(x: dict[str, float]) -> Verdict:
-    models = [k.split(".")[0] for k in x if k.endswith(".speedup")]
-    noisy = [m for m in models if x[f"{m}.noisy"]]
-    faster = [m for m in models if x[f"{m}.speedup"] >= FASTER and m not in noisy]
-    slower = [m for m in models if m not in faster and m not in noisy]
+    """Faster, slower or not resolved, per model, by the speed-up's whole interval; a model whose compiled code
+    never ran is named, and keeps the verdict from "every model"."""
+    models = [k.split(".")[0] for k in x if k.endswith(".ran_compiled")]
+    timed = [m for m in models if x[f"{m}.ran_compiled"]]
+    faster = [m for m in timed if x[f"{m}.speedup_low"] > 1]
+    slower = [m for m in timed if x[f"{m}.speedup_high"] < 1]
+    unresolved = [m for m in timed if m not in faster and m not in slower]
+    never = [m for m in models if m not in timed]
 
     def say(ms: list[str], paid: bool = False) -> str:
         def one(m: str) -> str:
             calls = x.get(f"{m}.break_even_calls")
-            back = (f", paid back after {calls:,.0f} calls" if calls else ", never paid back") if paid else ""
-            return f"{m} {times(x[f'{m}.speedup'])}{back}"
+            back = (f", paid back after {calls:,.0f} calls" if calls else ", not paid back") if paid else ""
+            return (f"{m} {times(x[f'{m}.speedup'])} (95% interval {x[f'{m}.speedup_low']:.2f}-"
+                    f"{x[f'{m}.speedup_high']:.2f}x, {x[f'{m}.pairs']:.0f} pairs){back}")
         return "; ".join(map(one, ms))
 
-    unread = f"; too noisy to read on this run: {say(noisy)}" if noisy else ""
+    rest = "".join([f"; slower compiled: {say(slower)}" if slower else "",
+                    f"; not resolved on this machine today: {say(unresolved)}" if unresolved else "",
+                    f"; no compiled code ran for {', '.join(never)}" if never else ""])
     if not faster:
-        why = f"no model ran measurably faster compiled ({say(slower)}){unread}" if slower else (
-            f"no speed-up could be read{unread}" if noisy else "no compiled code ran for any model")
-        return Verdict(NOT_HERE, why)
-    if slower or noisy:
-        not_for = f"; not for {say(slower)}" if slower else ""
-        return Verdict(CONDITION, f"for {say(faster, paid=True)}{not_for}{unread}; the compile seconds come first")
+        return Verdict(NOT_HERE, f"no model ran faster compiled by its whole interval{rest}" if models else
+                       "no model was measured")
+    if rest:
+        return Verdict(CONDITION, f"for {say(faster, paid=True)}{rest}; the compile seconds come first")
     return Verdict(HOLDS, f"every model ran faster compiled ({say(faster, paid=True)})")
 
 

@@ -27,8 +27,9 @@ from explorer.compile.observe import (
 from explorer.compile.options import DYNAMIC_MODES, CompileOptions
 from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import forward
+from explorer.eager.compare import Comparison, compare
 from explorer.eager.memory import MemoryProfile
-from explorer.eager.timing import Measurement, measure
+from explorer.eager.timing import Measurement
 from explorer.sources.registry import build_model, make_config
 
 
@@ -43,12 +44,19 @@ class CallOutcome:
 
 @dataclass(frozen=True)
 class ForwardFigures:
-    """Eager and compiled inference forward at one input, timed back to back the same way, and their peaks."""
+    """Eager and compiled inference forward at one input, timed in interleaved pairs, and their peaks."""
 
-    eager: Measurement
-    compiled: Measurement
+    comparison: Comparison  # eager (a) against compiled (b)
     peak_eager_bytes: int
     peak_compiled_bytes: int
+
+    @property
+    def eager(self) -> Measurement:
+        return self.comparison.measurement("eager")
+
+    @property
+    def compiled(self) -> Measurement:
+        return self.comparison.measurement("compiled")
 
 
 class CompiledModel:
@@ -123,11 +131,11 @@ class CompiledModel:
 
     def measure(self, ids: torch.Tensor) -> ForwardFigures:
         compiled = self.compiled
-        eager = measure("eager forward", lambda: forward(self.model, ids), FORWARD_BUDGET_S)
-        comp = measure("compiled forward", lambda: forward(compiled, ids), FORWARD_BUDGET_S)
+        pair = compare("eager", lambda: forward(self.model, ids), "compiled", lambda: forward(compiled, ids),
+                       2 * FORWARD_BUDGET_S)
         peaks = []
         for fn in (self.model, compiled):
             with MemoryProfile() as mem:
                 forward(fn, ids)
             peaks.append(mem.peak())
-        return ForwardFigures(eager, comp, peaks[0], peaks[1])
+        return ForwardFigures(pair, peaks[0], peaks[1])

@@ -13,6 +13,7 @@ from explorer.compile.observe import SKIPPED_RNN, CompileEvent, Explanation
 from explorer.compile.options import CompileOptions, require_backend
 from explorer.compile.protocol import JobRunner
 from explorer.core.progress import Progress
+from explorer.eager.compare import Comparison
 from explorer.eager.timing import Measurement
 
 
@@ -38,8 +39,9 @@ class CompiledRun:
     length: int
     arch: str
     options: CompileOptions
-    eager: Measurement | None  # re-timed in the worker, back to back with the compiled model
+    eager: Measurement | None  # re-timed in the worker, in pairs with the compiled model
     compiled: Measurement | None  # None when the compile failed
+    comparison: Comparison | None  # the two, paired: the speed-up's interval (None when the compile failed)
     peak_eager_bytes: int | None
     peak_compiled_bytes: int | None
     compile_s: float  # compile seconds this input triggered (0 on a cache hit)
@@ -51,20 +53,28 @@ class CompiledRun:
 
     @property
     def speedup(self) -> float | None:
-        """Eager median / compiled median; None when no compiled code ran (the fallback says why)."""
-        if self.eager is None or self.compiled is None or self.fallback:
+        """Eager median / compiled median over the paired samples; None when no compiled code ran (the fallback
+        says why)."""
+        if self.comparison is None or self.fallback:
             return None
-        return self.eager.median_ms / self.compiled.median_ms
+        return self.comparison.ratio
+
+    @property
+    def faster(self) -> bool | None:
+        """Whether compiled is faster by the whole interval: True, False (eager is), None (not resolved, or no
+        compiled code ran)."""
+        if self.speedup is None or self.comparison is None or not self.comparison.resolved:
+            return None
+        return self.comparison.faster == "compiled"
 
     @property
     def break_even_calls(self) -> int | None:
-        """Calls after which the compile time is paid back, or None (never) if compiled is not faster."""
-        if self.speedup is None:
+        """Calls after which the compile time is paid back; None if compiled is not resolved faster (never, or
+        not known at this noise)."""
+        if not self.faster:
             return None
         saving_ms = self.eager.median_ms - self.compiled.median_ms
-        if saving_ms <= 0:
-            return None
-        return math.ceil(self.total_compile_s * 1e3 / saving_ms)
+        return math.ceil(self.total_compile_s * 1e3 / saving_ms) if saving_ms > 0 else None
 
     def as_dict(self) -> dict[str, Any]:
         ex = self.explanation
@@ -77,6 +87,9 @@ class CompiledRun:
             "compile_s": self.compile_s,
             "total_compile_s": self.total_compile_s,
             "speedup": self.speedup,
+            "speedup_interval": [self.comparison.low, self.comparison.high] if self.speedup is not None else None,
+            "pairs": self.comparison.pairs if self.comparison else None,
+            "faster": self.faster,
             "break_even_calls": self.break_even_calls,
             "fallback": self.fallback,
             "graph_count": self.graph_count,
@@ -131,7 +144,8 @@ class CompileTrack:
             fig = call.figures
             cr = CompiledRun(
                 length=call.length, arch=arch, options=options, eager=fig and fig.eager,
-                compiled=fig and fig.compiled, peak_eager_bytes=fig and fig.peak_eager_bytes,
+                compiled=fig and fig.compiled, comparison=fig and fig.comparison,
+                peak_eager_bytes=fig and fig.peak_eager_bytes,
                 peak_compiled_bytes=fig and fig.peak_compiled_bytes, compile_s=compile_s,
                 total_compile_s=self.compile_s[key],
                 fallback=honest_fallback(call.fallback, call.error, reply.explanation),

@@ -97,6 +97,11 @@ def use_cores(cores: Cores) -> None:
     _cores = cores
 
 
+def measuring_core() -> AbstractContextManager[int]:
+    """One measuring core for a timing's duration (whichever `use_cores` set: this process's, or one held for it)."""
+    return _cores.hold()
+
+
 def exclusive() -> AbstractContextManager:
     """Every measuring core, for work that takes every core (a distributed run): no timing meanwhile."""
     return _cores.every()

@@ -36,19 +36,19 @@ TIMELINE_COLUMNS = ["#", "tokens", "graph", "function", "shapes", "compile s", "
 
 
 def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
-    m, e = c.compiled, c.eager
+    m, e, pair = c.compiled, c.eager, c.comparison
     tag = " (eager fallback!)" if c.fallback and m else ""
-    noisy = any(x is not None and x.noisy for x in (m, e))
     be = c.break_even_calls
     return [
         ("compiled forward", f"{m.median_ms:.3f} ms" if m else "failed",
          m.spread() + tag if m else "see the message above"),
-        ("speed-up vs eager", "none" if not c.speedup else f"{c.speedup:.2f}x" + (" (noisy)" if noisy else ""),
-         "no compiled code ran: see the message above" if c.fallback else
-         "not to be read: a timing's IQR is over a quarter of its median; compile again to re-measure" if noisy else
-         f"eager re-timed {e.median_ms:.3f} ms, same process and threads" if e else ""),
+        ("speed-up vs eager", "none" if c.speedup is None or pair is None else
+         f"{c.speedup:.2f}x" + ("" if pair.resolved else " (not resolved)"),
+         "no compiled code ran: see the message above" if c.fallback or pair is None or e is None else
+         f"{pair.said()}; eager re-timed {e.median_ms:.3f} ms in the same process, interleaved"),
         ("compile time", f"{c.total_compile_s:.2f} s", f"this input: {c.compile_s:.2f} s"),
-        ("break-even", "never" if be is None else f"{be:,} calls", "compile time / per-call saving"),
+        ("break-even", "not reached" if be is None else f"{be:,} calls",
+         "compile time / per-call saving, once compiled is faster by its whole interval"),
         ("peak memory", format_bytes(c.peak_compiled_bytes), f"eager {format_bytes(c.peak_eager_bytes)} (no_grad)"),
         ("graphs", f"{c.graph_count}", f"{max(c.explanation.graph_break_count, 0)} graph break(s) when it compiled"),
     ]

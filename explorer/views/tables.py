@@ -41,9 +41,12 @@ def format_table(report: dict[str, Any]) -> str:
         if c["speedup"] is not None:
             be = c["break_even_calls"]
             eager_ms = c["eager_forward"]["median_ms"]
-            lines.append(f"  vs eager           {c['speedup']:.2f}x (eager re-timed {eager_ms:.3f} ms), "
+            low, high = c["speedup_interval"]
+            said = {True: "compiled faster", False: "eager faster", None: "no difference resolved"}[c["faster"]]
+            lines.append(f"  vs eager           {c['speedup']:.2f}x, 95% interval {low:.2f}-{high:.2f}x over "
+                         f"{c['pairs']} pairs: {said} (eager re-timed {eager_ms:.3f} ms), "
                          f"compile {c['total_compile_s']:.2f} s, break-even "
-                         + ("never" if be is None else f"{be:,} calls"))
+                         + ("not reached" if be is None else f"{be:,} calls"))
         if c["fallback"]:
             lines.append(f"  NOT COMPILED: {c['fallback']}")
         lines.append(f"  graphs {c['graph_count']}, graph breaks {c['graph_break_count']}")

@@ -14,7 +14,7 @@ from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.inputs import text_of_length
-from explorer.eager.timing import Measurement
+from explorer.eager.compare import Comparison
 from explorer.runs.session import Session
 from models import build_model, make_config
 from models.tokenizer import encode
@@ -176,7 +176,7 @@ def test_a_skipped_module_is_explained_not_shown_as_zeros():
     assert ex.skipped and ex.graph_break_count == -1
     message = honest_fallback(ran.fallback, None, ex)
     assert "captured no graph" in message and "allow_rnn" in message
-    run = CompiledRun(5, "gru", CompileOptions("eager"), None, None, None, None, 0.0, 0.0, message, 0, ex)
+    run = CompiledRun(5, "gru", CompileOptions("eager"), None, None, None, None, None, 0.0, 0.0, message, 0, ex)
     assert "captured no graph at all" in breaks_markdown(run)
 
 
@@ -186,8 +186,8 @@ def test_timed_compiled_calls_really_reach_compiled_code():
     assert cm.call(ids).fallback is None
     before = cm.compiled_calls
     figures = cm.measure(ids)
-    timed = figures.compiled.runs * figures.compiled.calls_per_run
-    assert cm.compiled_calls - before >= timed  # every timed call went through a compiled graph
+    assert figures.comparison.pairs == figures.compiled.runs >= 8  # eager and compiled, timed in pairs
+    assert cm.compiled_calls - before >= figures.compiled.runs  # every timed call went through a compiled graph
 
 
 def test_an_inductor_compile_reports_dynamos_seconds_and_the_cache_that_served_it(tmp_path, monkeypatch):
@@ -206,30 +206,33 @@ def test_an_inductor_compile_reports_dynamos_seconds_and_the_cache_that_served_i
     assert caches[0].startswith("fx miss") and caches[1].startswith("fx hit"), caches
 
 
-def test_break_even_is_compile_seconds_over_the_per_call_saving():
-    def run(eager_ms, compiled_ms, fallback=None):
-        m = lambda ms: Measurement("x", ms, 0.01, ms, ms, 5, 10, 1)  # noqa: E731
-        return CompiledRun(8, "x", CompileOptions("eager"), m(eager_ms), m(compiled_ms), None, None, 3.0, 3.0,
-                           fallback, 1, Explanation(8, 1, 0, ()))
-
-    assert run(2.0, 1.0).break_even_calls == 3000  # 3 s paid back at 1 ms a call
-    assert run(2.0, 1.5).break_even_calls == 6000
-    assert run(1.0, 1.0).break_even_calls is None and run(1.0, 2.0).break_even_calls is None  # never
-    assert run(2.0, 1.0, "recompile limit (8) hit").break_even_calls is None
+def _run(eager_ms, compiled_ms, fallback=None, spread=0.01):
+    """A compiled run whose 20 pairs have these medians, each sample `spread` (relative) off it either way, the two
+    sides' noise unrelated (a pattern of period 2 against one of period 4)."""
+    eager = [eager_ms * (1 + spread * (-1) ** i) for i in range(20)]
+    compiled = [compiled_ms * (1 + spread * (-1) ** (i // 2)) for i in range(20)]
+    pair = Comparison.of("eager", "compiled", eager, compiled)
+    return CompiledRun(8, "x", CompileOptions("eager"), pair.measurement("eager"), pair.measurement("compiled"), pair,
+                       None, None, 3.0, 3.0, fallback, 1, Explanation(8, 1, 0, ()))
 
 
-def test_a_speedup_built_on_a_noisy_timing_says_so():
+def test_break_even_is_compile_seconds_over_the_per_call_saving_once_compiled_is_resolved_faster():
+    assert _run(2.0, 1.0).break_even_calls == 3000  # 3 s paid back at 1 ms a call
+    assert _run(2.0, 1.5).break_even_calls == 6000
+    assert _run(1.0, 1.0).break_even_calls is None and _run(1.0, 2.0).break_even_calls is None  # never
+    assert _run(2.0, 1.0, "recompile limit (8) hit").break_even_calls is None
+    assert _run(1.05, 1.0, spread=0.3).break_even_calls is None  # faster by its median, not by its interval
+
+
+def test_a_speedup_carries_its_interval_and_an_unresolved_one_says_so():
     from explorer.views.compiled import compiled_cards
 
-    def m(median, iqr):
-        return Measurement("x", median, iqr, median, median, 5, 10, 1)
-
-    ex = Explanation(8, 1, 0, ())
-    steady = CompiledRun(8, "x", CompileOptions("eager"), m(2.0, 0.1), m(1.0, 0.05), 1, 1, 1.0, 1.0, None, 1, ex)
-    noisy = CompiledRun(8, "x", CompileOptions("eager"), m(23.4, 30.0), m(2.5, 0.1), 1, 1, 1.0, 1.0, None, 1, ex)
-    assert dict((k, v) for k, v, _ in compiled_cards(steady))["speed-up vs eager"] == "2.00x"
-    card = next(c for c in compiled_cards(noisy) if c[0] == "speed-up vs eager")
-    assert card[1] == "9.36x (noisy)" and "not to be read" in card[2]
+    steady = dict((k, (v, d)) for k, v, d in compiled_cards(_run(2.0, 1.0)))["speed-up vs eager"]
+    assert steady[0] == "2.00x" and "compiled is 2.00x faster than eager (95% interval" in steady[1]
+    noisy = dict((k, (v, d)) for k, v, d in compiled_cards(_run(1.1, 1.0, spread=0.4)))["speed-up vs eager"]
+    assert noisy[0].endswith("(not resolved)") and "no difference between eager and compiled resolved" in noisy[1]
+    report = _run(2.0, 1.0).as_dict()
+    assert report["faster"] is True and report["pairs"] == 20 and report["speedup_interval"][0] > 1
 
 
 def test_a_one_token_input_is_a_graph_of_its_own_and_says_why(fresh_service):

@@ -1,0 +1,135 @@
+"""Two ways of running one thing, compared as this VM allows: timed in interleaved pairs (the order alternating, so
+a slow spell of the machine falls on both), the ratio of their medians with a bootstrap confidence interval over
+the pairs, and a word only where the interval decides it. "B is faster" is said when the whole interval is above
+1; otherwise "no difference resolved at this noise". Measuring (`compare`), the value (`Comparison`) and its words
+(`said`) are apart, as in torch.utils.benchmark."""
+
+from __future__ import annotations
+
+import platform
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from torch.utils.benchmark.utils.common import set_torch_threads
+
+from explorer.core.machine import THREADS, on_core
+from explorer.eager.timing import Measurement, measuring_core
+
+CONFIDENCE = 0.95
+RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by well under 1% between seeds at 20 pairs
+MIN_PAIRS = 8
+TARGET_PAIRS = 20  # within the budget: enough for the interval, few enough to bootstrap in milliseconds
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`a` against `b` in paired samples (ms per call, one block of each per pair). `ratio` is median(a) /
+    median(b): above 1, `b` is faster; `low`..`high` its bootstrap interval at `confidence`."""
+
+    a: str
+    b: str
+    a_ms: tuple[float, ...]
+    b_ms: tuple[float, ...]
+    ratio: float
+    low: float
+    high: float
+    confidence: float = CONFIDENCE
+    threads: int = 0
+    cores: tuple[int, ...] = ()
+    node: str = ""
+
+    @classmethod
+    def of(cls, a: str, b: str, a_ms: Sequence[float], b_ms: Sequence[float], seed: int = 0,
+           **where: Any) -> Comparison:
+        """The comparison of paired samples (a_ms[i] and b_ms[i] timed together), its interval bootstrapped."""
+        if len(a_ms) != len(b_ms) or not a_ms:
+            raise ValueError("a comparison needs paired samples: as many of a as of b, at least one")
+        low, high = ratio_interval(a_ms, b_ms, seed=seed)
+        return cls(a, b, tuple(a_ms), tuple(b_ms), statistics.median(a_ms) / statistics.median(b_ms), low, high,
+                   **where)
+
+    @property
+    def pairs(self) -> int:
+        return len(self.a_ms)
+
+    @property
+    def faster(self) -> str | None:
+        """The one that is faster by the whole interval, or None: not resolved at this noise."""
+        return self.b if self.low > 1 else self.a if self.high < 1 else None
+
+    @property
+    def resolved(self) -> bool:
+        return self.faster is not None
+
+    @property
+    def noise(self) -> float:
+        """Half the interval's width, relative: the smallest difference this run could have resolved (0.12 = ±12%)."""
+        return (self.high - self.low) / 2
+
+    def interval(self) -> str:
+        return f"{self.confidence:.0%} interval {self.low:.2f}-{self.high:.2f}x, {self.pairs} pairs"
+
+    def said(self) -> str:
+        """'compiled is 1.32x faster than eager (95% interval 1.21-1.45x, 20 pairs)', or that no difference was
+        resolved at this noise."""
+        if self.low > 1:
+            return f"{self.b} is {self.ratio:.2f}x faster than {self.a} ({self.interval()})"
+        if self.high < 1:
+            return f"{self.a} is {1 / self.ratio:.2f}x faster than {self.b} ({self.interval()})"
+        return (f"no difference between {self.a} and {self.b} resolved at this noise (±{self.noise:.1%}; "
+                f"{self.ratio:.2f}x, {self.interval()})")
+
+    def measurement(self, side: str) -> Measurement:
+        """One side's samples as a Measurement (median, IQR, range), for the figures that show one timing."""
+        xs = sorted(self.a_ms if side == self.a else self.b_ms)
+        q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+        return Measurement(side, statistics.median(xs), q[2] - q[0], xs[0], xs[-1], len(xs), 1, self.threads,
+                           cores=self.cores, node=self.node)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**{k: v for k, v in asdict(self).items() if k not in ("a_ms", "b_ms")}, "pairs": self.pairs,
+                "faster": self.faster, "a_ms": list(self.a_ms), "b_ms": list(self.b_ms)}
+
+
+def ratio_interval(a_ms: Sequence[float], b_ms: Sequence[float], confidence: float = CONFIDENCE,
+                   resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap of median(a) / median(b) over the pairs (a pair is resampled whole, so what the machine
+    did to both at once stays together). Seeded: the same samples give the same interval."""
+    rng = random.Random(seed)
+    n = len(a_ms)
+    ratios = []
+    for _ in range(resamples):
+        picks = [rng.randrange(n) for _ in range(n)]
+        ratios.append(statistics.median(a_ms[i] for i in picks) / statistics.median(b_ms[i] for i in picks))
+    ratios.sort()
+    tail = (1 - confidence) / 2
+    return ratios[int(tail * (resamples - 1))], ratios[int((1 - tail) * (resamples - 1))]
+
+
+def compare(a: str, a_fn: Callable[[], object], b: str, b_fn: Callable[[], object], min_run_time: float,
+            min_pairs: int = MIN_PAIRS) -> Comparison:
+    """Time `a_fn` and `b_fn` in interleaved pairs for about `min_run_time` seconds in all (after a warm-up call
+    of each), the order alternating pair by pair, on one measuring core with the pinned threads."""
+    with measuring_core() as core, on_core(core) as cores, set_torch_threads(THREADS):
+        once = []
+        for fn in (a_fn, b_fn):
+            start = time.perf_counter()
+            fn()
+            once.append(time.perf_counter() - start)
+        # blocks sized so the budget gives about TARGET_PAIRS pairs; the same number of calls on both sides
+        number = max(1, int(min_run_time / (2 * TARGET_PAIRS * max(sum(once) / 2, 1e-7))))
+        a_ms: list[float] = []
+        b_ms: list[float] = []
+        began = time.perf_counter()
+        while time.perf_counter() - began < min_run_time or len(a_ms) < min_pairs:
+            order = ((a_fn, a_ms), (b_fn, b_ms)) if len(a_ms) % 2 == 0 else ((b_fn, b_ms), (a_fn, a_ms))
+            for fn, out in order:
+                start = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                out.append(1e3 * (time.perf_counter() - start) / number)
+    return Comparison.of(a, b, a_ms, b_ms, threads=THREADS, cores=cores, node=platform.node())
