@@ -12,6 +12,7 @@ from explorer.claims.evidence import (
     Chart,
     Claim,
     Evidence,
+    Holds,
     Series,
     Verdict,
     Workers,
@@ -50,6 +51,10 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
     for key, m in (("eager", eager), ("compiled", compiled)):
         numbers[f"{key}.failed"] = float(m.failed)
         numbers[f"{key}.named"] = float(_named(m))
+        if m.seconds is None:  # the worker stopped: not measured, which is not zero
+            numbers[f"{key}.unmeasured"] = 1.0
+            shown.append((m.mode, "not measured", m.failure.message if m.failure else ""))
+            continue
         numbers[f"{key}.seconds"] = m.seconds
         if m.failure:
             numbers[f"{key}.frames"], numbers[f"{key}.lines"] = m.failure.frames, m.failure.lines
@@ -57,7 +62,7 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
                           f"the error; names {m.failure.where or 'no line of yours'}: {m.failure.exception}"))
         else:
             shown.append((m.mode, "no error", duration(m.seconds)))
-    failed = [m for m in (eager, compiled) if m.failure]
+    failed = [m for m in (eager, compiled) if m.failure and m.seconds is not None]
     chart = Chart("bar", f"The same bug ({BUGS[BUG].title}), eager vs compiled", "mode", "traceback lines",
                   [Series("traceback lines", [m.mode for m in failed], [m.failure.lines for m in failed],  # type: ignore[union-attr]
                           text=[m.failure.where for m in failed]),  # type: ignore[union-attr]
@@ -70,6 +75,9 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
 
 
 def judge(x: dict[str, float]) -> Verdict:
+    if unmeasured := [k for k in ("eager", "compiled") if x.get(f"{k}.unmeasured")]:
+        return Verdict(Holds.UNRESOLVED, f"the {' and '.join(unmeasured)} run did not finish (its worker stopped): "
+                                   "nothing to compare")
     if not x["eager.failed"]:
         return Verdict(NOT_HERE, "the bug raised nothing eagerly, so there was no error to point at")
     if not x["eager.named"]:

@@ -23,9 +23,10 @@ class Holds(Enum):
     HOLDS = "holds"
     CONDITION = "holds with a condition"
     NOT_HERE = "does not hold here"
+    UNRESOLVED = "not resolved on this machine today"  # the comparison it rests on was too noisy, or not measured
 
 
-HOLDS, CONDITION, NOT_HERE = Holds.HOLDS, Holds.CONDITION, Holds.NOT_HERE
+HOLDS, CONDITION, NOT_HERE, UNRESOLVED = Holds.HOLDS, Holds.CONDITION, Holds.NOT_HERE, Holds.UNRESOLVED
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from explorer.claims.chosen import Chosen, by_model
 from explorer.claims.compiled import eager_then_compiled, options
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Holds, Series, Verdict, times
 from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
@@ -82,9 +82,11 @@ def judge(x: dict[str, float]) -> Verdict:
     rest = "".join([f"; slower compiled: {say(slower)}" if slower else "",
                     f"; not resolved on this machine today: {say(unresolved)}" if unresolved else "",
                     f"; no compiled code ran for {', '.join(never)}" if never else ""])
+    if not faster and not slower:
+        return Verdict(Holds.UNRESOLVED,
+                       f"no model's speed-up was resolved{rest}" if models else "no model was measured")
     if not faster:
-        return Verdict(NOT_HERE, f"no model ran faster compiled by its whole interval{rest}" if models else
-                       "no model was measured")
+        return Verdict(NOT_HERE, f"no model ran faster compiled by its whole interval{rest}")
     if rest:
         return Verdict(CONDITION, f"for {say(faster, paid=True)}{rest}; the compile seconds come first")
     return Verdict(HOLDS, f"every model ran faster compiled ({say(faster, paid=True)})")

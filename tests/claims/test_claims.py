@@ -9,7 +9,7 @@ import pytest
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.chosen import Chosen
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, ClaimResult, run_claim
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult, run_claim
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.compile.protocol import Workers
 from explorer.compile.worker import CompileService
@@ -116,6 +116,23 @@ def test_debugging_verdict_follows_its_numbers():
     assert debugging.judge(x).kind == HOLDS
     assert debugging.judge(x | {"compiled.lines": 30}).kind == CONDITION
     assert debugging.judge(x | {"eager.named": 0.0}).kind == NOT_HERE
+    stopped = {k: v for k, v in x.items() if k != "compiled.seconds"} | {"compiled.unmeasured": 1.0}
+    v = debugging.judge(stopped)  # a compile that timed out: not measured, never read as 0 s
+    assert v.kind == UNRESOLVED and "the compiled run did not finish" in v.why
+
+
+def test_a_debug_mode_whose_worker_stopped_shows_no_time():
+    from explorer.labs.debug.lab import DebugResult
+    from explorer.labs.debug.modes import Failure, ModeOutcome
+    from explorer.labs.debug.view import format_debug, view_of
+
+    stopped = ModeOutcome("compiled (inductor)", True, None,
+                          Failure.of(RuntimeError("the compile worker timed out after 120 s")), None, None)
+    result = DebugResult("rnn", {}, "shape", "x" * 20, 20, [stopped])
+    view = view_of(result)
+    assert view.report["modes"][0]["seconds"] is None
+    assert "compiled (inductor) was not measured" in view.report["verdict"]
+    assert "time not measured" in format_debug(view.report) and "after 0.00 s" not in format_debug(view.report)
 
 
 @pytest.mark.slow
@@ -143,6 +160,8 @@ def test_speed_verdict_names_a_winner_only_by_its_whole_interval():
     assert slower.kind == NOT_HERE and "slower compiled: rnn 0.80x" in slower.why and "not resolved" in slower.why
     dropped = speed.judge(both | {"early_exit.ran_compiled": 0.0})  # no compiled code ran: not "every model"
     assert dropped.kind == CONDITION and "no compiled code ran for early_exit" in dropped.why
+    noisy = speed.judge(_speed("rnn", 1.2, 0.9, 1.5) | _speed("tree", 0.9, 0.7, 1.1))
+    assert noisy.kind == UNRESOLVED and "rnn 1.20x" in noisy.why and "tree 0.90x" in noisy.why
 
 
 @pytest.mark.slow

@@ -47,7 +47,9 @@ class DebugResult:
             parts.append(f"eager raises nothing (loss {first.loss:.3g}, gradients "
                          f"{'finite' if first.grad_finite else 'NOT finite'})")
         for m in failed:
-            if m.mode != "eager" and m.failure:
+            if m.mode != "eager" and m.failure and m.seconds is None:
+                parts.append(f"{m.mode} was not measured: {m.failure.message[:120]}")
+            elif m.mode != "eager" and m.failure:
                 same = "the same line" if first and first.failure and m.failure.where == first.failure.where \
                     else (m.failure.where or "no line of yours")
                 parts.append(f"{m.mode} names {same} in {m.failure.lines} lines after {m.seconds:.2f} s "
@@ -105,7 +107,7 @@ def run_debug(service: JobRunner, model: str, config: object, bug: str, text: st
                 if isinstance(item, Progress):
                     yield item
                 elif isinstance(item, CompileFailure):
-                    outcomes.append(ModeOutcome(mode, True, 0.0, Failure.of(item), None, None))
+                    outcomes.append(ModeOutcome(mode, True, None, Failure.of(item), None, None))  # not measured
                 else:
                     outcomes.append(item)
     result = DebugResult(model, values, bug, tokens.text, ids.shape[1], outcomes)

@@ -25,7 +25,8 @@ MODES = ("eager", "compiled (eager)", "compiled (aot_eager)", "compiled (inducto
 class ModeOutcome:
     mode: str
     failed: bool
-    seconds: float  # from the call to the exception (or to the end of the step)
+    seconds: float | None  # from the call to the exception (or to the end of the step); None: not measured (the
+    # worker running the mode timed out or died: its message is the failure)
     failure: Failure | None
     loss: float | None  # the step's loss when it did not fail (NaN shows here)
     grad_finite: bool | None  # every gradient finite after the step

@@ -46,8 +46,8 @@ def _mode_row(m: ModeOutcome) -> list[Any]:
     if f is None:
         return [m.mode, "no", "—", "—", "—", "—", f"nothing raised (loss {m.loss:.3g}, gradients "
                 f"{'finite' if m.grad_finite else 'NOT finite'})"]
-    return [m.mode, "yes", f"{m.seconds:.2f}", f"{f.where}: {f.source}" if f.where else "none", f.frames, f.lines,
-            f"{f.exception}: {f.message}"]
+    return [m.mode, "yes", "not measured" if m.seconds is None else f"{m.seconds:.2f}",
+            f"{f.where}: {f.source}" if f.where else "none", f.frames, f.lines, f"{f.exception}: {f.message}"]
 
 
 def comparison_figure(result: DebugResult, height: int = 320) -> go.Figure:
@@ -104,7 +104,9 @@ def format_debug(report: dict[str, Any]) -> str:
             lines.append(f"{mode['mode']:<22} no error   loss {mode['loss']:.3g}, gradients "
                          f"{'finite' if mode['grad_finite'] else 'NOT finite'}")
             continue
-        lines.append(f"{mode['mode']:<22} FAILS after {mode['seconds']:.2f} s: {f['exception']}: {f['message']}")
+        after = "(time not measured: the worker stopped)" if mode["seconds"] is None else \
+            f"after {mode['seconds']:.2f} s"
+        lines.append(f"{mode['mode']:<22} FAILS {after}: {f['exception']}: {f['message']}")
         lines.append(f"{'':<23}names {f['where'] or 'none of your lines'} {f['source']}; traceback "
                      f"{f['frames']} frames, {f['lines']} lines")
     for n in report["nan"]:
