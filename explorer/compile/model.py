@@ -126,7 +126,8 @@ class CompiledModel:
                 ev.compile_s, ev.cache = frames[ev.compile_id].seconds, frames[ev.compile_id].cache
         new = self.events[first_new:]
         # Dynamo worked on this input if it compiled, broke or failed; else its graphs came from earlier inputs.
-        explanation = Explanation.of(length, new, breaks.breaks) if new or breaks.breaks or ran.error else None
+        worked = new or breaks.breaks or ran.error
+        explanation = Explanation.of(length, new, breaks.breaks, breaks.count) if worked else None
         return CallOutcome(length, new, fallback, ran.error, explanation)
 
     def measure(self, ids: torch.Tensor) -> ForwardFigures:

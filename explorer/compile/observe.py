@@ -10,7 +10,7 @@ import linecache
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -101,6 +101,7 @@ class GraphBreak:
     code: str = ""  # that line of source
     explanation: str = ""  # dynamo's plain-words explanation
     skipped: bool = False  # dynamo gave up on the whole function and runs it eagerly
+    times: int = field(default=1, compare=False)  # how often dynamo broke there (a loop breaks once per iteration)
 
     def one_line(self) -> str:
         return f"{self.reason} at {self.where}" + (f": {self.explanation}" if self.explanation else "")
@@ -132,13 +133,22 @@ class BreakLog(logging.Handler):
     def __init__(self) -> None:
         super().__init__()
         self.breaks: list[GraphBreak] = []
+        self.count = 0  # breaks as dynamo counts them: its `unimplemented` counter's growth meanwhile (a break that
+        # happens while handling another, as a loop's frame skipped, is one more)
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Each distinct break once, with how often dynamo logged it (each occurrence is one break of its count)."""
         b = parse_break(record.getMessage())
-        if b is not None and b not in self.breaks:
+        if b is None:
+            return
+        if b in self.breaks:
+            i = self.breaks.index(b)
+            self.breaks[i] = replace(self.breaks[i], times=self.breaks[i].times + 1)
+        else:
             self.breaks.append(b)
 
     def __enter__(self) -> BreakLog:
+        self._before = _unimplemented()
         torch._logging.set_logs(graph_breaks=True)
         logger = logging.getLogger(self.LOGGER)
         logger.addHandler(self)
@@ -150,6 +160,11 @@ class BreakLog(logging.Handler):
         logger.removeHandler(self)
         logger.propagate = self._propagate
         torch._logging.set_logs()
+        self.count = max(_unimplemented() - self._before, sum(b.times for b in self.breaks))
+
+
+def _unimplemented() -> int:
+    return sum(dynamo_utils.counters["unimplemented"].values())
 
 
 class CountingBackend:
@@ -236,13 +251,16 @@ class Explanation:
 
     length: int  # the input whose compile this describes
     graph_count: int  # graphs compiled for it (0: dynamo skipped the whole forward)
-    graph_break_count: int  # distinct breaks, with the user's line; -1 when dynamo skipped the frame
-    graph_breaks: tuple[GraphBreak, ...]
+    graph_break_count: int  # breaks as dynamo counts them (each occurrence); -1 when dynamo skipped the frame
+    graph_breaks: tuple[GraphBreak, ...]  # the distinct ones, each with how often it happened
 
     @property
     def skipped(self) -> bool:
         return self.graph_count == 0
 
     @classmethod
-    def of(cls, length: int, events: list[CompileEvent], breaks: list[GraphBreak]) -> Explanation:
-        return cls(length, len(events), len(breaks) if events else -1, tuple(breaks))
+    def of(cls, length: int, events: list[CompileEvent], breaks: list[GraphBreak],
+           count: int | None = None) -> Explanation:
+        """`count`: dynamo's own count of the breaks (BreakLog.count); default, the logged occurrences."""
+        counted = sum(b.times for b in breaks) if count is None else count
+        return cls(length, len(events), counted if events else -1, tuple(breaks))

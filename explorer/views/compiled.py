@@ -50,7 +50,8 @@ def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
         ("break-even", "not reached" if be is None else f"{be:,} calls",
          "compile time / per-call saving, once compiled is faster by its whole interval"),
         ("peak memory", format_bytes(c.peak_compiled_bytes), f"eager {format_bytes(c.peak_eager_bytes)} (no_grad)"),
-        ("graphs", f"{c.graph_count}", f"{max(c.explanation.graph_break_count, 0)} graph break(s) when it compiled"),
+        ("graphs", f"{c.graph_count}", f"{max(c.explanation.graph_break_count, 0)} graph break(s) when it compiled, "
+         f"at {len(c.explanation.graph_breaks)} place(s)"),
     ]
 
 
@@ -63,9 +64,10 @@ def breaks_markdown(c: CompiledRun) -> str:
     when = f"when dynamo compiled the {ex.length}-token input ({ex.graph_count} graph(s))"
     if not ex.graph_breaks:
         return f"**No graph breaks** {when}."
-    lines = [f"**{len(ex.graph_breaks)} graph break(s)** {when}:"]
+    lines = [f"**{ex.graph_break_count} graph break(s)** (dynamo's count), at {len(ex.graph_breaks)} place(s), {when}:"]
     for b in ex.graph_breaks:
-        lines.append(f"- `{b.where}`: `{b.code}`  \n  {b.reason}. {b.explanation}"
+        lines.append(f"- `{b.where}`: `{b.code}`" + (f" ({b.times} times)" if b.times > 1 else "")
+                     + f"  \n  {b.reason}. {b.explanation}"
                      + ("  \n  Dynamo gave up on this whole function: it runs eagerly, and only the modules it "
                         "calls are compiled, each as its own graph." if b.skipped else ""))
     return "\n".join(lines)

@@ -50,7 +50,7 @@ def format_table(report: dict[str, Any]) -> str:
         if c["fallback"]:
             lines.append(f"  NOT COMPILED: {c['fallback']}")
         lines.append(f"  graphs {c['graph_count']}, graph breaks {c['graph_break_count']}")
-        lines += [f"  break at {b['where']}: {b['reason']}" for b in c["graph_breaks"]]
+        lines += [f"  break at {b['where']} ({b['times']}x): {b['reason']}" for b in c["graph_breaks"]]
         lines.append("timeline:")
         lines += [f"  {e['length']:>5} tokens  {e['compile_id']:<5} {'symbolic' if e['dynamic'] else 'static':<8} "
                   f"{e['compile_s']:6.2f} s  {e['reason']}" for e in report["timeline"]]

@@ -71,7 +71,9 @@ def test_graph_breaks_are_read_off_the_real_compile_and_match_explain(service):
     ids = torch.tensor([encode(text_of_length("hello world ", len(text)))])
     expected = dynamo.explain(build_model("early_exit", make_config("early_exit")))(ids)
     ex = runs[0].explanation
-    assert ex.graph_count == expected.graph_count and ex.graph_break_count >= 1 and expected.graph_break_count >= 1
+    # dynamo's own count, as explain's: the branch's item() and, while handling it, the loop's frame skipped: 2
+    assert (ex.graph_count, ex.graph_break_count) == (expected.graph_count, expected.graph_break_count)
+    assert ex.graph_break_count > len(ex.graph_breaks) == 1
     brk = ex.graph_breaks[0]
     assert brk.where == early_exit_branch() and "confidence" in brk.code
     assert "item()" in brk.reason
