@@ -102,8 +102,13 @@ def judge(x: dict[str, float]) -> Verdict:
     if len(free_wins) == len(compared):
         return Verdict(HOLDS, f"a padding-free strategy is fastest ({detail}).{notes}")
     if free_wins:
-        return Verdict(CONDITION, f"only for {', '.join(free_wins)}, where packing or nested tensors run; the others "
-                                  f"are fastest padded ({detail}).{notes}")
+        def won(m: str) -> str:
+            (free, free_ms), (padded, padded_ms) = _best(x, m, PADDING_FREE), _best(x, m, ("pad", "bucket"))
+            return (f"{m} ({STRATEGIES[free][0]} {free_ms:.2f} ms against {STRATEGIES[padded][0]} "
+                    f"{padded_ms:.2f} ms)")
+        padded = [m for m in compared if m not in free_wins]
+        return Verdict(CONDITION, f"only for {', '.join(map(won, free_wins))}; fastest padded: "
+                                  f"{'; '.join(f'{m}: {STRATEGIES[_best(x, m)[0]][0]}' for m in padded)}.{notes}")
     return Verdict(NOT_HERE, f"padding (to the longest, or within buckets) is fastest ({detail}).{notes}")
 
 

@@ -80,7 +80,10 @@ def test_padding_verdict_follows_its_numbers():
     x = {"rnn.pad_ms": 30.0, "rnn.pack_ms": 12.0, "rnn.loop_ms": 100.0, "rnn.pad_fraction": 0.9,
          "transformer.pad_ms": 500.0, "transformer.bucket_ms": 22.0, "transformer.loop_ms": 99.0}
     v = padding.judge(x)
-    assert v.kind == CONDITION and "only for rnn" in v.why and "slowest strategy for rnn" in v.why
+    assert v.kind == CONDITION and "slowest strategy for rnn" in v.why
+    # the winner named is the winner in the numbers, and a model that won is not also listed as fastest padded
+    assert "only for rnn (pack_padded_sequence 12.00 ms against" in v.why and "pad" in v.why.split("against")[1]
+    assert "fastest padded: transformer:" in v.why and "rnn:" not in v.why.split("fastest padded:")[1]
     assert padding.judge(x | {"transformer.loop_ms": 20.0}).kind == HOLDS
     assert padding.judge(x | {"rnn.pack_ms": 40.0}).kind == NOT_HERE
 
