@@ -35,30 +35,34 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
             else:
                 runs.append(item[1])
     first, change = runs
-    yield Progress.said("eager: building the new architecture and recording its graph, timed")
+    yield Progress.said("eager: recording the new architecture's graph, and building it, each timed")
     ids = tokenize(DEFAULT_TEXT).ids
     config = make_config(MODEL, AFTER)
-    eager = time_it("new architecture to its graph", lambda: capture_run(build_model(MODEL, config), ids),
-                    FORWARD_BUDGET_S * (1 if w.quick else 5))
+    budget = FORWARD_BUDGET_S * (1 if w.quick else 5)
+    model = build_model(MODEL, config)  # built once: both sides build the new modules; what differs is after
+    eager = time_it("the new architecture's graph", lambda: capture_run(model, ids), budget)
+    build = time_it("building the new architecture", lambda: build_model(MODEL, config), budget)
     cached = "hit" in change.events[0].cache if change.events else False
-    numbers = {"eager_new_graph_ms": eager.median_ms, "recompile_s": change.compile_s,
+    numbers = {"eager_new_graph_ms": eager.median_ms, "build_ms": build.median_ms, "recompile_s": change.compile_s,
                "recompiles": len(change.events), "recompile_cache_hit": float(cached),
                "first_compile_s": first.compile_s}
     reasons = "; ".join(sorted({e.reason for e in change.events})) or "none"
     chart = Chart("bar", f"{MODEL}: layers {BEFORE['layers']} → {AFTER['layers']}", "what the change costs",
-                  "ms (log scale)", [Series("time", ["eager: build + record the graph", "compiled: recompile",
+                  "ms (log scale)", [Series("time", ["eager: record the new graph", "compiled: recompile",
                                                      "compiled: first compile"],
                                             [eager.median_ms, change.compile_s * 1e3, first.compile_s * 1e3],
                                             spread=[eager.iqr_ms, 0.0, 0.0])], log_y=True)
-    shown = [("eager: new graph", f"{eager.median_ms:.1f} ms", f"build the model and record one forward and "
-              f"backward; {eager.spread()}"),
+    shown = [("eager: new graph", f"{eager.median_ms:.1f} ms", f"record the graph of one forward and its loss (no "
+              f"backward) on the new architecture; {eager.spread()}; building it took {build.median_ms:.1f} ms "
+              "more, on either side"),
              ("compiled: recompile", f"{change.compile_s:.2f} s", f"{len(change.events)} compile(s); inductor's "
               f"cache {'served it' if cached else 'missed'}"),
              ("ratio", times(change.compile_s * 1e3 / eager.median_ms) if eager.median_ms else "—",
               "the recompile against eager's new graph")]
     notes = [f"{MODEL} at its default config with layers {BEFORE['layers']} then {AFTER['layers']}, on the default "
              "text; compile seconds are dynamo's own for the change's compiles; eager timed with "
-             "torch.utils.benchmark (a fresh model each call)", f"why it compiled: {reasons}"]
+             "torch.utils.benchmark on a model built once (building the new modules costs both sides the same, and "
+             "is timed apart)", f"why it compiled: {reasons}"]
     yield Evidence(numbers, shown, chart, notes)
 
 
@@ -74,7 +78,9 @@ def judge(x: dict[str, float]) -> Verdict:
     if ratio >= MUCH_FASTER:
         return Verdict(HOLDS, said)
     if ratio > 1:
-        return Verdict(CONDITION, f"{said}: with warm compile caches the gap is small")
+        why = "inductor's cache served the recompile" if x["recompile_cache_hit"] else \
+            f"the recompile missed inductor's cache and was still under {MUCH_FASTER}x"
+        return Verdict(CONDITION, f"{said}: {why}")
     return Verdict(NOT_HERE, said)
 
 

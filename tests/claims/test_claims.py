@@ -92,14 +92,17 @@ def test_padding_verdict_follows_its_numbers():
 def test_rebuild_claim_times_the_eager_graph_and_the_recompile(workers):
     r = _result("rebuild", workers)
     x = r.evidence.numbers
-    assert x["recompiles"] >= 1 and x["recompile_s"] > 0 and x["eager_new_graph_ms"] > 0
-    assert r.verdict == rebuild.judge(x)
+    assert x["recompiles"] >= 1 and x["recompile_s"] > 0 and x["eager_new_graph_ms"] > 0 and x["build_ms"] > 0
+    assert "no backward" in r.evidence.shown[0][2]  # the capture records forward and loss only, and says so
 
 
 def test_rebuild_verdict_follows_its_numbers():
     x = {"eager_new_graph_ms": 10.0, "recompile_s": 10.0, "recompiles": 1, "recompile_cache_hit": 0.0}
     assert rebuild.judge(x).kind == HOLDS
-    assert rebuild.judge(x | {"recompile_s": 0.05}).kind == CONDITION
+    small = rebuild.judge(x | {"recompile_s": 0.05})
+    assert small.kind == CONDITION and "missed inductor's cache" in small.why
+    assert "inductor's cache served the recompile" in rebuild.judge(x | {"recompile_s": 0.05,
+                                                                         "recompile_cache_hit": 1.0}).why
     assert rebuild.judge(x | {"recompile_s": 0.005}).kind == NOT_HERE
     assert rebuild.judge(x | {"recompiles": 0}).kind == NOT_HERE
 
