@@ -42,7 +42,8 @@ STEPS: tuple[Step, ...] = (
     Step("overhead", 7, "Run the experiment (it compiles a graph for every point: slow the first time).",
          "Follow the dotted overhead-share line: where it is high (small batches, long chains of small ops), how "
          "far apart are eager and compiled? And where it is low?",
-         "Why does fusing operations help a 1-sentence RNN more than a 256-sentence transformer?"),
+         "Where on the grid did compiling help most, and where did it not resolve or lose: is that where the "
+         "overhead line is high? Why would it be?"),
     Step("deploying", 6, "Run the experiment; look for bars missing and for 'silently wrong'.",
          "Which models export as written, and which routes run without an error yet answer wrong on another input "
          "(a trace freezes the decisions of the one input it saw).",
