@@ -209,7 +209,9 @@ def test_deploying_claim_finds_the_silently_wrong_trace(workers):
 
 def test_deploying_verdict_follows_its_numbers():
     x = {"transformer.export.outcome": 1.0, "tree.export.outcome": 0.0, "tree.jit.trace.outcome": -1.0}
-    assert deploying.judge(x).kind == CONDITION
+    v = deploying.judge(x)
+    assert v.kind == CONDITION and "transformer exports as written" in v.why and "tree do not" in v.why
+    assert "silently wrong: jit.trace of tree" in v.why and "control flow" not in v.why  # nothing unmeasured
     assert deploying.judge(x | {"tree.export.outcome": 1.0}).kind == HOLDS
     assert deploying.judge(x | {"transformer.export.outcome": 0.0}).kind == NOT_HERE
 
