@@ -16,7 +16,7 @@ import torch.distributed as dist
 from explorer.compile.observe import CountingBackend, frame_compiles
 from explorer.core.batches import sentence
 from explorer.core.limits import DDP_RUN_S
-from explorer.labs.ddp.results import COMPILE, FORWARD, Cost, WorldRun
+from explorer.labs.ddp.results import COMPILE, FORWARD, WAIT, Cost, WorldRun
 from explorer.labs.ddp.scenario import Conclusion, Launch, Scenario, Setup, costs
 from explorer.labs.ddp.training import Trainer, build
 from explorer.labs.ddp.world import RankContext
@@ -77,13 +77,19 @@ def launches(setup: Setup) -> list[Launch]:
                    (setup.model, setup.config, setup.steps, setup.backend), pg_timeout_s=DDP_RUN_S)]
 
 
+MIN_STEPS_TO_COMPARE = 3  # fewer steps per side than this: the medians are said, not compared
+
+
 def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
     (run,) = runs
-    last = max((max(r.report.values.get("compiled at step", [0])) for r in run.ranks if r.report), default=0)
+    compiling = sorted({s for r in run.ranks if r.report for s in r.report.values.get("compiled at step", [])})
+    last = max(compiling, default=0)
+    every = run.slowest("compiled ms", 0)
     rows = [Cost.of("eager DDP: step, after the last compile", run.slowest("eager ms", last)),
             Cost.of(f"compiled DDP ({setup.backend}): step, after the last compile",
                     run.slowest("compiled ms", last)),
-            Cost.of("compiled DDP: steps that compiled (any rank)", run.slowest("compiled ms", 0)[:last])]
+            Cost.of("compiled DDP: the steps that compiled (on any rank)",
+                    [every[s - 1] for s in compiling if s <= len(every)])]
     if not run.ok:
         return Conclusion(costs(*rows), f"The run did not complete: {run.ending()}.")
     per_rank = "; ".join(
@@ -96,14 +102,19 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
                   "split at a bucket boundary; a wider model splits)" if v["gradient MiB"] <= v["bucket cap MiB"]
                   else "") + ". ")
     eager, compiled = rows[0], rows[1]
-    speed = (f" Steps after the last compile: compiled {compiled.median_ms:.0f} ms vs eager {eager.median_ms:.0f} ms."
-             if eager and compiled else "")
-    verdict = (f"{buckets}{per_rank}.{speed} While one rank compiles, the others wait in the all-reduce (see the "
-               "timeline).")
+    speed = (f" After the last compile: compiled {compiled.median_ms:.0f} ms against eager {eager.median_ms:.0f} ms "
+             f"per step, medians of {compiled.samples} and {eager.samples} step(s) of the slowest rank"
+             + (" (too few to compare)" if min(compiled.samples, eager.samples) < MIN_STEPS_TO_COMPARE else "") + "."
+             if eager and compiled else " No step ran after the last compile: nothing to compare.")
+    waits = run.kind_ms(WAIT)
+    waited = (f" Ranks waited for each other {len(waits)} time(s), up to {max(waits):.0f} ms (the timeline shows "
+              "when)." if waits else "")
+    verdict = f"{buckets}{per_rank}.{speed}{waited}"
     return Conclusion(costs(*rows), verdict)
 
 
 SCENARIO = Scenario(
     "compiled", "Compiled DDP",
-    "torch.compile on a DDP model: graphs split at bucket boundaries, each rank recompiling for its own lengths.",
+    "torch.compile on a DDP model: DDPOptimizer may split its graph at bucket boundaries (the run says whether it "
+    "did), each rank recompiling for its own lengths.",
     ("rnn", "transformer"), launches, conclude)
