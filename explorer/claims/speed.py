@@ -35,6 +35,9 @@ def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
                 _, run = item
         assert run is not None
         numbers[f"{model}.compile_s"] = run.total_compile_s
+        # served by inductor's caches on this server, or compiled cold: the break-even differs by 10x and more
+        numbers[f"{model}.cached"] = float(bool(run.events) and all("miss" not in e.cache and e.cache
+                                                                      for e in run.events))
         pair = run.comparison
         if run.speedup is None or pair is None or run.eager is None or run.compiled is None:
             numbers[f"{model}.ran_compiled"] = 0.0  # counted: a model whose compiled code never ran is not a win
@@ -49,6 +52,7 @@ def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
             series.y.append(m.median_ms)
             series.spread.append(m.iqr_ms)  # type: ignore[union-attr]
         paid = f"paid back after {run.break_even_calls:,} calls" if run.break_even_calls else "not paid back"
+        paid += " (the compile was served by inductor's cache)" if numbers[f"{model}.cached"] else " (a cold compile)"
         shown.append((model, f"{times(pair.ratio)} [{pair.low:.2f}-{pair.high:.2f}]",
                       f"{run.eager.median_ms:.2f} → {run.compiled.median_ms:.2f} ms over {pair.pairs} pairs; "
                       f"{run.total_compile_s:.1f} s of compiling, {paid}"))
@@ -74,7 +78,8 @@ def judge(x: dict[str, float]) -> Verdict:
     def say(ms: list[str], paid: bool = False) -> str:
         def one(m: str) -> str:
             calls = x.get(f"{m}.break_even_calls")
-            back = (f", paid back after {calls:,.0f} calls" if calls else ", not paid back") if paid else ""
+            served = " of cache-served compiling" if x.get(f"{m}.cached") else " of cold compiling"
+            back = (f", paid back after {calls:,.0f} calls{served}" if calls else ", not paid back") if paid else ""
             return (f"{m} {times(x[f'{m}.speedup'])} (95% interval {x[f'{m}.speedup_low']:.2f}-"
                     f"{x[f'{m}.speedup_high']:.2f}x, {x[f'{m}.pairs']:.0f} pairs){back}")
         return "; ".join(map(one, ms))

@@ -158,7 +158,9 @@ def _speed(model: str, ratio: float, low: float, high: float, calls: int | None 
 def test_speed_verdict_names_a_winner_only_by_its_whole_interval():
     both = _speed("rnn", 2.5, 2.2, 2.8, 9000) | _speed("tree", 4.0, 3.1, 4.4, 500)
     v = speed.judge(both)
-    assert v.kind == HOLDS and "rnn 2.50x (95% interval 2.20-2.80x, 20 pairs), paid back after 9,000 calls" in v.why
+    assert v.kind == HOLDS and "rnn 2.50x (95% interval 2.20-2.80x, 20 pairs), paid back after 9,000 calls of cold " \
+        "compiling" in v.why
+    assert "of cache-served compiling" in speed.judge(both | {"rnn.cached": 1.0}).why
     unresolved = speed.judge(both | _speed("tree", 1.3, 0.9, 1.6))  # a median above 1, an interval across it
     assert unresolved.kind == CONDITION and "not resolved on this machine today: tree 1.30x" in unresolved.why
     assert "for rnn" in unresolved.why and "for tree" not in unresolved.why
