@@ -1,7 +1,10 @@
-"""Every claim's experiment and its verdict on this machine: `python -m bench.claims` -> bench/RESULTS-claims.md.
+"""Every claim's experiment and its verdict on this machine: `python -m bench.claims [--runs 2]` ->
+bench/RESULTS-claims.md.
 
-The same experiments as the Claims tab (and `python -m explorer claim --claim all`), each once, in the issue's
-order, with the workers the app uses; `--quick` runs the smallest version of the first."""
+The same experiments as the Claims tab (and `python -m explorer claim --claim all`), in the issue's order, with the
+workers the app uses, `--runs` times in a row (default 2): a verdict that rests on a comparison must come out the
+same kind each time, and the file records every run and whether they agreed. `--quick` runs the smallest version
+of the first, once."""
 
 from __future__ import annotations
 
@@ -22,23 +25,30 @@ def _section(number: int, r: ClaimResult) -> list[str]:
     rows = [f"| {label} | {value} | {detail} |".replace("\n", " ") for label, value, detail in r.evidence.shown]
     return [f"## {number}. “{c.statement}”", "", f"Experiment: {c.experiment} Ran in {duration(r.seconds)}.", "",
             "| figure | value | detail |", "|---|---|---|", *rows, "",
-            *[f"- {n}" for n in r.evidence.notes], "", f"**Verdict: {r.verdict.kind}**: {r.verdict.why}", ""]
+            *[f"- {n}" for n in r.evidence.notes], "", f"**Verdict: {r.verdict.kind.value}**: {r.verdict.why}", ""]
 
 
 def main() -> None:
-    args = parser(__doc__, "RESULTS-claims.md").parse_args()
+    p = parser(__doc__, "RESULTS-claims.md")
+    p.add_argument("--runs", type=int, default=2, help="runs of every experiment, one after the other (default 2)")
+    args = p.parse_args()
+    runs = 1 if args.quick else args.runs
     machine.keep_off_measure_cores()
     machine.pin_threads()  # as the app and the CLI
     workers = Workers(CompileService(), deploy_service(), ddp_service(), quick=args.quick)
     chosen = ["shape"] if args.quick else list(CLAIMS)
     started = time.monotonic()
     sections: list[str] = []
+    kinds: dict[str, list[str]] = {c: [] for c in chosen}
     try:
-        for claim_id in chosen:
-            *_, result = run_claim(CLAIMS[claim_id], workers)
-            assert isinstance(result, ClaimResult)
-            sections += _section(list(CLAIMS).index(claim_id) + 1, result)
-            print(claim_id, result.verdict.kind, flush=True)
+        for run in range(1, runs + 1):
+            sections += [f"# Run {run} of {runs}", ""]
+            for claim_id in chosen:
+                *_, result = run_claim(CLAIMS[claim_id], workers)
+                assert isinstance(result, ClaimResult)
+                sections += _section(list(CLAIMS).index(claim_id) + 1, result)
+                kinds[claim_id].append(result.verdict.kind.value)
+                print(run, claim_id, result.verdict.kind.value, flush=True)
     finally:
         for service in (workers.compile, workers.deploy, workers.ddp):
             service.stop()
@@ -46,9 +56,12 @@ def main() -> None:
     lines = ["# What people say about dynamic graphs, measured", "",
              f"Measured by `python -m bench.claims{' --quick' if args.quick else ''}` on {m['device']} ({m['cpu']}, "
              f"{m['cores']} cores), {m['threads']} thread(s) per measurement, torch {m['torch']}, "
-             f"{time.strftime('%Y-%m-%d')}, in {time.monotonic() - started:.0f} s, one run of each experiment "
-             "(the inductor caches as this machine had them: a compile may have been served by them, as it is "
-             "said where it matters).", "", *sections]
+             f"{time.strftime('%Y-%m-%d')}, in {time.monotonic() - started:.0f} s, {runs} run(s) of each "
+             "experiment in a row (the inductor caches as this machine had them: a compile may have been served by "
+             "them, as it is said where it matters).", "", "| claim | verdict per run | the same each run |",
+             "|---|---|---|",
+             *[f"| {c} | {' / '.join(k)} | {'yes' if len(set(k)) == 1 else 'NO'} |" for c, k in kinds.items()], "",
+             *sections]
     args.out.write_text("\n".join(lines))
     print(f"wrote {args.out}")
 
