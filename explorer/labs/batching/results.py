@@ -109,10 +109,10 @@ class LabResult:
         return next(s for s in self.strategies if s.name == name)
 
     def verdict(self) -> str:
-        """The fastest forward among strategies that agree with the loop, eager or compiled, and why."""
+        """The fastest eager forward among strategies that agree with the loop (all timed in one process), then what
+        compiling did to each, against its own eager timed back to back in the worker: a compiled figure is never
+        ranked against eager ones timed in another process."""
         candidates = [(s.forward.median_ms, s.title, s) for s in self.strategies if s.agrees and s.forward]
-        candidates += [(s.compiled_forward.median_ms, s.title + " (compiled)", s)
-                       for s in self.strategies if s.agrees and s.compiled_forward]
         if not candidates:
             return "No strategy both ran and agreed with the per-sample loop."
         best_ms, best_title, best = min(candidates, key=lambda c: c[0])
@@ -129,6 +129,11 @@ class LabResult:
         if pad_.agrees and pad_ is not best:
             parts.append(f"padding to the longest computes {pad_.padding_fraction:.0%} pad positions and takes "
                          f"{pad_.forward.median_ms / best_ms:.1f}x as long")
+        compiled = [(s.title, s.compiled.speedup) for s in self.strategies
+                    if s.agrees and s.compiled and s.compiled.speedup is not None]
+        if compiled:
+            parts.append("compiled, each against its own eager forward in the worker: "
+                         + ", ".join(f"{title} {ratio:.2f}x" for title, ratio in compiled))
         wrong = [s.title for s in self.strategies if s.agrees is False]
         if wrong:
             parts.append("**disagrees with the loop: " + ", ".join(wrong) + "**")

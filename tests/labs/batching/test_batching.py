@@ -155,3 +155,19 @@ def test_a_strategy_that_ran_no_compiled_code_has_no_speedup():
     m = Measurement("x", 1.0, 0.1, 0.9, 1.2, 5, 10, 1)
     assert CompiledStrategy("eager", forward=m, eager_forward=m).speedup == 1.0
     assert CompiledStrategy("eager", forward=m, eager_forward=m, fallback="recompile limit (8) hit").speedup is None
+
+
+def test_a_compiled_figure_from_the_worker_is_never_ranked_against_eager_ones_from_the_app():
+    from explorer.eager.timing import Measurement
+    from explorer.labs.batching.results import CompiledStrategy, LabResult, StrategyResult
+
+    def ms(x):
+        return Measurement("x", x, 0.01, x, x, 5, 1, 1)
+
+    pad = StrategyResult("pad", "pad to the longest", True, forward=ms(10.0), max_abs_diff=0.0, padding_fraction=0.4,
+                         compiled=CompiledStrategy("eager", forward=ms(1.0), eager_forward=ms(2.0)))
+    loop = StrategyResult("loop", "per-sample loop", True, forward=ms(8.0), max_abs_diff=0.0, padding_fraction=0.0)
+    said = LabResult([3, 5], [pad, loop]).verdict()
+    # the worker's 1 ms compiled pad (a faster process that day) is not "the fastest": it is 2x its own eager
+    assert said.startswith("Fastest correct forward: **the per-sample loop** itself, 8.00 ms")
+    assert "compiled, each against its own eager forward in the worker: pad to the longest 2.00x" in said
