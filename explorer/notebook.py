@@ -23,14 +23,12 @@ from explorer.api import final, run_lab, workers
 from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import Job, R, WorkerContext, Workers
 from explorer.core.errors import InputError
-from explorer.core.inputs import tokenize
-from explorer.eager.capture import train_loss
 from explorer.labs.contract import LabContext, LabSpec
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
 from explorer.serving.sourcing import InProcess
 from explorer.sources.contract import Subject, Supports
-from explorer.sources.probe import ProbedActivations
+from explorer.sources.probe import ProbedSource
 from explorer.sources.registry import SOURCES, add_model_file, check_architecture
 from explorer.views.compiled import compiled_update
 from explorer.views.playground import View, update
@@ -42,16 +40,16 @@ class NoKnobs:
     """An object's architecture is whatever the notebook built: nothing to set."""
 
 
-class ObjectSource:
+class ObjectSource(ProbedSource):
     """A model source for one `nn.Module` object of the notebook: every run gets a copy of it, in eval mode."""
 
     def __init__(self, name: str, module: nn.Module) -> None:
+        super().__init__()
         self.name, self.title, self._module = name, name, module
         self.summary = f"the notebook's {type(module).__name__}"
         self.supports = Supports(batched=False, trainable=True, exportable=True)
         self.tree: tuple[str, str] | None = None
         self.own_code = False  # the notebook's object runs in the kernel: no worker could rebuild it
-        self._activations = ProbedActivations(self.build)
 
     def knobs(self) -> list[Knob]:
         return []
@@ -71,23 +69,8 @@ class ObjectSource:
     def builds(self, module: nn.Module) -> bool:
         return getattr(module, "graph_explorer_object", None) == self.name
 
-    def example_inputs(self, text: str) -> tuple[torch.Tensor, ...]:
-        return (tokenize(text).ids,)
-
-    def loss(self, output: torch.Tensor) -> torch.Tensor:
-        return train_loss(output)
-
     def param_count(self, config: Any) -> int:
         return sum(p.numel() for p in self._module.parameters())
-
-    def activation_bytes(self, config: Any, tokens: int, batch: int) -> int:
-        return self._activations(config, tokens, batch)
-
-    def structure(self, calls: Mapping[str, int]) -> dict[str, int]:
-        return {}
-
-    def decision(self, config: Any, ids: list[int]) -> str | None:
-        return None
 
 
 class Here:
@@ -133,6 +116,10 @@ def _cards_html(cards: list[tuple[str, str, str]]) -> str:
     return f"<table>{rows}</table>"
 
 
+def _cards_text(status: str, cards: list[tuple[str, str, str]]) -> str:
+    return "\n".join([status, *(f"{label}: {value} ({detail})" for label, value, detail in cards)])
+
+
 def _figure_html(fig: go.Figure | None) -> str:
     # plotly.js inline: a notebook shown offline (a classroom, a saved file) still draws it
     return "" if fig is None else fig.to_html(full_html=False, include_plotlyjs=True)
@@ -175,8 +162,7 @@ class Exploration:
         return self.view.graph
 
     def __repr__(self) -> str:
-        return "\n".join([self.view.status, *(f"{label}: {value} ({detail})" for label, value, detail in
-                                              self.view.cards)])
+        return _cards_text(self.view.status, self.view.cards)
 
     def _repr_html_(self) -> str:
         return (f"<div><p>{html.escape(self.view.status)}</p>{_cards_html(self.view.cards)}"
@@ -213,8 +199,7 @@ class CompiledResult:
         return self.view.report
 
     def __repr__(self) -> str:
-        return "\n".join([self.view.status, *(f"{label}: {value} ({detail})" for label, value, detail in
-                                              self.view.cards)])
+        return _cards_text(self.view.status, self.view.cards)
 
     def _repr_html_(self) -> str:
         return (f"<div><p>{html.escape(self.view.status)}</p>{_cards_html(self.view.cards)}"

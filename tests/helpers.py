@@ -115,3 +115,14 @@ def early_exit_branch() -> str:
 
 __all__ = ["ARGS", "cmdline", "descendants", "early_exit_branch", "ensure_chromium", "marked", "source_line",
            "start_app", "stop_app"]
+
+
+def autograd_nodes(loss) -> int:
+    """An independent count of an autograd graph: every node the loss reaches through next_functions."""
+    seen, todo = set(), [loss.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            todo += [n for n, _ in node.next_functions]
+    return len(seen)

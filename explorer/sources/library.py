@@ -16,11 +16,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from explorer.core.inputs import tokenize
 from explorer.core.limits import MAX_TOKENS
-from explorer.eager.capture import train_loss
 from explorer.sources.contract import Supports
-from explorer.sources.probe import ProbedActivations
+from explorer.sources.probe import ProbedSource
 from models.config import ConfigError, Knob, build_config, knob, knobs
 
 VOCAB = 256  # the byte tokenizer's ids; the special tokens are bytes too (0), since the default ids (50256) are not
@@ -117,16 +115,16 @@ ARCHITECTURES = (
 )
 
 
-class LibrarySource:
+class LibrarySource(ProbedSource):
     """One architecture of the `transformers` library as a model source."""
 
     def __init__(self, arch: Architecture) -> None:
+        super().__init__()
         self.arch = arch
         self.name, self.title, self.summary = arch.name, arch.title, arch.summary
         self.supports = Supports(batched=True, trainable=True, exportable=True)
         self.tree: tuple[str, str] | None = None
         self.own_code = False  # the library's code, built from validated knobs only
-        self._activations = ProbedActivations(self.build)
 
     def knobs(self) -> list[Knob]:
         return knobs(LibraryConfig)
@@ -149,24 +147,9 @@ class LibrarySource:
     def builds(self, module: nn.Module) -> bool:
         return isinstance(module, LibraryModel) and getattr(module, "source", None) == self.name
 
-    def example_inputs(self, text: str) -> tuple[torch.Tensor, ...]:
-        return (tokenize(text).ids,)
-
-    def loss(self, output: torch.Tensor) -> torch.Tensor:
-        return train_loss(output)
-
     def param_count(self, config: LibraryConfig) -> int:
         with torch.device("meta"):
             return sum(p.numel() for p in self._model(config).parameters())
-
-    def activation_bytes(self, config: LibraryConfig, tokens: int, batch: int) -> int:
-        return self._activations(config, tokens, batch)
-
-    def structure(self, calls: Mapping[str, int]) -> dict[str, int]:
-        return {}
-
-    def decision(self, config: Any, ids: list[int]) -> str | None:
-        return None
 
 
 def library_sources() -> list[LibrarySource]:

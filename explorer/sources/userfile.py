@@ -42,10 +42,9 @@ import torch
 from torch import nn
 
 from explorer.core.errors import InputError
-from explorer.core.inputs import tokenize
 from explorer.eager.capture import LOSS_HOOK, train_loss
 from explorer.sources.contract import Supports
-from explorer.sources.probe import ProbedActivations
+from explorer.sources.probe import ProbedSource
 from models.config import Knob, build_config, knob, knobs
 
 
@@ -103,10 +102,11 @@ def config_class(factory: Callable[..., nn.Module], where: str) -> tuple[type, b
     return dataclasses.make_dataclass(f"{factory.__name__}_config", fields, frozen=True), False
 
 
-class FileModel:
+class FileModel(ProbedSource):
     """One model source from a file's factory (see the module's docstring)."""
 
     def __init__(self, name: str, factory: Callable[..., nn.Module], where: str, hooks: Hooks | None = None) -> None:
+        super().__init__()
         self.name, self._factory, self._where = name, factory, where
         self._hooks = hooks or Hooks()
         self.title = name
@@ -115,7 +115,6 @@ class FileModel:
         self.tree: tuple[str, str] | None = None
         self.own_code = True
         self._config_cls, self._takes_config = config_class(factory, where)
-        self._activations = ProbedActivations(self.build)
 
     def knobs(self) -> list[Knob]:
         return knobs(self._config_cls)
@@ -146,25 +145,12 @@ class FileModel:
     def builds(self, module: nn.Module) -> bool:
         return getattr(module, "_graph_explorer_source", None) == self.name
 
-    def example_inputs(self, text: str) -> tuple[torch.Tensor, ...]:
-        return (tokenize(text).ids,)
-
     def loss(self, output: torch.Tensor) -> torch.Tensor:
         return self._hooks.loss(output) if self._hooks.loss is not None else train_loss(output)
 
     def param_count(self, config: Any) -> int:
         with torch.device("meta"):
             return sum(p.numel() for p in self._made(config).parameters())
-
-    def activation_bytes(self, config: Any, tokens: int, batch: int) -> int:
-        """Probed at two short lengths and extrapolated (explorer/sources/probe.py)."""
-        return self._activations(config, tokens, batch)
-
-    def structure(self, calls: Mapping[str, int]) -> dict[str, int]:
-        return {}
-
-    def decision(self, config: Any, ids: list[int]) -> str | None:
-        return None
 
     def check(self) -> None:
         """Build the default architecture and run it once on a short input: a model that does not take byte ids,

@@ -17,7 +17,7 @@ from explorer.sources.library import ARCHITECTURES
 from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file, source
 from explorer.views.compiled import compiled_update
 from explorer.views.playground import View, update
-from tests.helpers import ROOT
+from tests.helpers import ROOT, autograd_nodes
 
 pytestmark = pytest.mark.slow
 LONG = ("The cat sat on the mat, and the dog, which had seen everything, said nothing at all about it. " * 2)[:128]
@@ -30,17 +30,6 @@ def menu_restored(monkeypatch):
     yield
     SOURCES.clear()
     SOURCES.update(before)
-
-
-def _walk(loss) -> int:
-    """An independent count of the autograd graph: every node the loss reaches through next_functions."""
-    seen, todo = set(), [loss.grad_fn]
-    while todo:
-        node = todo.pop()
-        if node is not None and node not in seen:
-            seen.add(node)
-            todo += [n for n, _ in node.next_functions]
-    return len(seen)
 
 
 def test_the_library_architectures_build_and_run_with_the_network_absent(monkeypatch):
@@ -72,7 +61,7 @@ def test_a_model_of_yours_runs_through_every_tab(menu_restored, tmp_path, model,
         run = session.last
         s = source(name)
         again = s.build(session.config)
-        assert len(run.capture.graph.nodes) == _walk(s.loss(again(tokenize(text).ids)))
+        assert len(run.capture.graph.nodes) == autograd_nodes(s.loss(again(tokenize(text).ids)))
         assert run.tokens == len(text)
         compiled = final(compiled_update(session, ws.compile, CompileOptions("eager")))  # dynamo: its timeline
         assert compiled.figure.data and compiled.timeline and compiled.report["compiled"]["forward"]["median_ms"] > 0

@@ -18,7 +18,7 @@ from explorer.runs.session import Session
 from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file, source
 from explorer.sources.userfile import Range, config_class, load
 from models.tokenizer import to_ids
-from tests.helpers import ROOT
+from tests.helpers import ROOT, autograd_nodes
 
 TAGGER = str(ROOT / "examples" / "lstm_tagger.py")
 
@@ -78,13 +78,7 @@ def test_the_example_tagger_runs_through_the_engine_and_its_graph_is_the_autogra
     run = session.run("The cat sat on the mat.", "")
     # an independent walk of the autograd graph of the same model, input and loss
     loss = source(model).loss(source(model).build(session.config)(to_ids("The cat sat on the mat.")))
-    seen, todo = set(), [loss.grad_fn]
-    while todo:
-        node = todo.pop()
-        if node is not None and node not in seen:
-            seen.add(node)
-            todo += [n for n, _ in node.next_functions]
-    assert len(run.capture.graph.nodes) == len(seen) and run.forward.runs >= 3
+    assert len(run.capture.graph.nodes) == autograd_nodes(loss) and run.forward.runs >= 3
     assert run.arch == f"{model} hidden=16" and SOURCES[model].param_count(session.config) == run.params
 
 
