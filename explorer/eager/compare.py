@@ -20,7 +20,7 @@ from explorer.core.machine import THREADS, on_core
 from explorer.eager.timing import Measurement, measuring_core
 
 CONFIDENCE = 0.95
-RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by well under 1% between seeds at 20 pairs
+RESAMPLES = 2000  # bootstrap resamples (seeded: the same samples always give the same interval)
 MIN_PAIRS = 8
 TARGET_PAIRS = 20  # within the budget: enough for the interval, few enough to bootstrap in milliseconds
 
