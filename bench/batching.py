@@ -30,7 +30,8 @@ def _ms(d: dict, key: str) -> str:
 
 def _table(report: dict, compiled: dict[str, dict]) -> list[str]:
     head = ["strategy", "fwd ms (IQR)", "train ms (IQR)", "tokens/s", "padding", "GFLOP (useful)", "peak fwd",
-            "shapes", "max abs diff"] + [f"{b} fwd / train ms, compiles, compile s" for b in compiled]
+            "shapes", "max abs diff"] + [f"{b} fwd / train ms, vs its eager (95% interval), compiles, compile s"
+                                         for b in compiled]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in report["strategies"]:
         if not s["supported"]:
@@ -46,8 +47,10 @@ def _table(report: dict, compiled: dict[str, dict]) -> list[str]:
             c = next(x for x in backend_report["strategies"] if x["name"] == s["name"])["compiled"]
             status = c["error"] or c["fallback"]
             train = "—" if c["train_step_ms"] is None else f"{c['train_step_ms']:.2f}"
+            pair = c["comparison"]
             cell = (f"not compiled: {status}" if status else
-                    f"{c['forward_ms']:.2f} / {train}, {c['compiles']}, "
+                    f"{c['forward_ms']:.2f} / {train}, {pair['ratio']:.2f}x ({pair['low']:.2f}-{pair['high']:.2f}), "
+                    f"{c['compiles']}, "
                     f"{c['compile_s'] + (c['train_compile_s'] or 0):.1f}" + (f"; {c['note']}" if c["note"] else ""))
             if c["graph_breaks"]:
                 cell += "; graph break: " + "; ".join(c["graph_breaks"])
@@ -73,10 +76,12 @@ def main() -> None:
              f"{m['threads']} measurement thread(s), torch {m['torch']}, {time.strftime('%Y-%m-%d')}. "
              f"Batch: {n} generated sentences, Zipf-like lengths 5-{longest} (seed 0): median {lengths[n // 2]}, "
              f"max {lengths[-1]}, {sum(lengths)} tokens. Bucket width 32 tokens. Times are the whole batch, "
-             "median (IQR) of torch.utils.benchmark blocks; forward without grad, train step = forward + "
-             "cross-entropy + backward. Compiled: each strategy compiled fresh in the app's compile worker "
-             f"(dynamic=None, recompile limit 8, timeout {TIMEOUT_S} s per strategy); compile s = forward + train "
-             "step compiles.", ""]
+             "median (IQR): the eager forwards (without grad) of all strategies timed together round by round (one "
+             "block of each per round, the order rotated, so the verdict's comparisons are paired); train step = "
+             "forward + cross-entropy + backward, torch.utils.benchmark blocks. Compiled: each strategy compiled "
+             f"fresh in the app's compile worker (dynamic=None, recompile limit 8, timeout {TIMEOUT_S} s per "
+             "strategy), its forward timed against its own eager forward in interleaved pairs there (the ratio, "
+             "eager / compiled, with its 95% bootstrap interval); compile s = forward + train step compiles.", ""]
     service = CompileService(timeout_s=TIMEOUT_S)
     try:
         for name in models:

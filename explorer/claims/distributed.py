@@ -6,9 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.claims.evidence import (
+    CONDITION,
+    HOLDS,
+    NOT_HERE,
+    Chart,
+    Claim,
+    Evidence,
+    Series,
+    Verdict,
+    interval,
+    pair_numbers,
+    times,
+)
 from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
+from explorer.eager.compare import Comparison
 from explorer.labs.ddp.job import MIN_STEPS, ddp_setup, run_ddp
 from explorer.labs.ddp.results import DdpResult, WorldRun
 from explorer.labs.ddp.unused import PHASES, TOLERANCE
@@ -60,12 +73,18 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
     shown = [("exit depths per rank", ", ".join(map(str, depths)), "each rank's own sentence"),
              ("plain DDP", "raised" if numbers["plain.raised"] else "ran", said("plain")),
              ("find_unused_parameters", "raised" if numbers["find_unused.raised"] else "ran", said("find_unused"))]
-    if "find_unused_ms" in numbers and "plain_ms" in numbers:
-        shown.append(("its cost", times(numbers["find_unused_ms"] / numbers["plain_ms"]),
-                      f"{numbers['find_unused_ms']:.1f} vs {numbers['plain_ms']:.1f} ms a step with nothing unused"))
+    plain, unused = result.runs[1].slowest("plain DDP ms"), result.runs[1].slowest("find_unused_parameters=True ms")
+    if plain and len(plain) == len(unused):  # interleaved step by step, ranks lined up: pairs
+        numbers |= pair_numbers("find_unused_cost", Comparison.of("find_unused_parameters", "plain DDP", unused, plain))
+        shown.append(("its cost", times(numbers["find_unused_cost"]),
+                      f"{numbers['find_unused_ms']:.1f} vs {numbers['plain_ms']:.1f} ms a step with nothing unused "
+                      f"(95% interval {numbers['find_unused_cost_low']:.2f}-{numbers['find_unused_cost_high']:.2f}x, "
+                      f"{numbers['find_unused_cost_pairs']:.0f} steps paired)"))
     notes = [f"{MODEL} at its default config on {WORLD} processes (gloo on loopback, one core and thread each), "
              "every exit head's loss summed; gradients checked against an exact all-reduce of each rank's own; "
-             "step times are the slowest rank's, quartiles over steps", result.verdict]
+             "step times are the slowest rank's, quartiles over steps; plain DDP and find_unused_parameters "
+             "interleaved step by step, the order rotated, every rank lined up by a barrier before each step",
+             result.verdict]
     yield Evidence(numbers, shown, chart, notes)
 
 
@@ -79,8 +98,11 @@ def judge(x: dict[str, float]) -> Verdict:
     fixed = not x["find_unused.raised"] and 0 <= x["find_unused.grad_error"] <= TOLERANCE
     what = ("raised" if x["plain.raised"] else "") + (" after a silently wrong step" if x["plain.grad_error"] >
                                                       TOLERANCE else "")
-    cost = (f", at {times(x['find_unused_ms'] / x['plain_ms'])} plain DDP's step time when nothing is unused"
-            if "find_unused_ms" in x and "plain_ms" in x else "")
+    cost = ""
+    if "find_unused_cost" in x:
+        word = ("costs" if x["find_unused_cost_low"] > 1 else "saves" if x["find_unused_cost_high"] < 1 else
+                "no cost resolved at this noise:")
+        cost = f"; when nothing is unused it {word} {interval(x, 'find_unused_cost')} of plain DDP's step time"
     if fixed:
         return Verdict(HOLDS, f"when ranks' graphs differ, plain DDP {what.strip()}; find_unused_parameters gives "
                               f"exact gradients{cost}")

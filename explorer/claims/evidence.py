@@ -14,6 +14,7 @@ from explorer.compile.protocol import Workers
 from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.core.progress import Progress
+from explorer.eager.compare import Comparison
 from explorer.sources.contract import ModelSource
 
 
@@ -133,6 +134,18 @@ def run_claim(claim: Claim, workers: Workers, model: Chosen | None = None) -> It
     assert evidence is not None, f"claim {claim.id} measured nothing"
     yield ClaimResult(claim, evidence, claim.judge(evidence.numbers), time.time(), time.monotonic() - start,
                       machine.describe(), model)
+
+
+def pair_numbers(key: str, c: Comparison) -> dict[str, float]:
+    """A paired comparison as the numbers a verdict reads: `key` the ratio (a over b), its interval and pairs."""
+    return {key: c.ratio, f"{key}_low": c.low, f"{key}_high": c.high, f"{key}_pairs": float(c.pairs)}
+
+
+def interval(x: dict[str, float], key: str) -> str:
+    """The ratio under `key` with its interval, as `pair_numbers` stored it: '2.50x, 95% interval 2.2-2.8x over 20
+    pairs'."""
+    return (f"{times(x[key])}, 95% interval {x[f'{key}_low']:.2f}-{x[f'{key}_high']:.2f}x over "
+            f"{x[f'{key}_pairs']:.0f} pairs")
 
 
 def times(ratio: float) -> str:

@@ -6,7 +6,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from explorer.claims.chosen import Chosen, by_model
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.claims.evidence import (
+    CONDITION,
+    HOLDS,
+    NOT_HERE,
+    UNRESOLVED,
+    Chart,
+    Claim,
+    Evidence,
+    Series,
+    Verdict,
+    interval,
+    pair_numbers,
+    times,
+)
 from explorer.compile.protocol import Workers
 from explorer.core.batches import generate_batch
 from explorer.core.progress import Progress
@@ -54,6 +67,7 @@ def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
         pad = result.strategy("pad")
         if pad.agrees:
             numbers[f"{model_name}.pad_fraction"] = pad.padding_fraction or 0.0
+        numbers |= _paired(result, model_name)
     lengths = sorted(len(t.encode()) for t in texts)
     chart = Chart("bar", f"Forward over the batch ({len(texts)} sentences), per strategy", "model",
                   "ms (median, bars = IQR)", [s for s in series.values() if s.x], log_y=True)
@@ -62,6 +76,21 @@ def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
              f"{lengths[len(lengths) // 2]}), bucket width {BUCKET_WIDTH}; eager forward without grad, each "
              "strategy checked against the per-sample loop (one that disagrees or cannot run is left out)"]
     yield Evidence(numbers, shown, chart, notes)
+
+
+def _paired(result: LabResult, model: str) -> dict[str, float]:
+    """The fastest padded strategy against the fastest padding-free one, and the loop against the fastest of all,
+    each as the ratio of paired medians (above 1: the second is faster) with its interval."""
+    ranked = result.ranked()
+    free = [s.name for s in ranked if s.name in PADDING_FREE]
+    padded = [s.name for s in ranked if s.name not in PADDING_FREE]
+    pairs = {"padded_over_free": (padded[0], free[0])} if free and padded else {}
+    if ranked and ranked[0].name != "loop" and any(s.name == "loop" for s in ranked):
+        pairs["loop_over_best"] = ("loop", ranked[0].name)
+    out: dict[str, float] = {}
+    for key, (a, b) in pairs.items():
+        out |= pair_numbers(f"{model}.{key}", result.comparison(a, b))
+    return out
 
 
 def _card(x: dict[str, float], model: str) -> tuple[str, str, str]:
@@ -86,30 +115,37 @@ def _ran(x: dict[str, float], model: str) -> list[str]:
 
 
 def judge(x: dict[str, float]) -> Verdict:
+    """Per model where a padded and a padding-free strategy both compute the loop's answer: which of the two
+    fastest is faster, by the whole interval of their paired ratio, or not resolved."""
     models = sorted({k.split(".")[0] for k in x})
-    # Only where a padded and a padding-free strategy both compute the loop's answer is there a choice to judge.
-    compared = [m for m in models if set(_ran(x, m)) & {"pad", "bucket"} and set(_ran(x, m)) & set(PADDING_FREE)]
-    free_wins = [m for m in compared if _best(x, m, PADDING_FREE)[1] < _best(x, m, ("pad", "bucket"))[1]]
-    slowest_loop = [m for m in compared if max((x[f"{m}.{s}_ms"], s) for s in _ran(x, m))[1] == "loop"]
-    detail = "; ".join(f"{m}: {STRATEGIES[_best(x, m)[0]][0]}" for m in compared)
+    compared = [m for m in models if f"{m}.padded_over_free" in x]
+    free_wins = [m for m in compared if x[f"{m}.padded_over_free_low"] > 1]
+    padded_wins = [m for m in compared if x[f"{m}.padded_over_free_high"] < 1]
+    unresolved = [m for m in compared if m not in free_wins and m not in padded_wins]
+
+    def pair(m: str) -> str:
+        free = _best(x, m, PADDING_FREE)[0]
+        padded = _best(x, m, tuple(s for s in STRATEGIES if s not in PADDING_FREE))[0]
+        return (f"{m} ({STRATEGIES[padded][0]} against {STRATEGIES[free][0]}: "
+                f"{interval(x, f'{m}.padded_over_free')})")
+
+    said = "; ".join(filter(None, [
+        free_wins and f"padding-free is faster for {', '.join(map(pair, free_wins))}",
+        padded_wins and f"padded is faster for {', '.join(map(pair, padded_wins))}",
+        unresolved and f"not resolved on this machine today for {', '.join(map(pair, unresolved))}"]))
+    slow_loop = [m for m in models if f"{m}.loop_over_best" in x and x[f"{m}.loop_over_best_low"] > 1]
+    notes = "".join(f" The per-sample loop, which needs no padding either, is slower than {m}'s fastest strategy "
+                    f"({interval(x, f'{m}.loop_over_best')})." for m in slow_loop)
     only_loop = [m for m in models if m not in compared]
-    notes = (f" The per-sample loop, which needs no padding either, is the slowest strategy for "
-             f"{', '.join(slowest_loop)}." if slowest_loop else "")
     notes += (f" Only the loop computes {' and '.join(only_loop)} correctly here (their per-input decisions "
               "cannot be padded): nothing to compare." if only_loop else "")
     if not compared:
         return Verdict(NOT_HERE, f"no model ran both a padded and a padding-free strategy correctly.{notes}")
     if len(free_wins) == len(compared):
-        return Verdict(HOLDS, f"a padding-free strategy is fastest ({detail}).{notes}")
+        return Verdict(HOLDS, f"{said}.{notes}")
     if free_wins:
-        def won(m: str) -> str:
-            (free, free_ms), (padded, padded_ms) = _best(x, m, PADDING_FREE), _best(x, m, ("pad", "bucket"))
-            return (f"{m} ({STRATEGIES[free][0]} {free_ms:.2f} ms against {STRATEGIES[padded][0]} "
-                    f"{padded_ms:.2f} ms)")
-        padded = [m for m in compared if m not in free_wins]
-        return Verdict(CONDITION, f"only for {', '.join(map(won, free_wins))}; fastest padded: "
-                                  f"{'; '.join(f'{m}: {STRATEGIES[_best(x, m)[0]][0]}' for m in padded)}.{notes}")
-    return Verdict(NOT_HERE, f"padding (to the longest, or within buckets) is fastest ({detail}).{notes}")
+        return Verdict(CONDITION, f"{said}.{notes}")
+    return Verdict(NOT_HERE if padded_wins else UNRESOLVED, f"{said}.{notes}")
 
 
 CLAIM = Claim(

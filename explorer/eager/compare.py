@@ -38,6 +38,7 @@ class Comparison:
     low: float
     high: float
     confidence: float = CONFIDENCE
+    calls: int = 1  # calls timed per sample (a sample is their mean)
     threads: int = 0
     cores: tuple[int, ...] = ()
     node: str = ""
@@ -85,14 +86,12 @@ class Comparison:
 
     def measurement(self, side: str) -> Measurement:
         """One side's samples as a Measurement (median, IQR, range), for the figures that show one timing."""
-        xs = sorted(self.a_ms if side == self.a else self.b_ms)
-        q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
-        return Measurement(side, statistics.median(xs), q[2] - q[0], xs[0], xs[-1], len(xs), 1, self.threads,
-                           cores=self.cores, node=self.node)
+        return _measurement(side, self.a_ms if side == self.a else self.b_ms, self.calls, self.threads, self.cores,
+                            self.node)
 
     def as_dict(self) -> dict[str, Any]:
         return {**{k: v for k, v in asdict(self).items() if k not in ("a_ms", "b_ms")}, "pairs": self.pairs,
-                "faster": self.faster, "a_ms": list(self.a_ms), "b_ms": list(self.b_ms)}
+                "faster": self.faster, "said": self.said(), "a_ms": list(self.a_ms), "b_ms": list(self.b_ms)}
 
 
 def ratio_interval(a_ms: Sequence[float], b_ms: Sequence[float], confidence: float = CONFIDENCE,
@@ -110,26 +109,59 @@ def ratio_interval(a_ms: Sequence[float], b_ms: Sequence[float], confidence: flo
     return ratios[int(tail * (resamples - 1))], ratios[int((1 - tail) * (resamples - 1))]
 
 
-def compare(a: str, a_fn: Callable[[], object], b: str, b_fn: Callable[[], object], min_run_time: float,
-            min_pairs: int = MIN_PAIRS) -> Comparison:
-    """Time `a_fn` and `b_fn` in interleaved pairs for about `min_run_time` seconds in all (after a warm-up call
-    of each), the order alternating pair by pair, on one measuring core with the pinned threads."""
+@dataclass(frozen=True)
+class Rounds:
+    """Several ways of running one thing, timed round-robin: each round times one block of each, the order rotated
+    round by round, so any two of them form paired samples (`comparison`). `ms[name]` is ms per call, per round."""
+
+    ms: dict[str, tuple[float, ...]]
+    calls: int = 1  # calls timed per block (a sample is their mean)
+    threads: int = 0
+    cores: tuple[int, ...] = ()
+    node: str = ""
+
+    def comparison(self, a: str, b: str) -> Comparison:
+        return Comparison.of(a, b, self.ms[a], self.ms[b], calls=self.calls, threads=self.threads, cores=self.cores,
+                             node=self.node)
+
+    def measurement(self, name: str) -> Measurement:
+        return _measurement(name, self.ms[name], self.calls, self.threads, self.cores, self.node)
+
+
+def _measurement(label: str, ms: Sequence[float], calls: int, threads: int, cores: tuple[int, ...],
+                 node: str) -> Measurement:
+    xs = sorted(ms)
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return Measurement(label, statistics.median(xs), q[2] - q[0], xs[0], xs[-1], len(xs), calls, threads, cores=cores,
+                       node=node)
+
+
+def interleaved(fns: dict[str, Callable[[], object]], min_run_time: float, min_rounds: int = MIN_PAIRS) -> Rounds:
+    """Time every fn in `fns` round-robin for about `min_run_time` seconds in all (after a warm-up call of each),
+    the order rotated round by round, on one measuring core with the pinned threads; the same number of calls per
+    block on every side, sized so that the budget gives about TARGET_PAIRS rounds."""
+    named = list(fns.items())
     with measuring_core() as core, on_core(core) as cores, set_torch_threads(THREADS):
-        once = []
-        for fn in (a_fn, b_fn):
+        once = 0.0
+        for _, fn in named:
             start = time.perf_counter()
             fn()
-            once.append(time.perf_counter() - start)
-        # blocks sized so the budget gives about TARGET_PAIRS pairs; the same number of calls on both sides
-        number = max(1, int(min_run_time / (2 * TARGET_PAIRS * max(sum(once) / 2, 1e-7))))
-        a_ms: list[float] = []
-        b_ms: list[float] = []
-        began = time.perf_counter()
-        while time.perf_counter() - began < min_run_time or len(a_ms) < min_pairs:
-            order = ((a_fn, a_ms), (b_fn, b_ms)) if len(a_ms) % 2 == 0 else ((b_fn, b_ms), (a_fn, a_ms))
-            for fn, out in order:
+            once += time.perf_counter() - start
+        number = max(1, int(min_run_time / (TARGET_PAIRS * max(once, 1e-7))))
+        ms: dict[str, list[float]] = {name: [] for name, _ in named}
+        began, rounds = time.perf_counter(), 0
+        while time.perf_counter() - began < min_run_time or rounds < min_rounds:
+            shift = rounds % len(named)
+            for name, fn in named[shift:] + named[:shift]:
                 start = time.perf_counter()
                 for _ in range(number):
                     fn()
-                out.append(1e3 * (time.perf_counter() - start) / number)
-    return Comparison.of(a, b, a_ms, b_ms, threads=THREADS, cores=cores, node=platform.node())
+                ms[name].append(1e3 * (time.perf_counter() - start) / number)
+            rounds += 1
+    return Rounds({k: tuple(v) for k, v in ms.items()}, number, THREADS, cores, platform.node())
+
+
+def compare(a: str, a_fn: Callable[[], object], b: str, b_fn: Callable[[], object], min_run_time: float,
+            min_pairs: int = MIN_PAIRS) -> Comparison:
+    """`a_fn` against `b_fn` in interleaved pairs (see `interleaved`)."""
+    return interleaved({a: a_fn, b: b_fn}, min_run_time, min_pairs).comparison(a, b)

@@ -16,10 +16,10 @@ from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.batches import token_ids
 from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import train_loss
-from explorer.eager.timing import measure
+from explorer.eager.compare import compare
 from explorer.labs.batching.results import CompiledStrategy
 from explorer.labs.batching.strategies import prepare
-from explorer.labs.batching.timed import no_grad, timed
+from explorer.labs.batching.timed import no_grad, train_step
 from explorer.sources.registry import build_model, make_config
 
 
@@ -59,9 +59,10 @@ def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width
         return result
     with torch.no_grad():
         result.max_abs_diff = float((forward() - prep.run()).abs().max())
-    phase("timing the forward eagerly, then the compiled forward and train step, back to back")
-    result.eager_forward = measure(f"eager {name} forward", no_grad(prep.run), FORWARD_BUDGET_S * budget_scale)
-    result.forward, result.train_step, result.note = timed(prep, compiled, f"compiled {name}", budget_scale)
+    phase("timing the forward eagerly and compiled in interleaved pairs, then the compiled train step")
+    result.comparison = compare("eager", no_grad(prep.run), "compiled", forward, 2 * FORWARD_BUDGET_S * budget_scale)
+    result.eager_forward, result.forward = (result.comparison.measurement(k) for k in ("eager", "compiled"))
+    result.train_step, result.note = train_step(prep, compiled, f"compiled {name}", budget_scale)
     return result
 
 

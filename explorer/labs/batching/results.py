@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from explorer.core import limits, machine
+from explorer.eager.compare import Comparison, Rounds
 from explorer.eager.timing import Measurement
 from models import arch_label
 from models.config import config_dict
@@ -21,6 +22,7 @@ class CompiledStrategy:
     forward: Measurement | None = None
     train_step: Measurement | None = None
     eager_forward: Measurement | None = None  # the same strategy eagerly, timed back to back in the worker
+    comparison: Comparison | None = None  # eager (a) and compiled (b) forwards in interleaved pairs
     compile_s: float | None = None  # first forward over the whole batch: every shape it compiles
     train_compile_s: float | None = None  # the same for the train step (grad mode compiles anew)
     compiles: int = 0  # graphs the backend compiled, forward and train step
@@ -39,14 +41,18 @@ class CompiledStrategy:
             "forward": self.forward.as_dict() if self.forward else None,
             "train_step": self.train_step.as_dict() if self.train_step else None,
             "eager_forward": self.eager_forward.as_dict() if self.eager_forward else None,
+            "comparison": self.comparison.as_dict() if self.comparison else None,
         }
 
     @property
+    def ran(self) -> Comparison | None:
+        """Eager against compiled forward, paired in the worker; None unless compiled code ran."""
+        return None if self.fallback or self.error else self.comparison
+
+    @property
     def speedup(self) -> float | None:
-        """Eager / compiled forward, both timed back to back in the worker; None unless compiled code ran."""
-        if self.fallback or self.error or self.forward is None or self.eager_forward is None:
-            return None
-        return self.eager_forward.median_ms / self.forward.median_ms
+        """Eager / compiled forward (ratio of the paired medians); None unless compiled code ran."""
+        return self.ran.ratio if self.ran else None
 
 
 def _ms(m: Measurement | None) -> dict[str, float | None]:
@@ -104,36 +110,50 @@ class StrategyResult:
 class LabResult:
     lengths: list[int]
     strategies: list[StrategyResult] = field(default_factory=list)
+    forwards: Rounds | None = None  # every supported strategy's eager forward, timed round-robin
 
     def strategy(self, name: str) -> StrategyResult:
         return next(s for s in self.strategies if s.name == name)
 
+    def comparison(self, a: str, b: str) -> Comparison:
+        """Strategy `a`'s eager forward against `b`'s, paired round by round, under their titles."""
+        assert self.forwards is not None
+        return replace(self.forwards.comparison(a, b), a=self.strategy(a).title, b=self.strategy(b).title)
+
+    def ranked(self) -> list[StrategyResult]:
+        """The strategies that ran and agree with the loop, fastest median forward first."""
+        return sorted((s for s in self.strategies if s.agrees and s.forward), key=lambda s: s.forward.median_ms)
+
     def verdict(self) -> str:
-        """The fastest eager forward among strategies that agree with the loop (all timed in one process), then what
-        compiling did to each, against its own eager timed back to back in the worker: a compiled figure is never
-        ranked against eager ones timed in another process."""
-        candidates = [(s.forward.median_ms, s.title, s) for s in self.strategies if s.agrees and s.forward]
-        if not candidates:
+        """The fastest eager forward among strategies that agree with the loop, said only as far as its paired
+        comparison with the runner-up resolves; then what compiling did to each, against its own eager timed in
+        interleaved pairs in the worker: a compiled figure is never ranked against eager ones timed elsewhere."""
+        ranked = self.ranked()
+        if not ranked:
             return "No strategy both ran and agreed with the per-sample loop."
-        best_ms, best_title, best = min(candidates, key=lambda c: c[0])
-        loop_ms = self.strategy("loop").forward.median_ms
-        if best.name == "loop":
-            others = len(candidates) - 1
-            parts = [f"Fastest correct forward: **the per-sample loop** itself, {best_ms:.2f} ms" + (
-                f" ({others} other correct figure{'s' if others != 1 else ''} slower)" if others else
-                ": no other strategy computes what it computes")]
+        best = ranked[0]
+        ms = f"{best.forward.median_ms:.2f} ms"
+        if len(ranked) == 1:  # the loop is the reference: it always agrees with itself
+            parts = [f"Fastest correct forward: **the per-sample loop** itself, {ms}: no other strategy computes what "
+                     "it computes"]
         else:
-            parts = [f"Fastest correct forward: **{best_title}**, {best_ms:.2f} ms, {loop_ms / best_ms:.1f}x the "
-                     f"speed of the per-sample loop, computing {best.padding_fraction:.0%} padding"]
+            runner_up = self.comparison(ranked[1].name, best.name)
+            if runner_up.resolved:
+                parts = [f"Fastest correct forward: **{best.title}**, {ms}: {runner_up.said()}"]
+            else:
+                parts = [f"Fastest correct forward: **{best.title}** or **{ranked[1].title}** ({best.title} "
+                         f"{ms}): {runner_up.said()}"]
+            if best.name != "loop":
+                parts.append(f"against the per-sample loop: {self.comparison('loop', best.name).said()}, "
+                             f"computing {best.padding_fraction:.0%} padding")
         pad_ = self.strategy("pad")
-        if pad_.agrees and pad_ is not best:
-            parts.append(f"padding to the longest computes {pad_.padding_fraction:.0%} pad positions and takes "
-                         f"{pad_.forward.median_ms / best_ms:.1f}x as long")
-        compiled = [(s.title, s.compiled.speedup) for s in self.strategies
-                    if s.agrees and s.compiled and s.compiled.speedup is not None]
+        if pad_ in ranked[1:]:
+            parts.append(f"padding to the longest computes {pad_.padding_fraction:.0%} pad positions: "
+                         f"{self.comparison(pad_.name, best.name).said()}")
+        compiled = [(s.title, s.compiled.ran) for s in ranked if s.compiled and s.compiled.ran]
         if compiled:
-            parts.append("compiled, each against its own eager forward in the worker: "
-                         + ", ".join(f"{title} {ratio:.2f}x" for title, ratio in compiled))
+            parts.append("compiled, each against its own eager forward in interleaved pairs in the worker: "
+                         + ", ".join(f"{title}: {pair.said()}" for title, pair in compiled))
         wrong = [s.title for s in self.strategies if s.agrees is False]
         if wrong:
             parts.append("**disagrees with the loop: " + ", ".join(wrong) + "**")
@@ -141,7 +161,10 @@ class LabResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"sentences": len(self.lengths), "tokens": sum(self.lengths), "lengths": self.lengths,
-                "verdict": self.verdict(), "strategies": [s.as_dict() for s in self.strategies]}
+                "verdict": self.verdict(), "strategies": [s.as_dict() for s in self.strategies],
+                "forwards_interleaved": None if self.forwards is None else {
+                    "rounds": len(next(iter(self.forwards.ms.values()))), "calls_per_round": self.forwards.calls,
+                    "ms": {k: list(v) for k, v in self.forwards.ms.items()}}}
 
 
 @dataclass

@@ -15,12 +15,14 @@ from explorer.compile.protocol import CompileFailure, JobRunner
 from explorer.core.batches import token_ids
 from explorer.core.budget import over_memory_note
 from explorer.core.errors import InputError
+from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.core.progress import Progress
+from explorer.eager.compare import interleaved
 from explorer.eager.memory import MemoryProfile
 from explorer.labs.batching.compiled import BatchJob
 from explorer.labs.batching.results import CompiledStrategy, LabResult, LabRun, StrategyResult
 from explorer.labs.batching.strategies import STRATEGIES, Unsupported, prepare
-from explorer.labs.batching.timed import timed
+from explorer.labs.batching.timed import no_grad, train_step
 from explorer.sources.contract import Subject
 from models.config import config_dict
 
@@ -34,12 +36,14 @@ def _flops(fn: Callable[[], torch.Tensor]) -> int:
 
 def iter_lab(model: nn.Module, texts: list[str], bucket_width: int = 32,
              budget_scale: float = 1.0) -> Iterator[Progress | LabResult]:
-    """Run every strategy on `texts` eagerly; each is checked against the loop, counted and timed.
-    Yields each strategy's title before it runs (as progress), then the LabResult."""
+    """Run every strategy on `texts` eagerly; each is checked against the loop, counted and its train step timed,
+    then every forward is timed round-robin (any two of them pair up). Yields each step's title before it runs (as
+    progress), then the LabResult."""
     seqs = token_ids(texts)
     prepare(model, "loop", seqs, bucket_width)  # validates the width before any work
     tokens = sum(map(len, seqs))
     by_name: dict[str, StrategyResult] = {}
+    forwards: dict[str, Callable[[], None]] = {}  # timed together at the end, so any two pair up
     reference: torch.Tensor | None = None
     for name in ["loop", *[k for k in STRATEGIES if k != "loop"]]:  # the loop first: it is the reference
         title = STRATEGIES[name][0]
@@ -65,14 +69,19 @@ def iter_lab(model: nn.Module, texts: list[str], bucket_width: int = 32,
             res.flops_useful = by_name["loop"].flops_total if "loop" in by_name else res.flops_total
         except Exception as e:  # FlopCounterMode does not dispatch every tensor subclass (jagged ones)
             notes.append(f"FLOPs not counted: FlopCounterMode fails here ({type(e).__name__})")
-        res.forward, res.train_step, step_note = timed(prep, prep.module, name, budget_scale)
+        res.train_step, step_note = train_step(prep, prep.module, name, budget_scale)
         res.note = "; ".join([*notes, *filter(None, [step_note])])
-        res.tokens_per_s = tokens / (res.forward.median_ms / 1e3)
         with MemoryProfile() as mem, torch.no_grad():
             prep.run()
         res.peak_bytes = mem.peak()
-        by_name[name] = res
-    yield LabResult([len(s) for s in seqs], [by_name[k] for k in STRATEGIES])
+        by_name[name], forwards[name] = res, no_grad(prep.run)
+    yield Progress.said(f"the {len(forwards)} forwards, interleaved round by round")
+    rounds = interleaved(forwards, FORWARD_BUDGET_S * budget_scale * len(forwards))
+    for name, res in by_name.items():
+        if name in forwards:
+            res.forward = rounds.measurement(name)
+            res.tokens_per_s = tokens / (res.forward.median_ms / 1e3)
+    yield LabResult([len(s) for s in seqs], [by_name[k] for k in STRATEGIES], rounds)
 
 
 def eager_lab(subject: Subject, texts: list[str], bucket_width: int = 32,

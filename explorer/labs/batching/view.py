@@ -65,7 +65,8 @@ def _row(s: StrategyResult) -> list[Any]:
         s.title, _ms(s.forward), _ms(s.train_step), f"{s.tokens_per_s:,.0f}", f"{s.padding_fraction:.0%}",
         format_flops(s.flops_total, s.flops_useful), format_bytes(s.peak_bytes), s.distinct_shapes,
         f"{s.max_abs_diff:.1e}", "—" if not c or status else _ms(c.forward),
-        "—" if not c or c.speedup is None else f"{c.speedup:.2f}x", "—" if not c else c.compiles, note,
+        "—" if not c or not c.ran else f"{c.ran.ratio:.2f}x" + ("" if c.ran.resolved else " (not resolved)"),
+        "—" if not c else c.compiles, note,
     ]
 
 
@@ -109,7 +110,7 @@ def format_lab(report: dict[str, Any]) -> str:
                          + (f"NOT COMPILED: {status}" if status else
                             f"{ms_iqr(c['forward_ms'], c['forward_iqr_ms']):>22} "
                             f"{ms_iqr(c['train_step_ms'], c['train_step_iqr_ms']):>22} "
-                            f"speed-up {c['speedup']:.2f}x, {c['compiles']} compiles in "
+                            f"{c['comparison']['said']}; {c['compiles']} compiles in "
                             f"{c['compile_s'] + c['train_compile_s']:.1f} s")
                          + "".join(f"\n{'':<32}graph break: {b}" for b in c["graph_breaks"]))
     lines.append(f"verdict: {report['verdict']}".replace("**", ""))

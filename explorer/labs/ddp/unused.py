@@ -28,6 +28,7 @@ from models.tokenizer import encode
 PHASES = ("plain DDP", "find_unused_parameters=True", "static_graph=True")
 STATIC_SWAP_STEP = 3  # static_graph: the ranks trade inputs (and so depths) at this step of the phase
 TOLERANCE = 1e-5
+COST_ROUNDS = 12  # steps of each setting in the cost run, paired: enough for a bootstrap interval
 _CANDIDATES = [(n, seed) for n in (12, 24, 40, 64, 96) for seed in range(4)]
 
 
@@ -119,17 +120,22 @@ def _unused_rank(ctx: RankContext, model: str, config: dict, steps: int) -> None
 
 def _cost_rank(ctx: RankContext, model: str, config: dict, steps: int) -> None:
     """Step times where nothing is unused (every block runs on every rank): plain DDP, DDP with
-    find_unused_parameters, and one process alone, interleaved step by step so that drift hits all three."""
+    find_unused_parameters, and one process alone, interleaved step by step (the order rotated round by round, and
+    every rank lined up by a barrier before each timed step) so that drift hits all three alike; at least
+    COST_ROUNDS rounds, whatever the steps per phase, for the paired interval."""
     full = config | {"threshold": 1.0}
     ids = torch.tensor([encode(sentence(40, ctx.rank))])
-    trainers = {"plain DDP": Trainer.make(ctx, supervised(model, full)),
-                "find_unused_parameters=True": Trainer.make(ctx, supervised(model, full),
-                                                            find_unused_parameters=True),
-                "one process alone": Trainer.make(ctx, supervised(model, full), distributed=False)}
-    for i in range(steps + 1):  # the first round warms up
-        ctx.phase(f"step {i + 1}/{steps + 1}")
-        for name, t in trainers.items():
+    trainers = list({"plain DDP": Trainer.make(ctx, supervised(model, full)),
+                     "find_unused_parameters=True": Trainer.make(ctx, supervised(model, full),
+                                                                 find_unused_parameters=True),
+                     "one process alone": Trainer.make(ctx, supervised(model, full), distributed=False)}.items())
+    rounds = max(steps, COST_ROUNDS)
+    for i in range(rounds + 1):  # the first round warms up
+        ctx.phase(f"step {i + 1}/{rounds + 1}")
+        shift = i % len(trainers)
+        for name, t in trainers[shift:] + trainers[:shift]:
             ctx.step += 1
+            dist.barrier()  # the all-reduce waits for the slowest rank: start every rank's step together
             ms = t.step((ids,))
             if i:
                 ctx.report.values.setdefault(f"{name} ms", []).append(ms)

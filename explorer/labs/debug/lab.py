@@ -62,7 +62,7 @@ class DebugResult:
                          f"the un-bugged model (up to {max(c.max_abs_diff for c in wrong):.3g})")
         named = [f for f in self.findings if b.marker in f.where]
         if self.findings:
-            parts.append("the line is named by " + (", ".join(f"{f.method} ({f.cost:.1f}x a plain step)"
+            parts.append("the line is named by " + (", ".join(f"{f.method} ({f.cost_said()})"
                                                              for f in named) or "none of the NaN methods"))
         return f"{b.title}: " + "; ".join(parts) + "."
 

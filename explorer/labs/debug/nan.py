@@ -1,14 +1,14 @@
-"""Where did the NaN come from? Three ways of finding the forward line, each timed against a plain step:
-autograd's anomaly mode, forward hooks on every module, and a dispatch mode that checks every op's output."""
+"""Where did the NaN come from? Three ways of finding the forward line, each timed against a plain step in rotated
+rounds: autograd's anomaly mode, forward hooks on every module, and a dispatch mode that checks every op's output."""
 
 from __future__ import annotations
 
 import linecache
 import re
-import time
 import traceback
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -17,8 +17,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from explorer.compile.observe import message_line
+from explorer.core.limits import TRAIN_BUDGET_S
 from explorer.core.paths import PROJECT, sanitize
 from explorer.eager.capture import train_loss
+from explorer.eager.compare import Comparison, interleaved
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
@@ -28,11 +30,22 @@ class Finding:
     method: str  # "detect_anomaly", "forward hooks", "dispatch mode"
     found: str  # what it names: a backward function, a module and call, an op, or "nothing"
     where: str  # the user's line it names ("" if none)
-    seconds: float
-    cost: float  # seconds / a plain training step's
+    cost: Comparison  # a step under the method (a) against a plain step (b), in rotated rounds
+
+    @property
+    def ms(self) -> float:
+        return self.cost.measurement(self.method).median_ms
+
+    def cost_said(self) -> str:
+        """'3.1x a plain step (95% interval 2.9-3.3x, 12 pairs)', or that no cost was resolved at this noise."""
+        c = self.cost
+        if c.low > 1:
+            return f"{c.ratio:.1f}x a plain step ({c.interval()})"
+        return f"no cost resolved against a plain step (±{c.noise:.0%}; {c.ratio:.2f}x, {c.interval()})"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"method": self.method, "found": self.found, "where": self.where, "ms": self.ms,
+                "cost": self.cost.ratio, "cost_said": self.cost_said(), "comparison": self.cost.as_dict()}
 
 
 def _user_frame(frames: list[traceback.FrameSummary]) -> str:
@@ -48,12 +61,6 @@ def _finite(x: object) -> bool:
 def _step(model: nn.Module, ids: torch.Tensor) -> None:
     model.zero_grad(set_to_none=True)
     train_loss(model(ids), model).backward()
-
-
-def _timed(fn: Any) -> tuple[Any, float]:
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
 
 
 def anomaly(model: nn.Module, ids: torch.Tensor) -> tuple[str, str]:
@@ -120,12 +127,13 @@ def dispatch(model: nn.Module, ids: torch.Tensor) -> tuple[str, str]:
 METHODS = {"detect_anomaly": anomaly, "forward hooks": hooks, "dispatch mode": dispatch}
 
 
-def locate(model: nn.Module, ids: torch.Tensor) -> list[Finding]:
-    """Every method on the same model and input, each timed, against a plain step."""
-    _step(model, ids)  # warm-up: the first step pays one-time costs
-    _, plain = _timed(lambda: _step(model, ids))
-    findings = []
-    for name, method in METHODS.items():
-        (found, where), seconds = _timed(lambda method=method: method(model, ids))
-        findings.append(Finding(name, found, where, seconds, seconds / plain))
-    return findings
+PLAIN = "plain step"
+
+
+def locate(model: nn.Module, ids: torch.Tensor, budget_s: float = 4 * TRAIN_BUDGET_S) -> list[Finding]:
+    """Every method on the same model and input: what it names, then its cost against a plain step, all of them
+    timed round-robin with the plain step (so each cost is a paired comparison)."""
+    named = {name: method(model, ids) for name, method in METHODS.items()}
+    rounds = interleaved({PLAIN: lambda: _step(model, ids)}
+                         | {name: partial(method, model, ids) for name, method in METHODS.items()}, budget_s)
+    return [Finding(name, found, where, rounds.comparison(name, PLAIN)) for name, (found, where) in named.items()]

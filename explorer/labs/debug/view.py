@@ -18,7 +18,7 @@ from models.bugs import BUGS
 
 MODE_COLUMNS = ("mode", "fails?", "seconds to the error", "your line it names last", "traceback frames",
                 "traceback lines", "exception: first line")
-NAN_COLUMNS = ("method", "what it names", "your line", "seconds", "x a plain step")
+NAN_COLUMNS = ("method", "what it names", "your line", "ms (median)", "cost against a plain step")
 OUTPUTS = (
     Output("verdict", Kind.MARKDOWN),
     Output("modes", Kind.TABLE, "per mode", MODE_COLUMNS),
@@ -83,9 +83,10 @@ def view_of(result: DebugResult) -> DebugView:
     report = result.as_dict() | {"machine": machine.describe()}
     blocks = [f"**{m.mode}** ({m.failure.lines} lines)\n```\n{m.failure.text}\n```" for m in result.modes
               if m.failure]
-    nan = [[f.method, f.found, f.where or "—", f"{f.seconds:.3f}", f"{f.cost:.1f}x"] for f in result.findings]
+    nan = [[f.method, f.found, f.where or "—", f"{f.ms:.2f}", f.cost_said()] for f in result.findings]
     g = result.graph
-    status = (f"{result.model}, {result.tokens} tokens, bug: {BUGS[result.bug].what}. Times are one run each, on "
+    status = (f"{result.model}, {result.tokens} tokens, bug: {BUGS[result.bug].what}. Times to the error are one "
+              "run each; the NaN methods' costs are paired against a plain step; on "
               f"{machine.this_machine().line()}."
               + (f" Graph diff against the un-bugged model: {g.label}" if g else ""))
     return DebugView(status, f"**Verdict**: {result.verdict()}", [_mode_row(m) for m in result.modes],
@@ -110,8 +111,7 @@ def format_debug(report: dict[str, Any]) -> str:
         lines.append(f"{'':<23}names {f['where'] or 'none of your lines'} {f['source']}; traceback "
                      f"{f['frames']} frames, {f['lines']} lines")
     for n in report["nan"]:
-        lines.append(f"NaN by {n['method']:<15} {n['found']} {n['where']}  ({n['seconds']:.3f} s, "
-                     f"{n['cost']:.1f}x a plain step)")
+        lines.append(f"NaN by {n['method']:<15} {n['found']} {n['where']}  ({n['ms']:.2f} ms, {n['cost_said']})")
     for c in report["comparison"]:
         lines.append(f"vs un-bugged, {c['tokens']:>4} tokens: " + (f"raised {c['error']}" if c["error"] else
                                                                   f"max |diff| {c['max_abs_diff']:.3g}"))

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from explorer.core.fmt import format_bytes
+from explorer.eager.compare import Comparison
 from explorer.eager.timing import Measurement
 
 TOLERANCE = 1e-4  # max |artefact - eager| for a run to count as correct (float32 reassociation stays far below)
@@ -45,7 +46,8 @@ class RouteResult:
     artefact: str = ""  # the file copied out for download ("" if none, or past the size limit)
     artefact_bytes: int | None = None
     latency: Measurement | None = None  # the artefact at the current input
-    eager: Measurement | None = None  # eager at the current input, timed back to back with it
+    eager: Measurement | None = None  # eager at the current input, timed in interleaved pairs with it
+    comparison: Comparison | None = None  # eager (a) against the artefact (b), the pairs both figures come from
     notes: list[str] = field(default_factory=list)  # range constraints, the deprecation, a skipped reason
     graph_code: str = ""  # the exported program's graph as code
     graph_ops: dict[str, int] = field(default_factory=dict)  # aten op -> count in that graph
@@ -65,9 +67,7 @@ class RouteResult:
 
     @property
     def speedup(self) -> float | None:
-        if self.latency is None or self.eager is None:
-            return None
-        return self.eager.median_ms / self.latency.median_ms
+        return self.comparison.ratio if self.comparison else None
 
     def first_problem(self) -> str:
         """The error, or the first failing check, in one line."""
@@ -90,6 +90,7 @@ class RouteResult:
         d["speedup"] = self.speedup
         d["latency"] = self.latency.as_dict() if self.latency else None
         d["eager"] = self.eager.as_dict() if self.eager else None
+        d["comparison"] = self.comparison.as_dict() if self.comparison else None
         return d
 
 
@@ -109,13 +110,16 @@ class DeployResult:
         if not good:
             return "No route freezes this model as written: every one fails or is silently wrong on some input. " + \
                 self._rewrite() + warn
-        timed = [r for r in good if r.speedup is not None]
+        timed = [r for r in good if r.comparison is not None]
         best = max(timed, key=lambda r: r.speedup or 0.0) if timed else good[0]
         lengths = sorted({c.tokens for c in best.checks})
         why = (f"correct at every tested input ({', '.join(map(str, lengths))} tokens; max |diff| "
                f"{max(c.max_abs_diff or 0.0 for c in best.checks):.1g})")
-        if best.speedup is not None:
-            why += f" and {best.speedup:.2f}x eager's speed at {self.tokens} tokens"
+        if best.comparison is not None:
+            why += f"; at {self.tokens} tokens, {best.comparison.said()}"
+            if len(timed) > 1:
+                why += (f"; of the {len(timed)} correct routes, the highest median speed against eager (each route "
+                        "timed against eager on its own, not against the others)")
         size = f", {format_bytes(best.artefact_bytes)}" if best.artefact_bytes else ""
         caveat = " TorchScript is deprecated in this torch: prefer a working export route." \
             if best.route.startswith("jit.") else ""

@@ -25,7 +25,7 @@ from explorer.compile.observe import fx_nodes, message_line, user_line
 from explorer.compile.options import cxx_compiler
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
 from explorer.core.paths import PROJECT, relative
-from explorer.eager.timing import measure
+from explorer.eager.compare import compare
 from explorer.labs.deploy.checks import CheckInput
 from explorer.labs.deploy.results import Check, RouteResult, Warned
 
@@ -111,11 +111,11 @@ def _finish(r: RouteResult, s: Setting, run: Runner, artefact: Path | None, snip
     if artefact is not None and artefact.exists():
         r.artefact, r.artefact_bytes, r.load_snippet = str(artefact), artefact.stat().st_size, snippet
     if r.checks and r.checks[0].correct:
-        s.phase(f"{r.route}: timing the artefact and eager at the current input, back to back")
+        s.phase(f"{r.route}: timing the artefact and eager at the current input, in interleaved pairs")
         ids = s.example
         with torch.no_grad():
-            r.eager = measure("eager", lambda: s.model(ids), FORWARD_BUDGET_S)
-            r.latency = measure(r.route, lambda: run(ids), FORWARD_BUDGET_S)
+            r.comparison = compare("eager", lambda: s.model(ids), r.route, lambda: run(ids), 2 * FORWARD_BUDGET_S)
+        r.eager, r.latency = r.comparison.measurement("eager"), r.comparison.measurement(r.route)
     return r
 
 

@@ -57,10 +57,12 @@ def _diffs_cell(r: RouteResult) -> str:
 
 
 def _speed(r: RouteResult) -> str:
-    if r.latency is None or r.eager is None:
+    if r.latency is None or r.eager is None or r.comparison is None:
         return "—"
     artefact, eager = (ms_iqr(m.median_ms, m.iqr_ms, 3) for m in (r.latency, r.eager))
-    return f"{artefact} vs eager {eager}: {r.speedup:.2f}x"
+    c = r.comparison
+    return (f"{artefact} vs eager {eager}: {c.ratio:.2f}x (95% interval {c.low:.2f}-{c.high:.2f}x"
+            + ("" if c.resolved else ", not resolved") + ")")
 
 
 def _row(r: RouteResult) -> list[Any]:
@@ -134,8 +136,8 @@ def format_deploy(report: dict[str, Any]) -> str:
     lines = [f"{report['model']} {report['config']}, {report['tokens']} tokens; measured on {Machine.of(m).line()}"]
     for r in report["routes"]:
         size = format_bytes(r["artefact_bytes"]) if r["artefact_bytes"] else "no artefact"
-        speed = (f"{r['latency']['median_ms']:.3f} ms vs eager {r['eager']['median_ms']:.3f} ms "
-                 f"({r['speedup']:.2f}x)" if r["speedup"] else "not timed")
+        speed = (f"{r['latency']['median_ms']:.3f} ms vs eager {r['eager']['median_ms']:.3f} ms: "
+                 f"{r['comparison']['said']}" if r["comparison"] else "not timed")
         lines.append(f"{r['route']:<18} {r['outcome'].upper():<15} built in {r['seconds']:.1f} s, {size}, {speed}")
         for what, text in (("skipped", r["skipped"]), ("error", r["error"]), ("at", r["where"])):
             if text:

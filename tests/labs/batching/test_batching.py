@@ -7,9 +7,9 @@ from explorer.compile.worker import CompileService
 from explorer.core.batches import DISTRIBUTIONS, batch_from_lines, generate_batch, generate_lengths
 from explorer.core.errors import InputError
 from explorer.core.limits import MAX_BATCH, MAX_TOKENS
-from explorer.eager.timing import Measurement
+from explorer.eager.compare import Comparison, Rounds
 from explorer.labs.batching.compiled import compile_strategy
-from explorer.labs.batching.results import CompiledStrategy
+from explorer.labs.batching.results import CompiledStrategy, LabResult, StrategyResult
 from explorer.labs.batching.runner import compile_lab, eager_lab, lab_result
 from explorer.sources.registry import subject
 from models import build_model, make_config
@@ -151,23 +151,33 @@ def test_nested_jagged_tensors_run_the_sdpa_transformer_forward_and_say_why_not_
     assert nested.as_dict()["train_step_ms"] is None
 
 
+def _paired(a: float, b: float, jitter: float = 0.02) -> Comparison:
+    wobble = [1 + jitter * ((i * 7) % 5 - 2) for i in range(12)]
+    return Comparison.of("eager", "compiled", [a * w for w in wobble], [b * w for w in reversed(wobble)])
+
+
 def test_a_strategy_that_ran_no_compiled_code_has_no_speedup():
-    m = Measurement("x", 1.0, 0.1, 0.9, 1.2, 5, 10, 1)
-    assert CompiledStrategy("eager", forward=m, eager_forward=m).speedup == 1.0
-    assert CompiledStrategy("eager", forward=m, eager_forward=m, fallback="recompile limit (8) hit").speedup is None
+    pair = _paired(2.0, 1.0)
+    assert CompiledStrategy("eager", comparison=pair).speedup == pytest.approx(2.0)
+    assert CompiledStrategy("eager", comparison=pair, fallback="recompile limit (8) hit").speedup is None
 
 
-def test_a_compiled_figure_from_the_worker_is_never_ranked_against_eager_ones_from_the_app():
-    from explorer.eager.timing import Measurement
-    from explorer.labs.batching.results import CompiledStrategy, LabResult, StrategyResult
+def _lab(loop_ms: float, pad_ms: float, compiled: CompiledStrategy | None = None) -> LabResult:
+    rounds = Rounds({"loop": tuple(loop_ms * (1 + 0.02 * (i % 3 - 1)) for i in range(12)),
+                     "pad": tuple(pad_ms * (1 + 0.02 * ((i + 1) % 3 - 1)) for i in range(12))})
+    pad = StrategyResult("pad", "pad to the longest", True, forward=rounds.measurement("pad"), max_abs_diff=0.0,
+                         padding_fraction=0.4, compiled=compiled)
+    loop = StrategyResult("loop", "per-sample loop", True, forward=rounds.measurement("loop"), max_abs_diff=0.0,
+                          padding_fraction=0.0)
+    return LabResult([3, 5], [pad, loop], rounds)
 
-    def ms(x):
-        return Measurement("x", x, 0.01, x, x, 5, 1, 1)
 
-    pad = StrategyResult("pad", "pad to the longest", True, forward=ms(10.0), max_abs_diff=0.0, padding_fraction=0.4,
-                         compiled=CompiledStrategy("eager", forward=ms(1.0), eager_forward=ms(2.0)))
-    loop = StrategyResult("loop", "per-sample loop", True, forward=ms(8.0), max_abs_diff=0.0, padding_fraction=0.0)
-    said = LabResult([3, 5], [pad, loop]).verdict()
+def test_the_lab_names_the_fastest_strategy_only_where_its_paired_interval_says_so():
+    said = _lab(8.0, 10.0, CompiledStrategy("eager", comparison=_paired(2.0, 1.0))).verdict()
     # the worker's 1 ms compiled pad (a faster process that day) is not "the fastest": it is 2x its own eager
-    assert said.startswith("Fastest correct forward: **the per-sample loop** itself, 8.00 ms")
-    assert "compiled, each against its own eager forward in the worker: pad to the longest 2.00x" in said
+    assert said.startswith("Fastest correct forward: **per-sample loop**, 8.00 ms: per-sample loop is 1.25x faster "
+                           "than pad to the longest (95% interval")
+    assert "in the worker: pad to the longest: compiled is 2.00x faster than eager" in said
+    tied = _lab(8.0, 8.05).verdict()  # 0.6% apart, 2% noise: neither is named the winner
+    assert tied.startswith("Fastest correct forward: **per-sample loop** or **pad to the longest**")
+    assert "no difference between pad to the longest and per-sample loop resolved at this noise" in tied

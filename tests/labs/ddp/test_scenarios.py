@@ -39,13 +39,14 @@ def test_unused_parameters_fail_plain_ddp_after_a_silently_wrong_step_and_not_wi
         assert v[f"{static}: error step"] - v[f"{static}: first step"] + 1 == unused.STATIC_SWAP_STEP
     names = main.ranks[0].report.values[f"{plain}: unused"]
     assert f"model.blocks.{depths[0]}.attn.qkv.weight" in names  # INFO names the blocks past rank 0's exit
-    assert all(len(cost.ranks[0].report.values[f"{k} ms"]) == 2
+    assert all(len(cost.ranks[0].report.values[f"{k} ms"]) == unused.COST_ROUNDS  # at least this many, paired
                for k in ("plain DDP", "find_unused_parameters=True", "one process alone"))
     assert {c.what.split(":")[0] for c in result.costs} >= {"plain DDP, exits differ", "nothing unused, plain DDP"}
     assert "WRONG" in result.verdict and "exact" in result.verdict
-    # two steps a side: the cost of find_unused_parameters is said with its interval, which two pairs cannot narrow
-    assert "step by step against plain DDP: no difference between find_unused_parameters and plain DDP resolved" \
-        in result.verdict or "faster than" in result.verdict.split("against plain DDP:")[1]
+    # the cost of find_unused_parameters is said from its paired interval, whichever way it falls today
+    said = result.verdict.split("step by step against plain DDP: ")[1]
+    assert said.startswith(("no difference between find_unused_parameters and plain DDP resolved",
+                            "plain DDP is", "find_unused_parameters is")) and "pairs)" in said
 
 
 def test_equal_token_sharding_evens_the_padded_work_and_every_rank_step_has_its_wait():

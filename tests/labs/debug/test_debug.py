@@ -69,7 +69,8 @@ def test_the_nan_methods_name_what_they_name_here():
     bwd = {f.method: f for f in locate(bugged("rnn", {}, "nan_backward"), to_ids(LONG))}
     assert bwd["detect_anomaly"].where.startswith(_bug_line("nan_backward"))  # in backward: anomaly mode's case
     assert bwd["forward hooks"].found.startswith("nothing")
-    assert all(f.seconds > 0 and f.cost > 0 for f in [*fwd.values(), *bwd.values()])
+    assert all(f.ms > 0 and f.cost.pairs >= 8 and f.cost.low <= f.cost.ratio <= f.cost.high
+               for f in [*fwd.values(), *bwd.values()])
 
 
 def test_the_comparison_catches_the_silent_bugs():
