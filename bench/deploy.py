@@ -30,8 +30,10 @@ def _row(case: str, r: RouteResult) -> str:
     diffs = [c.max_abs_diff for c in r.checks if c.max_abs_diff is not None]
     refused = sum(1 for c in r.checks if c.error)
     checked = (f"max {max(diffs):.1g}" if diffs else "—") + (f", {refused} refused" if refused else "")
+    c = r.comparison
     speed = (f"{ms_iqr(r.latency.median_ms, r.latency.iqr_ms, 3)} vs {ms_iqr(r.eager.median_ms, r.eager.iqr_ms, 3)}: "
-             f"**{r.speedup:.2f}x**" if r.latency and r.eager else "—")
+             f"**{c.ratio:.2f}x** ({c.low:.2f}-{c.high:.2f}{'' if c.resolved else ', not resolved'})"
+             if r.latency and r.eager and c else "—")
     why = (r.first_problem() or "").replace("|", "\\|")[:140]
     return (f"| {case} | {r.route} | {r.outcome} | {r.seconds:.1f} | "
             f"{format_bytes(r.artefact_bytes) if r.artefact_bytes else '—'} | {checked} | {speed} | {why} |")

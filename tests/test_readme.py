@@ -41,6 +41,6 @@ def test_every_figure_in_the_readmes_prose_is_in_a_results_file_or_the_code():
 
 def test_a_figure_typed_by_hand_is_caught_and_code_and_steps_are_not_figures():
     known = _known()
-    assert [f.split(" ")[0] for f in unknown_figures("swinging between 1,909 and 7.3 GiB", known)] == ["7.3"]
+    assert [f.split(" ")[0] for f in unknown_figures("swinging between 1,909 and 7.345 GiB", known)] == ["7.345"]
     assert unknown_figures("swinging between 1,909 and 7,311 MiB (`--runs 123.45`)\n```\nx 987.6\n```", known) == []
     assert unknown_figures("in 3 steps of 2 layers", known) == []

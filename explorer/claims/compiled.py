@@ -28,7 +28,7 @@ def eager_then_compiled(session: Session, w: Workers, model: str, values: Mappin
     try:
         for item in session.run_compiled(w.compile, options(w.quick), result):
             if isinstance(item, Progress):
-                yield Progress(item.elapsed_s, f"{model} ({result.arch}): {item.phase} ({item.elapsed_s:.0f} s)")
+                yield Progress(item.elapsed_s, f"{model} ({result.arch}): {item.phase}")
             else:
                 yield result, item
     except CompileFailure as e:

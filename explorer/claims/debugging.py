@@ -87,8 +87,9 @@ def judge(x: dict[str, float]) -> Verdict:
     longer = x["compiled.lines"] / x["eager.lines"]
     said = (f"eager names the injected line in {x['eager.lines']:.0f} lines after {duration(x['eager.seconds'])}; "
             f"compiled {'names it too' if x['compiled.named'] else 'does not name it'} in {x['compiled.lines']:.0f} "
-            f"lines ({times(longer)} as long) after {duration(x['compiled.seconds'])}")
-    if longer > 2 and x["compiled.seconds"] > x["eager.seconds"]:
+            f"lines ({times(longer)} as long) after {duration(x['compiled.seconds'])} (the seconds are one run each, "
+            "shown, not judged: the verdict reads the tracebacks)")
+    if longer > 2:
         return Verdict(HOLDS, said)
     return Verdict(CONDITION, f"{said}: the gap is small here")
 

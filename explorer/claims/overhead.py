@@ -108,18 +108,17 @@ def grid(w: Workers) -> Iterator[Progress | list[GridPoint]]:
     points: list[GridPoint] = []
     batches, lengths = ((1, 8), (4,)) if w.quick else (BATCHES, LENGTHS)
     backend, scale = ("eager", 0.25) if w.quick else ("inductor", 1.0)
-    for model in MODELS:
-        for length in lengths:
-            for batch in batches:
-                try:
-                    for item in w.compile.run(PointJob(model, batch, length, backend, scale)):
-                        if isinstance(item, Progress):
-                            yield Progress(item.elapsed_s, f"{model}, {batch} x {length} tokens: {item.phase} "
-                                                            f"({item.elapsed_s:.0f} s)")
-                        else:
-                            points.append(item)
-                except CompileFailure as e:
-                    raise InputError(f"{model} at {batch} x {length} tokens: {e}") from None
+    grid_points = [(model, batch, length) for model in MODELS for length in lengths for batch in batches]
+    for i, (model, batch, length) in enumerate(grid_points, 1):
+        try:
+            for item in w.compile.run(PointJob(model, batch, length, backend, scale)):
+                if isinstance(item, Progress):
+                    yield Progress(item.elapsed_s, f"point {i} of {len(grid_points)}, {model} at {batch} x {length} "
+                                                   f"tokens: {item.phase}")
+                else:
+                    points.append(item)
+        except CompileFailure as e:
+            raise InputError(f"{model} at {batch} x {length} tokens: {e}") from None
     yield points
 
 

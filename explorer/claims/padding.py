@@ -72,9 +72,12 @@ def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
     chart = Chart("bar", f"Forward over the batch ({len(texts)} sentences), per strategy", "model",
                   "ms (median, bars = IQR)", [s for s in series.values() if s.x], log_y=True)
     shown = [_card(numbers, m) for m in models]
-    notes = [f"{len(texts)} generated sentences, Zipf lengths {lengths[0]}-{lengths[-1]} tokens (median "
-             f"{lengths[len(lengths) // 2]}), bucket width {BUCKET_WIDTH}; eager forward without grad, each "
-             "strategy checked against the per-sample loop (one that disagrees or cannot run is left out)"]
+    notes = [f"{len(texts)} generated sentences, Zipf lengths drawn from {batch['min_len']}-{batch['max_len']} tokens "
+             f"(this batch: {lengths[0]}-{lengths[-1]}, median {lengths[len(lengths) // 2]}), "
+             f"bucket width {BUCKET_WIDTH}; eager forwards without grad, every strategy's timed together round by "
+             "round (the order rotated), each checked against the per-sample loop (one that disagrees or cannot run "
+             "is left out); the verdict reads the paired 95% interval of the fastest padded against the fastest "
+             "padding-free strategy"]
     yield Evidence(numbers, shown, chart, notes)
 
 

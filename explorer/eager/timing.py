@@ -131,8 +131,10 @@ class Measurement:
         return self.iqr_ms > 0.25 * self.median_ms
 
     def spread(self) -> str:
-        """What the median is of, and how wide it is: 'median of 10 runs, IQR 0.012 ms'."""
-        return f"median of {self.runs} runs, IQR {self.iqr_ms:.3f} ms"
+        """What the median is of, and how wide it is: 'median of 10 runs, IQR 0.012 ms', and a warning when the
+        spread rivals the figure."""
+        said = f"median of {self.runs} runs, IQR {self.iqr_ms:.3f} ms"
+        return said + (": too noisy to read (the IQR is over a quarter of the median)" if self.noisy else "")
 
     def __str__(self) -> str:
         return f"{ms_iqr(self.median_ms, self.iqr_ms, 3)}, median of {self.runs} runs"

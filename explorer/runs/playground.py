@@ -24,13 +24,15 @@ class Planned:
 
 
 def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any],
-           timer: Timer | None = None, fresh: bool = False) -> Iterator[Progress | Planned | RunResult]:
+           timer: Timer | None = None, fresh: bool = False,
+           keyed: bool = False) -> Iterator[Progress | Planned | RunResult]:
     """Reconfigure if needed, capture and yield the new graph at once (it does not wait in the measurement queue),
     wait for the queue (yielding progress), time, and yield the run. One run at a time per session; an input
     identical to the latest run's (a blur, a release, a link and the edit it causes) yields a message instead of a
     new run, unless `fresh` (then its timings are measured again, never reused), and so does an empty box: a pause
     while a person retypes, not an error (no error toast, no red badges over the previous run's figures). Timings
-    run on `timer` (the server's measurement pool; default: in this thread)."""
+    run on `timer` (the server's measurement pool; default: in this thread). `keyed`: the text came from
+    keystrokes (see Session.typing)."""
     if text == "":
         still = f" The figures shown are still run {session.last.number}'s." if session.last else ""
         yield Progress.said(f"**Not run**: {empty_message()}{still}")
@@ -38,16 +40,17 @@ def update(session: Session, model: str, text: str, compare: str, values: dict[s
     with session.run_lock:
         session.configure(model, values)  # validation first: a bad config never waits in the queue
         if session.is_latest(text, compare) and not fresh:
-            yield Progress.said(f"Nothing changed since run {session.last.number}: its figures are the ones shown.")
+            yield Progress.said(f"Run {session.last.number} is this input on this architecture: its figures are the "
+                                "ones shown.")
             return
-        yield from _measured_run(session, text, compare, timer or InProcess(), fresh)
+        yield from _measured_run(session, text, compare, timer or InProcess(), fresh, keyed)
 
 
 def _measured_run(session: Session, text: str, compare: str, timer: Timer,
-                  fresh: bool) -> Iterator[Progress | Planned | RunResult]:
+                  fresh: bool, keyed: bool) -> Iterator[Progress | Planned | RunResult]:
     # The graph does not wait in the measurement queue: capturing it takes milliseconds on the server's own core
     # (timings run in their own processes, on their own cores), and an input any session ran before is cached.
-    captured = session.capture(text, compare)
+    captured = session.capture(text, compare, keyed)
     p = plan(captured.capture)
     yield Planned(captured, p)
     if not p.timed:

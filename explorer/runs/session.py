@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -37,6 +38,8 @@ from models.config import config_dict
 
 DEFAULT_MODEL = "rnn"
 
+
+SETTLE_S = 1.5  # a typed input left alone this long after its run is what the person meant: it stays
 
 @dataclass
 class RunRecord:
@@ -80,6 +83,8 @@ class Captured:
     compare: str
     fixed: Fixed  # what the input determines, shared by every session that runs it
     diff: GraphDiff | None
+    keyed: bool = False  # its input came from keystrokes (it stays only once left alone, submitted or left)
+    typing: bool = False  # it follows such a run without a pause: that one was a step of the typing, replaced
 
     @property
     def tokens(self) -> int:
@@ -133,7 +138,8 @@ class Session:
     model_name: str = DEFAULT_MODEL
     config: Any = None
     history: deque[RunRecord] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
-    last: RunResult | None = None  # the latest run in full (its graph is the next diff's baseline)
+    last: RunResult | None = None  # the latest run in full
+    baseline: RunResult | None = None  # the run the next is diffed against: the latest that stayed (see `typing`)
     labs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each lab's latest report, by lab name
     residency: Residency | None = field(default=None, repr=False)  # the server's bound on built models, if any
     run_lock: RunLock = field(default_factory=RunLock, repr=False)
@@ -143,6 +149,8 @@ class Session:
     isolate: Callable[[str], JobRunner] | None = field(default=None, repr=False)
     _model: nn.Module | None = field(default=None, repr=False)
     _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
+    _done_at: float = field(default=0.0, repr=False)  # time.monotonic() when the latest run finished
+    _settled: bool = field(default=True, repr=False)  # the latest run's input was submitted or left
 
     def __post_init__(self) -> None:
         if self.config is None:
@@ -169,7 +177,7 @@ class Session:
 
     def release(self) -> None:
         """The person left: keep only the light history records."""
-        self._model = self.last = None
+        self._model = self.last = self.baseline = None
         self.labs = {}
         self._forget()
 
@@ -214,7 +222,7 @@ class Session:
         check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
         return Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()), param_bytes(model))
 
-    def capture(self, text: str, compare: str | None = None) -> Captured:
+    def capture(self, text: str, compare: str | None = None, keyed: bool = False) -> Captured:
         """A run's first stage: the graph `text` builds, diffed against `compare` if given, else against the
         previous run (another input or another architecture). Fast: the view can draw it before the timings."""
         inp = tokenize(text)
@@ -227,11 +235,25 @@ class Session:
             diff = diff_graphs(before, capture.graph,
                                f"the comparison input ({count(other.tokens, 'token')}) -> this input "
                                f"({count(inp.tokens, 'token')})")
-        elif self.last is not None:
-            prev = self.last
+        typing = keyed and self.typing(compare)
+        prev = self.baseline if typing else self.last
+        if other is None and prev is not None:
             diff = diff_graphs(prev.capture.graph, capture.graph, _change_label(prev, self, inp))
         return Captured(self.model_name, self.config, arch_label(self.model_name, self.config), inp, compare or "",
-                        fixed, diff)
+                        fixed, diff, keyed, typing)
+
+    def typing(self, compare: str | None = None) -> bool:
+        """Whether a typed run starting now follows the latest typed one without a pause, on the same model,
+        architecture and comparison: the latest was then a step of someone's typing (a partial sentence), which
+        the next replaces in the history and is not diffed against. A typed input stays once it was left alone for
+        SETTLE_S, submitted or the box left (`settle`), or the architecture changed; any other run stays at once."""
+        last = self.last
+        return (last is not None and not self._settled and time.monotonic() - self._done_at < SETTLE_S
+                and (last.model, last.config, last.compare) == (self.model_name, self.config, compare or ""))
+
+    def settle(self) -> None:
+        """The latest run's input is meant (Enter pressed, the box left): it stays in the history."""
+        self._settled = True
 
     @staticmethod
     def job(c: Captured, p: Plan) -> TimingJob:
@@ -258,7 +280,11 @@ class Session:
             params=fixed.params, param_bytes=fixed.param_bytes, diff=c.diff, memory=fixed.memory,
             timing_note=" ".join(filter(None, [note, sourced.label()])) or None, node=timed.node,
         )
-        self.last = result
+        if c.typing and self.history:
+            self.history.pop()  # the partial input it followed: replaced, not kept
+        else:
+            self.baseline = self.last  # the previous input stayed
+        self.last, self._done_at, self._settled = result, time.monotonic(), not c.keyed
         self.history.append(result.record())
         return result
 

@@ -81,7 +81,7 @@ class ClaimCard:
 
 
 def claim_card(c: Claim, number: int | None) -> ClaimCard:
-    header = gr.Markdown(_claim_header(c, number), elem_classes=None if number else "ge-aside")
+    header = gr.Markdown(_claim_header(c, number))  # in a lesson too: it holds the link a step asks the room to open
     with gr.Row():
         run = gr.Button("Run the experiment", variant="primary", scale=0, min_width=200)
         again = gr.Button("Measure again", scale=0, min_width=160)

@@ -177,18 +177,24 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         return out
 
     def measured(request: gr.Request, s: Session, model: str, text: str, compare: str, values: Any,
-                 fresh: bool = False) -> Iterator[Updates]:
+                 fresh: bool = False, keyed: bool = False) -> Iterator[Updates]:
         """The Playground's one run: (re)configure, capture and draw, wait for the measurement queue, time, stream
-        the view. `fresh`: measure again even if another session's recent timings could be reused."""
+        the view. `fresh`: measure again even if another session's recent timings could be reused; `keyed`: the
+        text came from typing (a partial sentence is replaced in the history by the next, see Session.typing)."""
         RESIDENCY.attach(request.session_hash, s)
         drawn = [False]
-        items = update(s, model, text, compare, values, measure_pool(), fresh)
+        items = update(s, model, text, compare, values, measure_pool(), fresh, keyed)
         yield from streamed(items, lambda item: shown(s, item, drawn), p.status, None, "Cannot run this input",
                             toast=True)
 
     def run(request: gr.Request, s: Session, model: str, text: str, compare: str, *flat: Any) -> Iterator[Updates]:
         """The page's edits: every control's value, of which the chosen model's are its config."""
         yield from measured(request, s, model, text, compare, values_for(model, list(flat)))
+
+    def typed(request: gr.Request, s: Session, model: str, text: str, compare: str,
+              *flat: Any) -> Iterator[Updates]:
+        """The text box's changes: each is drawn; the history keeps only what stayed."""
+        yield from measured(request, s, model, text, compare, values_for(model, list(flat)), keyed=True)
 
     def again(request: gr.Request, s: Session, model: str, text: str, compare: str,
               *flat: Any) -> Iterator[Updates]:
@@ -241,7 +247,9 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
 
     # `.change` on the text boxes: typing, paste, cut, delete, undo, drag-and-drop, an example, a restored link
     # all change the value, and each settled value runs once (an unchanged input is not re-run: see `update`).
-    after_run(p.text.change(api_visibility="private", **run_event))
+    after_run(p.text.change(api_visibility="private", **{**run_event, "fn": typed}))
+    for left in (p.text.submit, p.text.blur):  # Enter or leaving the box: the typed input is meant, and stays
+        left(Session.settle, session, None, queue=False, api_visibility="private", show_progress="hidden")
     after_run(p.again.click(api_visibility="private", **{**run_event, "fn": again}))
     p.compare.change(api_visibility="private", **run_event)
     # The HTTP API's /edit: an event of a box no one sees (so that it runs in the caller's session), with named

@@ -3,7 +3,11 @@ progress bar, each result the outputs its `show` names, and a failure one line (
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import queue
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,17 +31,76 @@ def failure_line(what: str) -> str:
             "architecture or input.")
 
 
+TICK_S = 1.0  # a run that says nothing for this long has its last phase said again, with the seconds since the click
+_END = object()
+
+
+def ticking(items: Iterator[Progress | Any], every: float = TICK_S) -> Iterator[Progress | Any]:
+    """`items`, run in a thread of its own; while it says nothing for `every` seconds, its last phase again, with the
+    seconds since it started (a worker's compile or a rank's step can be silent for minutes). Progress comes out
+    with `elapsed_s` since the start; an exception comes out where it was raised; closing this closes `items`."""
+    handoff: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def hand(item: object, error: BaseException | None = None) -> None:
+        while not stop.is_set():  # the consumer may be gone: never block on it for good
+            try:
+                handoff.put((item, error), timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def produce() -> None:
+        error: BaseException | None = None
+        try:
+            for item in items:
+                hand(item)
+                if stop.is_set():
+                    break
+        except BaseException as e:  # handed to the consumer, raised there
+            error = e
+        finally:
+            if stop.is_set() and hasattr(items, "close"):
+                items.close()  # type: ignore[union-attr]  # its `finally` cancels its jobs
+        hand(_END, error)
+
+    start = time.monotonic()
+    context = contextvars.copy_context()  # the request's context, for whatever in `items` reads it
+    threading.Thread(target=context.run, args=(produce,), name="ge-ticking", daemon=True).start()
+    last = "Starting…"
+    try:
+        while True:
+            try:
+                item, error = handoff.get(timeout=every)
+            except queue.Empty:
+                yield Progress(time.monotonic() - start, last)
+                continue
+            if error is not None:
+                raise error
+            if item is _END:
+                return
+            if isinstance(item, Progress):
+                last = item.phase
+                yield Progress(time.monotonic() - start, last)
+            else:
+                yield item
+    finally:
+        stop.set()  # the producer stops at its next item and closes `items`
+
+
 def streamed(items: Iterator[Progress | Any], show: Callable[[Any], Updates], status: gr.components.Component,
              progress: gr.Progress | None, refused: str, toast: bool = False) -> Iterator[Updates]:
-    """Progress to `status` (and the progress bar), each result to `show`'s outputs. A refused input or a stopped
-    worker is said in `status` under the heading `refused`, or as a toast when `toast` (the Playground keeps its
-    figures and status for the last good run)."""
+    """Progress to `status` (and the progress bar), said again every second with the seconds since the click while
+    the run is silent; each result to `show`'s outputs. A refused input or a stopped worker is said in `status`
+    under the heading `refused`, or as a toast when `toast` (the Playground, whose runs take a second or two, keeps
+    its figures and status for the last good run, and is not ticked)."""
     try:
-        for item in items:
+        for item in items if toast else ticking(items):
             if isinstance(item, Progress):
+                said = item.phase if toast else f"{item.phase} ({item.elapsed_s:.0f} s)"
                 if progress is not None:
-                    progress(None, desc=item.phase)
-                yield {status: item.phase}
+                    progress(None, desc=said)
+                yield {status: said}
             else:
                 yield show(item)
     except (*USER_ERRORS, CompileFailure) as e:

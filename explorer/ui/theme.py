@@ -5,7 +5,7 @@ CSS = """
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 8px; }
 .card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 10px; }
 .card .label { font-size: 0.8em; color: var(--ge-subdued); }
-.card .value { font-size: 1.45em; font-weight: 600; }
+.card .value { font-size: 1.45em; font-weight: 600; overflow-wrap: anywhere; }  /* a long name wraps, never runs on */
 .card .detail { font-size: 0.75em; color: var(--ge-subdued); }
 .explain { font-size: 0.92em; }
 /* WCAG 2 AA contrast (4.5:1) for everything on the page, which a projector washes out further: Gradio's default
@@ -29,12 +29,14 @@ CSS = """
 .gradio-container .table-wrap { overflow-x: auto; }
 /* Presentation mode, for a projector: larger text through the theme's own sizes (not a CSS zoom, which would cut
    off the figures and move their hover targets), and no side text (help lines, examples, explanations), so that
-   the current input's graph and cards reach the first screen. The figures re-fit to their new width (PRESENT_JS). */
+   the current input's graph and cards reach the first screen. It drops help, never evidence: a card's detail line
+   (the spread, the cache, the break-even) and a claim's header (its link) stay, because a lesson step names them.
+   The figures re-fit to their new width (PRESENT_JS). */
 body.ge-presentation .gradio-container { --text-xxs: 12px; --text-xs: 13px; --text-sm: 16px; --text-md: 18px;
   --text-lg: 21px; --text-xl: 26px; --text-xxl: 30px; --block-label-text-size: 15px; --block-info-text-size: 15px;
   --block-title-text-size: 16px; --section-header-text-size: 18px; }
-body.ge-presentation .ge-aside, body.ge-presentation .explain, body.ge-presentation .info-text,
-body.ge-presentation .card .detail { display: none; }
+body.ge-presentation .ge-aside, body.ge-presentation .explain, body.ge-presentation .info-text { display: none; }
+body.ge-presentation .card .detail { font-size: 13px; }
 """
 # The page's figures are Plotly's, with `responsive` on: after the class changes the layout, each one is re-fitted
 # to its container (Gradio sets window.Plotly once the first figure has loaded).

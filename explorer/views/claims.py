@@ -45,8 +45,10 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
     fig.update_layout(
         title={"text": wrapped(chart.title), "font": {"size": 15}}, height=height, barmode="group",
         plot_bgcolor="white",
-        margin={"l": 70, "r": 70 if chart.y2_title else 20, "t": 70, "b": 50},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "font": {"size": 12}},
+        # the legend above the plot, under the title: below it, it ran into the x axis's title
+        margin={"l": 70, "r": 70 if chart.y2_title else 20, "t": _top(chart), "b": 60},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "font": {"size": 12}},
+        uniformtext={"minsize": 12, "mode": "show"},  # a bar's label is never shrunk below the body text
         xaxis={"title": chart.x_title, "type": "category"},
         yaxis={"title": chart.y_title, "type": "log" if chart.log_y else "linear", "gridcolor": "#eee"},
         font={"size": 13})
@@ -54,6 +56,14 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
         fig.update_layout(yaxis2={"title": chart.y2_title, "overlaying": "y", "side": "right", "rangemode": "tozero",
                                   "showgrid": False})
     return fig
+
+
+def _top(chart: Chart, width_px: int = 560) -> int:
+    """The top margin that holds the wrapped title and the legend's rows (about 8 px a character at 12 px, with
+    its symbol): neither overlaps the other or the plot."""
+    title_lines = wrapped(chart.title).count("<br>") + 1
+    legend_px = sum(8 * len(s.name) + 40 for s in chart.series)
+    return 30 + 22 * title_lines + 22 * -(-legend_px // width_px)
 
 
 def view_of(result: ClaimResult) -> ClaimView:

@@ -94,6 +94,6 @@ def compiled_update(session: Session, service: JobRunner, options: CompileOption
     """Compile the latest input: yields progress messages, then the view."""
     for item in session.run_compiled(service, options):
         if isinstance(item, Progress):
-            yield Progress(item.elapsed_s, f"Compiling ({options.label()}): {item.elapsed_s:.1f} s, {item.phase}…")
+            yield Progress(item.elapsed_s, f"Compiling ({options.label()}): {item.phase}")
         else:
             yield compiled_view(session, item)

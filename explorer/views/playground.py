@@ -54,7 +54,8 @@ def cards(r: RunResult | Captured, pending: str = "queued for timing…",
     g, timed = r.capture.graph, isinstance(r, RunResult)
     params, p_bytes = (r.params, r.param_bytes) if timed else (r.fixed.params, r.fixed.param_bytes)
     mem = r.memory if timed else r.fixed.memory
-    # what the input decided, where the model says (the zoo's); else how many module calls it took
+    # what the run did, where the model says (the zoo's), counted from its module calls (the transformer's blocks are
+    # the config's, early exit's the input's: the card does not claim which); else how many module calls it took
     decided = source(r.model).structure(r.capture.trace)
     (what, n), *rest = decided.items() or [("module calls", sum(r.capture.trace.values()))]
 
@@ -63,7 +64,7 @@ def cards(r: RunResult | Captured, pending: str = "queued for timing…",
 
     return [
         ("tokens", f"{r.tokens}", "UTF-8 bytes" + (" (truncated)" if r.input.truncated_from else "")),
-        (what, f"{n}", ", ".join(f"{k}: {v}" for k, v in rest) or ("decided by this input" if decided else
+        (what, f"{n}", ", ".join(f"{k}: {v}" for k, v in rest) or ("counted in this run's module calls" if decided else
                                                                      "modules called in one forward")),
         ("graph nodes", f"{len(g.nodes):,}", f"{len(g.edges):,} edges, {len(g.param_leaves)} param leaves"),
         ("parameters", f"{params:,}", format_bytes(p_bytes)),

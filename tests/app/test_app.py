@@ -141,7 +141,7 @@ def test_session_history_grows_and_bad_input_keeps_it(app_url):
     out = client.predict("tree", "abc", "", _config(hidden=8), api_name="/edit")
     assert out[4]["run"] == 3 and out[4]["config"]["hidden"] == 8  # the session survived both errors
     again = client.predict("tree", "abc", "", _config(hidden=8), api_name="/edit")
-    assert again[5].startswith("Nothing changed since run 3")  # the same settled input is not run twice
+    assert again[5].startswith("Run 3 is this input on this architecture")  # the same settled input is not run twice
 
 
 def test_sessions_are_separate(app_url):

@@ -197,5 +197,6 @@ def test_ddp_json_and_table_say_how_each_rank_ended():
     assert {s["kind"] for s in run["ranks"][1]["report"]["segments"]} >= {"forward", "backward", "all-reduce"}
     assert report["machine"]["device"] == "cpu" and len(report["costs"]) == 4
     table = format_ddp(report)  # what the command prints without --json, from the same report
-    assert "rank 0 finished 6 steps; rank 1 finished 6 steps" in table  # 2 steps and a warm-up, per sharding
+    # 2 steps and a warm-up, per sharding
+    assert "rank 0 ran to its end, 6 steps in all; rank 1 ran to its end, 6 steps in all" in table
     assert table.splitlines()[-1].startswith("verdict: Round-robin sharding: median step")

@@ -8,7 +8,7 @@ import torch
 from explorer.core.limits import THREADS
 from explorer.core.machine import MEASURE_CORES, OTHER_CORES
 from explorer.eager import timing
-from explorer.eager.timing import MIN_BLOCKS, measure
+from explorer.eager.timing import MIN_BLOCKS, Measurement, measure
 
 
 def test_every_call_is_counted_in_blocks_under_the_pinned_threads_and_the_lock():
@@ -30,6 +30,13 @@ def test_figures_are_milliseconds_per_call_with_their_spread():
     m = measure("sleep", lambda: time.sleep(0.003), min_run_time=0.05)
     assert m.median_ms >= 3.0  # a sleep is never shorter than asked: per call, in ms (not per block, not s)
     assert m.min_ms <= m.median_ms <= m.max_ms and m.iqr_ms >= 0
+
+
+def test_a_figure_whose_spread_rivals_it_says_it_is_not_to_be_read():
+    steady = Measurement("a", 3.215, 0.1, 3.1, 3.4, 3, 1, 1)
+    wild = Measurement("a", 3.215, 111.681, 3.1, 200.0, 3, 1, 1)  # the card the issue saw, without a warning
+    assert "noisy" not in steady.spread() and wild.spread().endswith("too noisy to read (the IQR is over a quarter "
+                                                                      "of the median)")
 
 
 def test_a_call_longer_than_the_budget_still_gives_the_minimum_number_of_blocks():

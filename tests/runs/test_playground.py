@@ -19,7 +19,7 @@ def test_an_unchanged_input_and_an_empty_box_are_said_not_run():
     session = Session()
     list(update(session, "rnn", "hello", "", {}))
     again = list(update(session, "rnn", "hello", "", {}))
-    assert len(again) == 1 and isinstance(again[0], Progress) and again[0].phase.startswith("Nothing changed")
+    assert len(again) == 1 and isinstance(again[0], Progress) and again[0].phase.startswith("Run 1 is this input")
     empty = list(update(session, "rnn", "", "", {}))
     assert isinstance(empty[0], Progress) and empty[0].phase.startswith("**Not run**")
     assert session.last.input.text == "hello"
@@ -30,3 +30,22 @@ def test_another_architecture_runs_again_and_is_diffed_against_the_previous_run(
     list(update(session, "rnn", "hello", "", {}))
     *_, result = update(session, "rnn", "hello", "", {"layers": 2})
     assert isinstance(result, RunResult) and result.diff is not None and "layers 1->2" in result.diff.label
+
+
+def test_typing_draws_every_step_but_the_history_and_the_diff_keep_what_stayed(monkeypatch):
+    session = Session()
+    list(update(session, "rnn", "The cat sat.", "", {}))  # the page's first run
+    for text in ("The cat sat. The", "The cat sat. The d"):  # typed, no pause between runs
+        *_, last = update(session, "rnn", text, "", {}, keyed=True)
+    assert isinstance(last, RunResult) and session.last is last  # every step is drawn
+    assert [r.tokens for r in session.history] == [12, 18]  # the partial "The" was replaced by "The d"
+    assert "previous input (12 tokens) -> this input (18 tokens)" in last.diff.label  # against what stayed
+    session.settle()  # Enter, or the box left: the partial one is meant now
+    *_, nxt = update(session, "rnn", "The cat sat. The do", "", {}, keyed=True)
+    assert [r.tokens for r in session.history] == [12, 18, 19] and "(18 tokens) -> " in nxt.diff.label
+    monkeypatch.setattr("explorer.runs.session.SETTLE_S", 0.0)  # a pause longer than SETTLE_S: it stayed too
+    *_, paused = update(session, "rnn", "The cat sat. The dog", "", {}, keyed=True)
+    assert len(session.history) == 4 and "(19 tokens) -> " in paused.diff.label
+    list(update(session, "rnn", "A deliberate call", "", {}))  # an API call, a control, a link: stays at once
+    list(update(session, "rnn", "Another one", "", {}))
+    assert len(session.history) == 6

@@ -93,7 +93,7 @@ def eager_lab(subject: Subject, texts: list[str], bucket_width: int = 32,
             yield LabRun(texts, bucket_width, item, subject.model, subject.config)
         else:
             elapsed = time.monotonic() - start
-            yield Progress(elapsed, f"Eager: timing *{item.phase}* ({elapsed:.1f} s)…")
+            yield Progress(elapsed, f"Eager: timing *{item.phase}*")
 
 
 def lab_result(model: nn.Module, texts: list[str], bucket_width: int = 32, budget_scale: float = 1.0) -> LabResult:

@@ -63,7 +63,7 @@ def run(subject: Subject | None, p: BatchParams, ctx: LabContext) -> Iterator[Pr
     yield BatchOutcome(lab_run, notice)
     if p.backend:
         for step in compile_lab(ctx.workers.compile, lab_run, p.backend):
-            yield Progress(step.elapsed_s, f"Compiled: {step.phase} ({step.elapsed_s:.0f} s)…")
+            yield Progress(step.elapsed_s, f"Compiled: {step.phase}")
         yield BatchOutcome(lab_run, notice, p.backend)
 
 

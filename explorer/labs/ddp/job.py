@@ -110,7 +110,7 @@ def run_ddp(service: CompileService, scenario: str, setup: Setup) -> Iterator[Pr
     try:
         for item in service.run(DdpJob(scenario, setup)):
             if isinstance(item, Progress):
-                yield Progress(item.elapsed_s, f"{SCENARIOS[scenario].title}: {item.phase} ({item.elapsed_s:.0f} s)")
+                yield Progress(item.elapsed_s, f"{SCENARIOS[scenario].title}: {item.phase}")
             else:
                 yield item
     except CompileFailure as e:

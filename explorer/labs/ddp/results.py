@@ -97,15 +97,20 @@ class WorldRun:
         for r in self.ranks:
             rep = r.report
             if r.state == "finished":
-                parts.append(f"rank {r.rank} finished {rep.values['steps done']} steps")
+                caught = [(k.removesuffix(": error"), v, rep.values.get(k + " step")) for k, v in rep.values.items()
+                          if k.endswith(": error") and v]
+                said = "; ".join(f"{what} raised at the run's step {step}: \"{first_line(e)}\""
+                                 for what, e, step in caught)
+                parts.append(f"rank {r.rank} ran to its end, {rep.values['steps done']} steps in all"
+                             + (f", its configurations' errors caught: {said}" if said else ""))
             elif rep is not None and rep.error:
                 parts.append(f"rank {r.rank} raised {rep.error_into_step_s:.1f} s into step {rep.error_step}: "
-                             f"\"{rep.error.splitlines()[0][:220]}\"")
+                             f"\"{first_line(rep.error)}\"")
             else:
                 lines = r.stderr_tail.splitlines()
                 cause = next((ln for ln in lines if "mismatch" in ln), "") or next(
                     (ln for ln in lines if "what()" in ln), "")
-                parts.append(f"rank {r.rank} {r.state}" + (f"; its last words: \"{tidy(cause.strip())[-220:]}\""
+                parts.append(f"rank {r.rank} {r.state}" + (f"; its last words: \"{tidy(cause.strip())}\""
                                                            if cause else ""))
         return "; ".join(parts)
 
@@ -147,3 +152,8 @@ class DdpResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"states": [[r.state for r in run.ranks] for run in self.runs]}
+
+
+def first_line(message: str) -> str:
+    """A message's first line, whole: a verdict never cuts a message mid-word."""
+    return (message.strip().splitlines() or [""])[0]

@@ -19,7 +19,7 @@ from torch import nn
 
 from explorer.core.batches import sentence
 from explorer.eager.compare import Comparison
-from explorer.labs.ddp.results import Cost, WorldRun
+from explorer.labs.ddp.results import Cost, WorldRun, first_line
 from explorer.labs.ddp.scenario import Conclusion, Launch, Scenario, Setup, costs
 from explorer.labs.ddp.training import Trainer, build, exact_grads, grad_error, loss_of
 from explorer.labs.ddp.world import RankContext
@@ -154,13 +154,13 @@ def _said(run: WorldRun, phase: str) -> str:
               for r in run.ranks if r.report]
     failed = [(rank, e, step) for rank, e, step in errors if e]
     if not failed:
-        broken = [f"rank {r.rank} {r.state}" + (f" ({r.report.error[:120]})" if r.report and r.report.error else "")
-                  for r in run.ranks if r.state != "finished"]
+        broken = [f"rank {r.rank} {r.state}" + (f" ({first_line(r.report.error)})" if r.report and r.report.error
+                                                 else "") for r in run.ranks if r.state != "finished"]
         return "; ".join(broken) if broken else "every step completed"
     _, error, step = failed[0]
     first = run.ranks[0].report.values.get(f"{phase}: first step", 1) if run.ranks[0].report else 1
     return (f"rank(s) {', '.join(str(r) for r, _, _ in failed)} raised at step {step - first + 1}: "
-            f"\"{error[:160]}\"")
+            f"\"{first_line(error)}\"")
 
 
 def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:

@@ -46,7 +46,7 @@ class Failure:
             where, source = f"{sanitize(frame[0])}:{frame[1]}", linecache.getline(frame[0], frame[1]).strip()
         else:
             where = source = ""
-        return cls(type(e).__name__, sanitize(message_line(e))[:300], text.count('  File "'), len(text.splitlines()),
+        return cls(type(e).__name__, sanitize(message_line(e)), text.count('  File "'), len(text.splitlines()),
                    text.count("The above exception was the direct cause") +
                    text.count("During handling of the above exception"), where, source, text)
 

@@ -48,12 +48,12 @@ class DebugResult:
                          f"{'finite' if first.grad_finite else 'NOT finite'})")
         for m in failed:
             if m.mode != "eager" and m.failure and m.seconds is None:
-                parts.append(f"{m.mode} was not measured: {m.failure.message[:120]}")
+                parts.append(f"{m.mode} was not measured: {m.failure.message}")
             elif m.mode != "eager" and m.failure:
                 same = "the same line" if first and first.failure and m.failure.where == first.failure.where \
                     else (m.failure.where or "no line of yours")
                 parts.append(f"{m.mode} names {same} in {m.failure.lines} lines after {m.seconds:.2f} s "
-                             f"({m.failure.exception}: {m.failure.message[:90]})")
+                             f"({m.failure.exception}: {m.failure.message})")
         if first and first.failed:
             parts += [f"{m.mode} raises nothing" for m in self.modes if not m.failed]
         wrong = [c for c in self.comparisons if c.max_abs_diff is not None and c.max_abs_diff > 1e-6]
@@ -79,7 +79,7 @@ def _compiled(service: JobRunner, job: DebugJob | InspectJob, label: str) -> Ite
     try:
         for item in service.run(job):
             said = isinstance(item, Progress)
-            yield Progress(item.elapsed_s, f"{label}: {item.phase} ({item.elapsed_s:.0f} s)") if said else item
+            yield Progress(item.elapsed_s, f"{label}: {item.phase}") if said else item
     except CompileFailure as e:  # a timeout or a crash of the worker: an outcome too
         yield e
 

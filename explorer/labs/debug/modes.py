@@ -4,7 +4,8 @@ long (compile time included), with which traceback. Compiled modes run in the co
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -12,6 +13,7 @@ import torch._dynamo as dynamo
 from torch import nn
 
 from explorer.compile.protocol import Job, WorkerContext
+from explorer.core.paths import relative
 from explorer.eager.capture import train_loss
 from explorer.labs.debug.failure import Failure
 from explorer.sources.registry import build_model, make_config
@@ -30,10 +32,12 @@ class ModeOutcome:
     failure: Failure | None
     loss: float | None  # the step's loss when it did not fail (NaN shows here)
     grad_finite: bool | None  # every gradient finite after the step
+    note: str = ""  # what the mode did to the model that a row must say (the trace's frozen decisions)
 
     def as_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "failed": self.failed, "seconds": self.seconds, "loss": self.loss,
-                "grad_finite": self.grad_finite, "failure": self.failure.as_dict() if self.failure else None}
+                "grad_finite": self.grad_finite, "failure": self.failure.as_dict() if self.failure else None,
+                "note": self.note}
 
 
 def bugged(model_name: str, config: dict, bug: str) -> nn.Module:
@@ -66,11 +70,17 @@ def traced(model_name: str, config: dict, bug: str, ids: torch.Tensor) -> ModeOu
     model = bugged(model_name, config, bug)
     example = torch.full((1, TRACE_TOKENS), ord("a"), dtype=torch.long)
     start = time.perf_counter()
-    try:
-        frozen = torch.jit.trace(model, (example,), check_trace=False)
-    except Exception as e:
-        return ModeOutcome("traced", True, time.perf_counter() - start, Failure.of(e), None, None)
-    return step(model, frozen, ids, "traced")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            frozen = torch.jit.trace(model, (example,), check_trace=False)
+        except Exception as e:
+            return ModeOutcome("traced", True, time.perf_counter() - start, Failure.of(e), None, None)
+    frozen_at = sorted({f"{relative(w.filename)}:{w.lineno}" for w in caught
+                        if issubclass(w.category, torch.jit.TracerWarning)})
+    note = (f"traced at {TRACE_TOKENS} tokens: the trace froze that run's Python decisions"
+            + (f" (TracerWarning at {', '.join(frozen_at)})" if frozen_at else " (no TracerWarning said so)"))
+    return replace(step(model, frozen, ids, "traced"), note=note)
 
 
 @dataclass(frozen=True)

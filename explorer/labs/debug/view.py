@@ -45,7 +45,7 @@ def _mode_row(m: ModeOutcome) -> list[Any]:
     f = m.failure
     if f is None:
         return [m.mode, "no", "—", "—", "—", "—", f"nothing raised (loss {m.loss:.3g}, gradients "
-                f"{'finite' if m.grad_finite else 'NOT finite'})"]
+                f"{'finite' if m.grad_finite else 'NOT finite'})" + (f"; {m.note}" if m.note else "")]
     return [m.mode, "yes", "not measured" if m.seconds is None else f"{m.seconds:.2f}",
             f"{f.where}: {f.source}" if f.where else "none", f.frames, f.lines, f"{f.exception}: {f.message}"]
 

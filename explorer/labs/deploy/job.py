@@ -69,8 +69,9 @@ def deploy_service() -> CompileService:
 
 def run_deploy(service: CompileService, model: str, config: object, text: str, lengths: list[int],
                routes: list[str], out_dir: str) -> Iterator[Progress | DeployResult]:
-    """Each route in turn (progress messages between), then the result. A route that times out or crashes the
-    worker is reported as a loud failure of that route; the worker is replaced and the next route runs."""
+    """Each route in turn, progress messages between and the result so far after each (the routes still to run
+    named), the last one whole. A route that times out or crashes the worker is reported as a loud failure of that
+    route; the worker is replaced and the next route runs."""
     if unknown := [r for r in routes if r not in ROUTES]:
         raise InputError(f"unknown route(s) {unknown}; routes are: {', '.join(ROUTES)}")
     tokens = tokenize(text)  # validated here, before any work in the worker
@@ -81,9 +82,10 @@ def run_deploy(service: CompileService, model: str, config: object, text: str, l
             for item in service.run(job):
                 if isinstance(item, Progress):
                     yield Progress(item.elapsed_s,
-                                   f"Route {i + 1}/{len(routes)}, {route}: {item.phase} ({item.elapsed_s:.0f} s)")
+                                   f"Route {i + 1}/{len(routes)}, {route}: {item.phase}")
                 else:
                     done.append(item)
         except CompileFailure as e:
             done.append(RouteResult(route, error=f"{type(e).__name__}: {e}"))
-    yield DeployResult(model, config_dict(config), tokens.text, len(tokens.ids[0]), done)
+        # each route's row as soon as it is known (a slow route never hides the finished ones); the last is whole
+        yield DeployResult(model, config_dict(config), tokens.text, len(tokens.ids[0]), list(done), routes[i + 1:])

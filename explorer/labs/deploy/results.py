@@ -101,9 +101,16 @@ class DeployResult:
     text: str
     tokens: int
     routes: list[RouteResult]
+    pending: list[str] = field(default_factory=list)  # routes still to run: this is the result so far
 
     def verdict(self) -> str:
-        """The route to take for this model, and why, from the numbers."""
+        """The route to take for this model, and why, from the numbers (so far, while routes are still to run)."""
+        if self.pending:
+            return (f"So far, {len(self.routes)} of {len(self.routes) + len(self.pending)} routes (still to run: "
+                    f"{', '.join(self.pending)}): " + self._verdict())
+        return self._verdict()
+
+    def _verdict(self) -> str:
         good = [r for r in self.routes if r.outcome == WORKS]
         silent = [r.route for r in self.routes if r.outcome == SILENT]
         warn = f" Avoid {', '.join(silent)}: it runs without an error and returns wrong answers." if silent else ""
@@ -138,4 +145,4 @@ class DeployResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "config": self.config, "text": self.text, "tokens": self.tokens,
-                "verdict": self.verdict(), "routes": [r.as_dict() for r in self.routes]}
+                "verdict": self.verdict(), "routes": [r.as_dict() for r in self.routes], "pending": self.pending}

@@ -24,7 +24,7 @@ from torch import nn
 from explorer.compile.observe import fx_nodes, message_line, user_line
 from explorer.compile.options import cxx_compiler
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
-from explorer.core.paths import PROJECT, relative
+from explorer.core.paths import PROJECT, relative, sanitize
 from explorer.eager.compare import compare
 from explorer.labs.deploy.checks import CheckInput
 from explorer.labs.deploy.results import Check, RouteResult, Warned
@@ -185,7 +185,7 @@ def _export(s: Setting, auto: bool) -> tuple[torch.export.ExportedProgram | None
                    "range constraints: none: the program was exported for this one length (static)")
     gm = ep.graph_module
     r.graph_ops = dict(Counter(str(n.target) for n in gm.graph.nodes if n.op == "call_function").most_common())
-    r.graph_code, r.fx = gm.print_readable(print_output=False), fx_nodes(gm)
+    r.graph_code, r.fx = sanitize(gm.print_readable(print_output=False)), fx_nodes(gm)  # no path of the server
     return ep, r
 
 

@@ -28,8 +28,10 @@ class DeployParams:
     lengths: tuple[int, ...] = knob(DEFAULT_LENGTHS, f"other lengths to check the artefacts at, 1 to {MAX_TOKENS} "
                                     "tokens; the current input is always checked, and another text of its length",
                                     min=1, max=MAX_TOKENS, most=MAX_LENGTHS)
-    routes: tuple[str, ...] = knob(tuple(ROUTES), "the routes to freeze by (none given: all; aot compiles C++, tens "
-                                   "of seconds)", choices=tuple(ROUTES))
+    # AOTInductor generates and compiles C++: asked for, not a default
+    routes: tuple[str, ...] = knob(tuple(r for r in ROUTES if r != "aoti"), "the routes to freeze by (aoti compiles "
+                                   "C++, 17-81 s a model in bench/RESULTS-deploy.md: only when ticked)",
+                                   choices=tuple(ROUTES))
 
 
 def run(subject: Subject | None, p: DeployParams, ctx: LabContext) -> Iterator[Progress | DeployOutcome]:

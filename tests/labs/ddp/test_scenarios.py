@@ -43,6 +43,8 @@ def test_unused_parameters_fail_plain_ddp_after_a_silently_wrong_step_and_not_wi
                for k in ("plain DDP", "find_unused_parameters=True", "one process alone"))
     assert {c.what.split(":")[0] for c in result.costs} >= {"plain DDP, exits differ", "nothing unused, plain DDP"}
     assert "WRONG" in result.verdict and "exact" in result.verdict
+    ending = main.ending()  # each rank ran on, but its configurations raised: said, not "finished"
+    assert "ran to its end" in ending and f"{plain} raised at the run's step" in ending and "finished" not in ending
     # the cost of find_unused_parameters is said from its paired interval, whichever way it falls today
     said = result.verdict.split("step by step against plain DDP: ")[1]
     assert said.startswith(("no difference between find_unused_parameters and plain DDP resolved",

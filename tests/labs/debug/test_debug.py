@@ -53,6 +53,12 @@ def test_a_trace_reports_an_unrelated_cause_for_the_rnn():
     assert t.failure.where == ""  # none of the user's lines
 
 
+def test_a_trace_that_raises_nothing_says_it_froze_the_length_check():
+    t = traced("transformer", {}, "shape", to_ids(LONG))  # traced at 8 tokens: the bug's `if` was frozen False
+    assert not t.failed and t.note.startswith("traced at 8 tokens: the trace froze")
+    assert "TracerWarning at models/bugs.py:" in t.note
+
+
 def test_nan_bugs_raise_nothing_and_show_only_in_the_numbers():
     fwd = eager("rnn", {}, "nan_forward", to_ids(LONG))
     assert not fwd.failed and math.isnan(fwd.loss) and fwd.grad_finite is False

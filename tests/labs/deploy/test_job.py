@@ -33,7 +33,10 @@ def test_a_route_past_its_timeout_is_reported_and_the_next_runs_in_a_new_worker(
         service.stop()
     assert any(isinstance(i, Progress) and i.phase.startswith("Route 1/2, onnx:") for i in items)  # progress per route
     result = items[-1]
-    assert isinstance(result, DeployResult)
+    assert isinstance(result, DeployResult) and not result.pending
+    so_far = next(i for i in items if isinstance(i, DeployResult))  # the timed-out route row, before the next ran
+    assert [r.route for r in so_far.routes] == ["onnx"] and so_far.pending == ["jit.trace"]
+    assert so_far.verdict().startswith("So far, 1 of 2 routes (still to run: jit.trace)")
     onnx, trace = result.routes
     assert onnx.outcome == LOUD and "deployment timed out after 1 s" in onnx.error and "slow route" in onnx.error
     assert trace.outcome == WORKS

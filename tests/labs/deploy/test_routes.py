@@ -4,6 +4,7 @@
 import pytest
 
 from explorer.core.errors import InputError
+from explorer.core.paths import PROJECT
 from explorer.labs.deploy.checks import check_inputs, parse_lengths
 from explorer.labs.deploy.results import LOUD, SILENT, TOLERANCE, WORKS
 from explorer.labs.deploy.routes import ROUTES, Setting, check_against_eager
@@ -49,6 +50,8 @@ def test_the_transformer_survives_every_fast_route_but_script(routes):
         assert r.artefact_bytes > 0 and r.latency is not None and r.eager is not None
     assert "VR[2, 512]" in routes["export"]["transformer"].notes[0]  # the declared range of the sequence length
     assert "int_oo" in routes["export (Dim.AUTO)"]["transformer"].notes[0]
+    code = routes["export"]["transformer"].graph_code
+    assert "models/transformer.py" in code and PROJECT not in code and "site-packages" not in code  # relative paths
     assert "'seq'" in routes["onnx"]["transformer"].notes[0]  # a symbolic dimension in the ONNX file
     script = routes["jit.script"]["transformer"]
     assert script.outcome == LOUD and script.where.startswith("models/transformer.py:")
