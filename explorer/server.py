@@ -10,11 +10,15 @@ import sys
 import threading
 
 from explorer.claims.board import ClaimBoard
+from explorer.claims.board import warm as warm_claims
+from explorer.compile.protocol import Workers
 from explorer.compile.warmup import warm_compile_cache
 from explorer.core import limits
 from explorer.core.machine import keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.core.queues import Queue
 from explorer.eager.memory import warm_profiler
+from explorer.labs.ddp.job import ddp_service
+from explorer.labs.deploy.job import deploy_service
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.residency import Residency
 from explorer.sources.registry import warm_param_count
@@ -57,6 +61,14 @@ def start_background_work() -> None:
     threading.Thread(target=pool.start, daemon=True, name="measurement-warm-up").start()
     # The first parameter count on the meta device imports torch's reference ops (seconds): not on a first click.
     threading.Thread(target=warm_param_count, daemon=True, name="meta-warm-up").start()
+    threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
+
+
+def _warm_up() -> None:
+    """Inductor's caches (GE_WARM_COMPILE), then every claim's result on the board (GE_WARM_CLAIMS), one after the
+    other in the background: the claims' compiles then hit the warm caches."""
     if os.environ.get("GE_WARM_COMPILE", "1") != "0":
-        threading.Thread(target=lambda: log.info("compile cache warm: %s", warm_compile_cache(compile_service())),
-                         daemon=True, name="compile-warm-up").start()
+        log.info("compile cache warm: %s", warm_compile_cache(compile_service()))
+    if os.environ.get("GE_WARM_CLAIMS", "1") != "0":
+        log.info("claims measured: %s", warm_claims(CLAIM_BOARD, Workers(compile_service(), deploy_service(),
+                                                                         ddp_service())))

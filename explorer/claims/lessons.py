@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from explorer.claims.board import CLAIMS
+from explorer.claims.evidence import duration
 from explorer.core.errors import InputError
 
 
@@ -62,8 +63,20 @@ def step(number: int) -> Step:
     return STEPS[number - 1]
 
 
-def step_markdown(number: int) -> str:
+def step_markdown(number: int, took_s: float | None = None) -> str:
+    """The step's text; with `took_s`, how long its experiment last ran on this server, said against the step's
+    minutes before anyone presses the button."""
     s = step(number)
     c = CLAIMS[s.claim]
     return (f"### Step {number} of {len(STEPS)} (about {s.minutes} min)\n\n**“{c.statement}”**\n\n"
-            f"**Do:** {s.do}\n\n**Notice:** {s.notice}\n\n**Ask the room:** {s.question}")
+            f"**Do:** {s.do}\n\n**Notice:** {s.notice}\n\n**Ask the room:** {s.question}\n\n{_fits(s, took_s)}")
+
+
+def _fits(s: Step, took_s: float | None) -> str:
+    if took_s is None:
+        return "*Its experiment has not run on this server yet: how long it takes here is not known.*"
+    said = f"*Its experiment last took {duration(took_s)} on this server"
+    if took_s > 60 * s.minutes:
+        return (f"{said}, longer than this step's {s.minutes} minutes: show the result measured earlier, or start "
+                "it before the step.*")
+    return f"{said}, within this step's {s.minutes} minutes.*"

@@ -141,7 +141,8 @@ class LessonPanel:
     def at(self, number: int) -> Updates:
         """Everything a step shows: its text, its card's claim and the server's recent result for it."""
         c = CLAIMS[step(number).claim]
-        return {self.number: number, self.text: step_markdown(number), self.link: _lesson_link(number),
+        return {self.number: number, self.text: step_markdown(number, CLAIM_BOARD.took(c.id)),
+                self.link: _lesson_link(number),
                 self.card.header: _claim_header(c, None), **self.card.shown(cached_view(CLAIM_BOARD, c.id))}
 
     def opened(self, tabs: gr.Tabs, request: gr.Request) -> Updates:

@@ -42,6 +42,9 @@ def test_the_claims_are_the_issues_eight_in_order_and_each_lesson_step_is_one_of
                             "distributed"]
     assert [s.claim for s in STEPS] == list(CLAIMS) and sum(s.minutes for s in STEPS) == 45
     assert "Step 3 of 8" in step_markdown(3) and CLAIMS["rebuild"].statement in step_markdown(3)
+    assert "has not run on this server yet" in step_markdown(3)  # said before anyone presses the button
+    assert "last took 29 s on this server, within this step's" in step_markdown(3, 29.0)
+    assert "longer than this step's" in step_markdown(3, 60 * step(3).minutes + 1)
     with pytest.raises(InputError, match="steps 1 to 8"):
         step(9)
 
@@ -251,6 +254,15 @@ def test_distributed_verdict_follows_its_numbers():
     assert distributed.judge(x).kind == HOLDS
     assert distributed.judge(x | {"find_unused.raised": 1.0}).kind == CONDITION
     assert distributed.judge(x | {"depths_differ": 0.0}).kind == NOT_HERE
+
+
+def test_the_start_up_warm_up_measures_each_claim_for_the_board(workers, monkeypatch):
+    from explorer.claims import board as boards
+
+    monkeypatch.setattr(boards, "CLAIMS", {"shape": CLAIMS["shape"]})  # the fast one: the mechanism, not the eight
+    board = ClaimBoard(ttl_s=3600)
+    [line] = boards.warm(board, workers)
+    assert line.startswith("shape: holds (") and board.cached("shape").verdict.kind == HOLDS
 
 
 def test_the_board_runs_a_claim_once_for_everyone_until_it_expires(workers):

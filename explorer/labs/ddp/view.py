@@ -83,6 +83,21 @@ def timeline_figure(result: DdpResult, height_per_row: int = 34) -> go.Figure:
                 ends["x"].append((at - zero) * 1e3)
                 ends["y"].append(row)
                 ends["text"].append(r.report.error or r.state)
+            values = r.report.values
+            for key, error in values.items():  # a configuration that raised while the rank ran on to the next
+                step = values.get(f"{key} step") if key.endswith(": error") and error else None
+                if step is not None:
+                    ends["x"].append((max((s.end_s for s in r.report.segments if s.step == step), default=zero)
+                                      - zero) * 1e3)
+                    ends["y"].append(row)
+                    ends["text"].append(f"{key.removesuffix(': error')} raised: {error}")
+            if r.rank == 0:  # where each configuration of the run begins, named
+                for key, first in values.items():
+                    starts_at = [s.start_s for s in r.report.segments if s.step == first]
+                    if key.endswith(": first step") and starts_at:
+                        fig.add_vline(x=(min(starts_at) - zero) * 1e3, line={"dash": "dot", "color": "#555"},
+                                      annotation={"text": f"run {i + 1}: {key.removesuffix(': first step')}",
+                                                  "textangle": -90, "font": {"size": 12}, "yanchor": "top"})
     for kind, b in bars.items():
         if b["x"]:
             fig.add_bar(y=b["y"], base=b["base"], x=b["x"], orientation="h", name=kind,

@@ -8,6 +8,7 @@ from explorer.labs.ddp import stragglers, unused
 from explorer.labs.ddp.job import DdpJob, ddp_setup
 from explorer.labs.ddp.results import ALLREDUCE, COMPILE, STALLED, WAIT, DdpResult
 from explorer.labs.ddp.scenario import HANG_TIMEOUT_S
+from explorer.labs.ddp.view import timeline_figure
 from models import make_config
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,12 @@ def test_unused_parameters_fail_plain_ddp_after_a_silently_wrong_step_and_not_wi
     assert {c.what.split(":")[0] for c in result.costs} >= {"plain DDP, exits differ", "nothing unused, plain DDP"}
     assert "WRONG" in result.verdict and "exact" in result.verdict
     ending = main.ending()  # each rank ran on, but its configurations raised: said, not "finished"
-    assert "ran to its end" in ending and f"{plain} raised at the run's step" in ending and "finished" not in ending
+    assert "ran to its end" in ending and f"{plain} raised at the run's step" in ending and " steps;" not in ending
+    fig = timeline_figure(result)  # each configuration named where it begins, an x where one raised
+    assert {a.text for a in fig.layout.annotations} >= {f"run 1: {phase}" for phase in unused.PHASES}
+    marks = next(t for t in fig.data if t.name == "raised / died").hovertext
+    assert any(m.startswith(f"{plain} raised: ") for m in marks)
+    assert any(m.startswith(f"{static} raised: ") for m in marks)
     # the cost of find_unused_parameters is said from its paired interval, whichever way it falls today
     said = result.verdict.split("step by step against plain DDP: ")[1]
     assert said.startswith(("no difference between find_unused_parameters and plain DDP resolved",
