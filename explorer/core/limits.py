@@ -91,7 +91,8 @@ WORKER_RSS_MB = _limit("worker_rss_mb", 2048, int,
                        "megabytes resident past which any worker process is replaced after its job (measured, not "
                        "estimated)")
 MAX_DEPLOY_CHECKS = _limit("max_deploy_checks", 40, int,
-                           "routes x inputs one deployment request may check (the tab's default is 7 x 5 = 35), "
+                           "routes x inputs one deployment request may check (the tab's default is 6 x 5 = 30: every "
+                           "route but aoti), "
                            "estimated and refused before any route runs")
 MAX_RANK_STEPS = _limit("max_rank_steps", 160, int,
                         "processes x steps one multi-process request may run per phase, refused before any starts")

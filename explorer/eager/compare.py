@@ -71,16 +71,18 @@ class Comparison:
         """Half the interval's width, relative: the smallest difference this run could have resolved (0.12 = ±12%)."""
         return (self.high - self.low) / 2
 
-    def interval(self) -> str:
-        return f"{self.confidence:.0%} interval {self.low:.2f}-{self.high:.2f}x, {self.pairs} pairs"
+    def interval(self, inverted: bool = False) -> str:
+        """The interval of a / b, or of b / a when `inverted` (when `a` is the faster, its speed-up is said)."""
+        low, high = (1 / self.high, 1 / self.low) if inverted else (self.low, self.high)
+        return f"{self.confidence:.0%} interval {low:.2f}-{high:.2f}x, {self.pairs} pairs"
 
     def said(self) -> str:
         """'compiled is 1.32x faster than eager (95% interval 1.21-1.45x, 20 pairs)', or that no difference was
-        resolved at this noise."""
+        resolved at this noise; the interval is always of the speed-up said."""
         if self.low > 1:
             return f"{self.b} is {self.ratio:.2f}x faster than {self.a} ({self.interval()})"
         if self.high < 1:
-            return f"{self.a} is {1 / self.ratio:.2f}x faster than {self.b} ({self.interval()})"
+            return f"{self.a} is {1 / self.ratio:.2f}x faster than {self.b} ({self.interval(inverted=True)})"
         return (f"no difference between {self.a} and {self.b} resolved at this noise (±{self.noise:.1%}; "
                 f"{self.ratio:.2f}x, {self.interval()})")
 

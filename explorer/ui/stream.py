@@ -69,6 +69,7 @@ def ticking(items: Iterator[Progress | Any], every: float = TICK_S) -> Iterator[
     threading.Thread(target=context.run, args=(produce,), name="ge-ticking", daemon=True).start()
     last = "Starting…"
     try:
+        yield Progress(0.0, last)  # at once: the click is answered before the run says anything
         while True:
             try:
                 item, error = handoff.get(timeout=every)

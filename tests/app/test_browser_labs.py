@@ -103,3 +103,59 @@ def test_no_serious_or_critical_wcag_violation_on_any_tab(page: Page, app_url):
         page.wait_for_timeout(1500)
         found[tab] = page.evaluate(_AXE)
     assert found == {tab: [] for tab in TABS}
+
+
+# Every text of the visible plots in `root`: its box and font size (plotly draws text as SVG <text>).
+_PLOT_TEXTS = """(root) => [...root.querySelectorAll('.js-plotly-plot svg text')]
+  .filter((t) => t.textContent.trim() && t.getClientRects().length && t.closest('.js-plotly-plot').offsetParent)
+  .map((t) => { const r = t.getBoundingClientRect();
+    return {text: t.textContent.trim().slice(0, 40), x: r.x, y: r.y, w: r.width, h: r.height,
+            size: parseFloat(getComputedStyle(t).fontSize)}; })"""
+
+
+def _overlaps(texts: list[dict]) -> list[tuple[str, str]]:
+    """Pairs of texts whose boxes overlap by more than a pixel each way (a label over a label, a legend over a
+    title)."""
+    def cross(a: dict, b: dict) -> bool:
+        return (min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"]) > 1
+                and min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"]) > 1)
+    return [(a["text"], b["text"]) for i, a in enumerate(texts) for b in texts[i + 1:] if cross(a, b)]
+
+
+RUN_IN_CLASS = (1, 4)  # the steps whose experiments take seconds here; the others' would take minutes of CI
+
+
+def test_a_class_follows_the_lessons_at_a_projector(page: Page, app_url):
+    """Presentation mode at 1280x720, step by step: the step's text and its claim's header with the Playground link
+    on the first screen; where the experiment runs here, its status within a second of the click, then every
+    figure of its card on the first screen and the chart's texts readable (12 px or more) and apart."""
+    page.goto(app_url + "?lesson=1")
+    expect(page.get_by_text("Step 1 of 8")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_label("presentation mode").check()
+    for number in range(1, 9):
+        page.evaluate("window.scrollTo(0, 0)")
+        expect(page.get_by_text(f"Step {number} of 8")).to_be_visible(timeout=TIMEOUT)
+        link = page.get_by_role("link", name="reproduce it in the Playground").filter(visible=True)
+        if link.count():  # a claim reproduced in the Playground: its link is on the first screen
+            box = link.first.bounding_box()
+            assert box and box["y"] + box["height"] <= 720, (number, box)
+        if number in RUN_IN_CLASS:
+            page.get_by_role("button", name="Run the experiment").filter(visible=True).first.click()
+            expect(page.get_by_text(re.compile(r"Starting…|\(\d+ s\)")).filter(visible=True).first
+                   ).to_be_visible(timeout=1_000)  # said within a second of the click
+            expect(page.get_by_text(re.compile(r"^(Holds|Does not hold|Not resolved)")).filter(visible=True).first
+                   ).to_be_visible(timeout=TIMEOUT)
+            page.evaluate("window.scrollTo(0, 0)")
+            cards = page.locator(".card").filter(visible=True)
+            assert cards.count() >= 2
+            for i in range(cards.count()):  # each figure, its label, value and detail line, on the first screen
+                box = cards.nth(i).bounding_box()
+                assert box and box["y"] + box["height"] <= 720, (number, cards.nth(i).inner_text(), box)
+                expect(cards.nth(i).locator(".detail")).to_be_visible()
+            texts = page.evaluate(_PLOT_TEXTS, page.locator(".js-plotly-plot").filter(visible=True).first
+                                  .element_handle())
+            assert texts and not [t for t in texts if t["size"] < 12], (number, texts)
+            assert not _overlaps(texts), (number, _overlaps(texts))
+            shot(page, f"lesson-{number}-presented")
+        if number < 8:
+            page.get_by_role("button", name="next →").click()

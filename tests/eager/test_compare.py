@@ -21,6 +21,8 @@ def test_a_real_twofold_difference_is_resolved_and_named_the_right_way_round():
     assert c.said().startswith("fast is ") and "faster than slow" in c.said()
     flipped = Comparison.of("fast", "slow", c.b_ms, c.a_ms)
     assert flipped.faster == "fast" and flipped.high < 1
+    # the interval said is of the speed-up said: above 1 on both ends, whichever side won
+    assert f"interval {1 / flipped.high:.2f}-{1 / flipped.low:.2f}x" in flipped.said() and 1 / flipped.high > 1
 
 
 def test_the_same_work_twice_is_not_called_faster_and_the_noise_is_said():

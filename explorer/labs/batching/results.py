@@ -143,9 +143,10 @@ class LabResult:
             else:
                 parts = [f"Fastest correct forward: **{best.title}** or **{ranked[1].title}** ({best.title} "
                          f"{ms}): {runner_up.said()}"]
+            if best.name != "loop" and ranked[1].name != "loop":  # the runner-up's clause already said it
+                parts.append(f"against the per-sample loop: {self.comparison('loop', best.name).said()}")
             if best.name != "loop":
-                parts.append(f"against the per-sample loop: {self.comparison('loop', best.name).said()}, "
-                             f"computing {best.padding_fraction:.0%} padding")
+                parts.append(f"it computes {best.padding_fraction:.0%} padding")
         pad_ = self.strategy("pad")
         if pad_ in ranked[1:]:
             parts.append(f"padding to the longest computes {pad_.padding_fraction:.0%} pad positions: "
