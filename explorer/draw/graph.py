@@ -12,7 +12,7 @@ from explorer.compile.observe import FxNode
 from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.draw.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
-from explorer.draw.style import PALETTE
+from explorer.draw.style import PALETTE, wrapped
 from explorer.eager.graph import AutogradGraph, GraphNode
 from models.branch import Branch
 
@@ -43,6 +43,7 @@ def _hover(d: DrawNode) -> str:
 
 
 MAX_GRAPH_LABELS = 8  # group labels drawn on a graph; more would cover each other
+TITLE_CHARS = 90  # a title line within the graph's width (about 7 px a character at 14 px): plotly clips longer ones
 
 
 def _legend_name(group: str, nodes: list[DrawNode]) -> str:
@@ -69,8 +70,9 @@ def _labels(lay: GraphLayout, ticked: str) -> list[str]:
                          key=lambda i: lay.nodes[i].x)
         for i in on_axis[:1] + on_axis[-1:]:
             labels[i] = short_label(lay.nodes[i], calls)
-    for i, uses in lay.shared.items():
-        labels[i] = f"{lay.nodes[i].label.split(' (')[0]} (shared: {uses} uses)"
+    for i, uses in lay.shared.items():  # collapsed, an edge goes to a group of calls: say what was counted
+        fed = f"feeds {uses} drawn groups" if lay.collapsed else f"{uses} uses"
+        labels[i] = f"{lay.nodes[i].label.split(' (')[0]} (shared: {fed})"
     return labels
 
 
@@ -115,10 +117,12 @@ def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
 
 def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
                max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "",
-               lay: GraphLayout | None = None, branches: Iterable[Branch] = ()) -> go.Figure:
+               lay: GraphLayout | None = None, branches: Iterable[Branch] = (),
+               colour_by: str = "module") -> go.Figure:
     """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right (or as
     a given layout, a parse tree upwards), each module a colour named in the legend with its count, groups and
-    modules labelled on the figure, shared parameters drawn once, and the repeated structure's steps on the axis."""
+    modules labelled on the figure, shared parameters drawn once, and the repeated structure's steps on the axis.
+    `colour_by` names what the colours are in the legend (an FX graph's are op kinds, not modules)."""
     lay = lay or layout_graph(graph, added, max_nodes, expand)
     ex, ey = [], []
     for a, b in lay.edges:
@@ -166,11 +170,12 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
         axis = f"forward →  ticks: {ticked}, step (call) number"
     else:
         axis = "forward →  (inputs and parameters on the left, output on the right)"
+    title = "<br>".join(wrapped(line, TITLE_CHARS) for line in title.replace("{drawn}", drawn).split("<br>"))
     return go.Figure(data=traces, layout={
-        "title": {"text": title.replace("{drawn}", drawn), "font": {"size": 14}},
+        "title": {"text": title, "font": {"size": 14}},
         "height": height, "margin": {"l": 10, "r": 10, "t": 30 + 20 * (title.count("<br>") + 1), "b": 40},
         "plot_bgcolor": "white",
-        "legend": {"title": {"text": "module (most nodes first)"}, "itemsizing": "constant"},
+        "legend": {"title": {"text": f"{colour_by} (most nodes first)"}, "itemsizing": "constant"},
         "hoverlabel": {"align": "left"},
         "xaxis": {"title": {"text": axis}, "showgrid": bool(tickvals), "gridcolor": "#f0f0f0", "zeroline": False,
                   "showticklabels": bool(tickvals), "tickvals": tickvals, "ticktext": ticktext},

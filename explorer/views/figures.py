@@ -46,7 +46,7 @@ def fx_figure(event: CompileEvent, height: int = 460) -> go.Figure:
     kind = "symbolic" if event.dynamic else "static"
     title = (f"Captured FX graph {event.compile_id} of {event.frame} ({kind}, {event.ops} ops, "
              f"{{drawn}}), compiled for {event.length} tokens")
-    return draw_graph(fx_graph(event.fx), title, height=height)
+    return draw_graph(fx_graph(event.fx), title, height=height, colour_by="op kind")
 
 
 LEGEND_ARCHS = 6  # architectures named in the history's legend; older ones are drawn in grey, unnamed

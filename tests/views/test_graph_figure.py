@@ -42,8 +42,9 @@ def test_an_unrolled_rnn_says_how_many_steps_ran_and_draws_its_weights_once(toke
     assert fig.layout.xaxis.ticktext[0] == "0" and int(fig.layout.xaxis.ticktext[-1]) >= tokens - tokens // 10 - 1
     first = fig.data[1].name  # the legend, most nodes first: the cell, with its steps and its share of the graph
     assert first.startswith(cell.split(".")[0]) and f"{tokens} steps" in first
-    assert any("shared:" in t and "uses" in t for t in _labels(fig))
     lay = layout_graph(graph)
+    counted = "drawn groups" if lay.collapsed else "uses"  # collapsed, a weight feeds groups of calls, said so
+    assert any("shared:" in t and counted in t for t in _labels(fig))
     assert lay.shared and all(u >= SHARED_USES for u in lay.shared.values())
     assert all(a not in lay.shared for a, _ in lay.edges)  # no fan of edges from a shared weight
     assert f"{len(graph.nodes)} nodes, {len(graph.edges)} edges" in fig.layout.title.text  # counts: the whole graph
@@ -158,3 +159,17 @@ def test_sessions_opening_one_input_are_shown_one_figure_drawn_once_and_a_diff_g
     second.run(text, budget_scale=0.05)
     marked = second.capture(text + " And type.")  # a diff against the session's previous run: marked in red
     assert marked.diff is not None and drawn_graph(marked) is not drawn_graph(marked)
+
+
+def test_an_fx_graphs_legend_names_op_kinds_and_a_long_title_wraps_instead_of_being_cut():
+    from explorer.compile.observe import FxNode
+    from explorer.draw.graph import TITLE_CHARS, draw_graph, fx_graph
+
+    nodes = (FxNode("x", "placeholder", "x", ()), FxNode("y", "call_function", "aten.relu", ("x",)),
+             FxNode("out", "output", "output", ("y",)))
+    title = "Graph 2 of the transformer, compiled with inductor (dynamic=None), recompiled for 43 tokens because " \
+            "the length changed: {drawn}"
+    fig = draw_graph(fx_graph(nodes), title, colour_by="op kind")
+    assert fig.layout.legend.title.text == "op kind (most nodes first)"
+    lines = fig.layout.title.text.split("<br>")
+    assert len(lines) == 2 and all(len(line) <= TITLE_CHARS for line in lines) and lines[-1].endswith("3 drawn")

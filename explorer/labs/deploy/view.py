@@ -105,7 +105,7 @@ def exported_graph(result: DeployResult) -> tuple[go.Figure, str]:
                                                "table)"), ""
     ops = sum(r.graph_ops.values())
     title = f"Exported program ({r.route}): {ops} aten ops, {len(r.graph_ops)} kinds; {r.notes[0]}"
-    return draw_graph(fx_graph(r.fx), title), r.graph_code
+    return draw_graph(fx_graph(r.fx), title, colour_by="op kind"), r.graph_code
 
 
 def _measured(result: DeployResult) -> str:
