@@ -171,8 +171,8 @@ def lessons_tab(tab: str) -> LessonPanel:
         with gr.Column(scale=2, min_width=300):
             text = gr.Markdown(step_markdown(1))
             with gr.Row():
-                prev = gr.Button("← previous", scale=0, min_width=120)
-                nxt = gr.Button("next →", variant="primary", scale=0, min_width=120)
+                prev = gr.Button("← previous", scale=0, min_width=160)  # one line, in presentation mode too
+                nxt = gr.Button("next →", variant="primary", scale=0, min_width=160)
             link = gr.HTML(_lesson_link(1))
         with gr.Column(scale=3):
             card = claim_card(CLAIMS[STEPS[0].claim], None)

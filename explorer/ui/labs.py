@@ -69,8 +69,8 @@ def lab_tab(spec: LabSpec, session: gr.State) -> None:
     knobs = spec.shown()
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
+            go = gr.Button(spec.button, variant="primary")  # above its controls: a long list hid it below the fold
             controls = [control(k) for k in knobs]
-            go = gr.Button(spec.button, variant="primary")
         with gr.Column(scale=3):
             status = gr.Markdown()
             shown = _outputs(spec.outputs)

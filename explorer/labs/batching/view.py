@@ -16,9 +16,9 @@ from explorer.labs.batching.results import LabRun, StrategyResult
 from explorer.labs.contract import Kind, Output
 from models import arch_label
 
-LAB_COLUMNS = ("strategy", "forward", "train step", "tokens/s", "padding", "GFLOP (useful)",
-               "peak memory", "shapes", "max |diff| vs loop", "compiled forward", "speed-up", "compiles",
-               "note")
+# the note second: a wide table scrolls sideways, and the note says why a row's figures are missing
+LAB_COLUMNS = ("strategy", "note", "forward", "train step", "tokens/s", "padding", "GFLOP (useful)",
+               "peak memory", "shapes", "max |diff| vs loop", "compiled forward", "speed-up", "compiles")
 OUTPUTS = (
     Output("verdict", Kind.MARKDOWN),
     Output("table", Kind.TABLE, "per strategy (whole batch; medians with their IQR)", LAB_COLUMNS),
@@ -55,18 +55,18 @@ def _ms(m: Measurement | None) -> str:
 
 def _row(s: StrategyResult) -> list[Any]:
     if not s.supported:
-        return [s.title, *["—"] * 11, s.note]
+        return [s.title, s.note, *["—"] * 11]
     c = s.compiled
     status = c and (c.error or c.fallback)
     note = "; ".join(x for x in ("" if s.agrees else "DISAGREES with the loop", s.note) if x)
     if c and (status or c.graph_breaks):
         note = "; ".join(x for x in (note, status or "graph break: " + "; ".join(c.graph_breaks)) if x)
     return [
-        s.title, _ms(s.forward), _ms(s.train_step), f"{s.tokens_per_s:,.0f}", f"{s.padding_fraction:.0%}",
+        s.title, note, _ms(s.forward), _ms(s.train_step), f"{s.tokens_per_s:,.0f}", f"{s.padding_fraction:.0%}",
         format_flops(s.flops_total, s.flops_useful), format_bytes(s.peak_bytes), s.distinct_shapes,
         f"{s.max_abs_diff:.1e}", "—" if not c or status else _ms(c.forward),
         "—" if not c or not c.ran else f"{c.ran.ratio:.2f}x" + ("" if c.ran.resolved else " (not resolved)"),
-        "—" if not c else c.compiles, note,
+        "—" if not c else c.compiles,
     ]
 
 

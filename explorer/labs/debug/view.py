@@ -16,8 +16,9 @@ from explorer.labs.debug.lab import DebugResult
 from explorer.labs.debug.modes import ModeOutcome
 from models.bugs import BUGS
 
-MODE_COLUMNS = ("mode", "fails?", "seconds to the error", "your line it names last", "traceback frames",
-                "traceback lines", "exception: first line")
+# what happened second: a wide table scrolls sideways, and it is the column people read first
+MODE_COLUMNS = ("mode", "fails?", "exception: first line, or what ran", "seconds to the error",
+                "your line it names last", "traceback frames", "traceback lines")
 NAN_COLUMNS = ("method", "what it names", "your line", "ms (median)", "cost against a plain step")
 OUTPUTS = (
     Output("verdict", Kind.MARKDOWN),
@@ -44,10 +45,11 @@ class DebugView:
 def _mode_row(m: ModeOutcome) -> list[Any]:
     f = m.failure
     if f is None:
-        return [m.mode, "no", "—", "—", "—", "—", f"nothing raised (loss {m.loss:.3g}, gradients "
-                f"{'finite' if m.grad_finite else 'NOT finite'})" + (f"; {m.note}" if m.note else "")]
-    return [m.mode, "yes", "not measured" if m.seconds is None else f"{m.seconds:.2f}",
-            f"{f.where}: {f.source}" if f.where else "none", f.frames, f.lines, f"{f.exception}: {f.message}"]
+        return [m.mode, "no", f"nothing raised (loss {m.loss:.3g}, gradients "
+                f"{'finite' if m.grad_finite else 'NOT finite'})" + (f"; {m.note}" if m.note else ""), "—", "—",
+                "—", "—"]
+    return [m.mode, "yes", f"{f.exception}: {f.message}", "not measured" if m.seconds is None else f"{m.seconds:.2f}",
+            f"{f.where}: {f.source}" if f.where else "none", f.frames, f.lines]
 
 
 def comparison_figure(result: DebugResult, height: int = 320) -> go.Figure:
