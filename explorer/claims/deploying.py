@@ -7,7 +7,19 @@ import tempfile
 from collections.abc import Iterator
 
 from explorer.claims.chosen import Chosen, by_model
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
+from explorer.claims.evidence import (
+    CONDITION,
+    HOLDS,
+    NOT_HERE,
+    Chart,
+    Claim,
+    Evidence,
+    Series,
+    Verdict,
+    interval,
+    pair_numbers,
+    times,
+)
 from explorer.compile.protocol import Workers
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
@@ -38,8 +50,8 @@ def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
             assert result is not None
             for r in result.routes:
                 numbers[f"{model}.{r.route}.outcome"] = OUTCOMES.get(r.outcome, 0.0)
-                if r.outcome == WORKS and r.speedup is not None:
-                    numbers[f"{model}.{r.route}.speedup"] = r.speedup
+                if r.outcome == WORKS and r.comparison is not None:
+                    numbers |= pair_numbers(f"{model}.{r.route}.speedup", r.comparison)
                 s = series.setdefault(r.route, Series(r.route, [], [], text=[]))
                 s.x.append(model)
                 s.y.append(r.speedup if r.outcome == WORKS and r.speedup else 0.0)
@@ -50,7 +62,7 @@ def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
     lengths = ", ".join(map(str, DEFAULT_LENGTHS))
     notes = [f"each model at its default config, frozen at the default text and checked at {lengths} tokens and on "
              "another text of the same length, in the deployment worker; speed at the default text, "
-             "timed back to back with eager"]
+             "timed in interleaved pairs with eager (the ratio with its 95% interval)"]
     yield Evidence(numbers, shown, chart, notes)
 
 
@@ -59,9 +71,11 @@ def _card(x: dict[str, float], model: str) -> tuple[str, str, str]:
     word = {1.0: "works", 0.0: "fails", -1.0: "silently wrong"}
     working = [r for r, v in by.items() if v == 1.0]
     fastest = max(working, key=lambda r: x.get(f"{model}.{r}.speedup", 0.0), default=None)
-    value = f"{fastest}, {times(x[f'{model}.{fastest}.speedup'])} eager" if fastest and \
-        f"{model}.{fastest}.speedup" in x else fastest or "no route works"
-    return model, value, "; ".join(f"{r} {word[v]}" for r, v in by.items())
+    timed = fastest is not None and f"{model}.{fastest}.speedup" in x
+    value = f"{fastest}, {times(x[f'{model}.{fastest}.speedup'])} eager's speed" if timed else \
+        fastest or "no route works"
+    speed = f" ({fastest} against eager: {interval(x, f'{model}.{fastest}.speedup')})" if timed else ""
+    return model, value, "; ".join(f"{r} {word[v]}" for r, v in by.items()) + speed
 
 
 def judge(x: dict[str, float]) -> Verdict:

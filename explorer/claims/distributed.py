@@ -100,9 +100,10 @@ def judge(x: dict[str, float]) -> Verdict:
                                                       TOLERANCE else "")
     cost = ""
     if "find_unused_cost" in x:
-        word = ("costs" if x["find_unused_cost_low"] > 1 else "saves" if x["find_unused_cost_high"] < 1 else
-                "no cost resolved at this noise:")
-        cost = f"; when nothing is unused it {word} {interval(x, 'find_unused_cost')} of plain DDP's step time"
+        word = ("it costs" if x["find_unused_cost_low"] > 1 else "it saves" if x["find_unused_cost_high"] < 1
+                else "no cost resolved at this noise")
+        cost = (f"; when nothing is unused, its step against plain DDP's: {word} "
+                f"({interval(x, 'find_unused_cost')})")
     if fixed:
         return Verdict(HOLDS, f"when ranks' graphs differ, plain DDP {what.strip()}; find_unused_parameters gives "
                               f"exact gradients{cost}")

@@ -141,11 +141,13 @@ def pair_numbers(key: str, c: Comparison) -> dict[str, float]:
     return {key: c.ratio, f"{key}_low": c.low, f"{key}_high": c.high, f"{key}_pairs": float(c.pairs)}
 
 
-def interval(x: dict[str, float], key: str) -> str:
+def interval(x: dict[str, float], key: str, inverted: bool = False) -> str:
     """The ratio under `key` with its interval, as `pair_numbers` stored it: '2.50x, 95% interval 2.2-2.8x over 20
-    pairs'."""
-    return (f"{times(x[key])}, 95% interval {x[f'{key}_low']:.2f}-{x[f'{key}_high']:.2f}x over "
-            f"{x[f'{key}_pairs']:.0f} pairs")
+    pairs'; `inverted`, the other way round (b over a), so that a speed-up is said above 1."""
+    ratio, low, high = x[key], x[f"{key}_low"], x[f"{key}_high"]
+    if inverted:
+        ratio, low, high = 1 / ratio, 1 / high, 1 / low
+    return f"{times(ratio)}, 95% interval {low:.2f}-{high:.2f}x over {x[f'{key}_pairs']:.0f} pairs"
 
 
 def times(ratio: float) -> str:

@@ -127,10 +127,13 @@ def judge(x: dict[str, float]) -> Verdict:
     unresolved = [m for m in compared if m not in free_wins and m not in padded_wins]
 
     def pair(m: str) -> str:
-        free = _best(x, m, PADDING_FREE)[0]
-        padded = _best(x, m, tuple(s for s in STRATEGIES if s not in PADDING_FREE))[0]
-        return (f"{m} ({STRATEGIES[padded][0]} against {STRATEGIES[free][0]}: "
-                f"{interval(x, f'{m}.padded_over_free')})")
+        """The slower of the two against the faster (by median), the ratio above 1 and its interval."""
+        free = STRATEGIES[_best(x, m, PADDING_FREE)[0]][0]
+        padded = STRATEGIES[_best(x, m, tuple(s for s in STRATEGIES if s not in PADDING_FREE))[0]][0]
+        key = f"{m}.padded_over_free"
+        if x[key] >= 1:  # padded / padding-free: the padded one took this many times as long
+            return f"{m} ({padded} against {free}: {interval(x, key)})"
+        return f"{m} ({free} against {padded}: {interval(x, key, inverted=True)})"
 
     said = "; ".join(filter(None, [
         free_wins and f"padding-free is faster for {', '.join(map(pair, free_wins))}",
