@@ -43,7 +43,7 @@ def _hover(d: DrawNode) -> str:
 
 
 MAX_GRAPH_LABELS = 8  # group labels drawn on a graph; more would cover each other
-TITLE_CHARS = 90  # a title line within the graph's width (about 7 px a character at 14 px): plotly clips longer ones
+TITLE_CHARS = 120  # a title line within the graph's width (about 7 px a character at 14 px): plotly clips more
 
 
 def _legend_name(group: str, nodes: list[DrawNode]) -> str:

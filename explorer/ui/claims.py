@@ -92,8 +92,8 @@ def claim_card(c: Claim, number: int | None) -> ClaimCard:
         with gr.Column(scale=3):
             figure = gr.Plot(show_label=False)
         with gr.Column(scale=2, min_width=280):
+            numbers = gr.HTML()  # the figures a lesson step names, above the verdict's paragraph: on the first screen
             verdict = gr.Markdown()
-            numbers = gr.HTML()
     with gr.Accordion("raw numbers (the same as `python -m explorer claim --json`)", open=False):
         raw = gr.JSON(show_label=False)
     return ClaimCard(header, run, again, mine, status, figure, numbers, verdict, raw)

@@ -157,6 +157,7 @@ def shown(session: Session, items: Iterator[Progress | Planned | RunResult]) -> 
 
 
 def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any],
-           timer: Timer | None = None, fresh: bool = False) -> Iterator[Progress | GraphFirst | View]:
+           timer: Timer | None = None, fresh: bool = False,
+           keyed: bool = False) -> Iterator[Progress | GraphFirst | View]:
     """A Playground run (`explorer.runs.playground.update`) as the UI shows it."""
-    return shown(session, runs.update(session, model, text, compare, values, timer, fresh))
+    return shown(session, runs.update(session, model, text, compare, values, timer, fresh, keyed))

@@ -89,7 +89,7 @@ def test_a_config_is_a_small_flat_json_object(raw, message):
 
 
 @pytest.mark.parametrize(("lab", "values", "said"), [
-    ("deploy", {"lengths": "1,2,3,4,5,6,7,8"}, "7 route(s) x 10 inputs checked = 70; this server takes at most 40 "
+    ("deploy", {"lengths": "1,2,3,4,5,6,7,8"}, "6 route(s) x 10 inputs checked = 60; this server takes at most 40 "
                                                "per request (GE_MAX_DEPLOY_CHECKS)"),
     ("ddp", {"scenario": "uneven", "steps": 20}, "2 processes x 20 steps = 40; this server takes at most 39"),
     ("batch", {"n": 256, "min_len": 512, "max_len": 512}, "256 sentences x 512 tokens (padded) = 131,072; this "

@@ -168,7 +168,7 @@ def test_an_fx_graphs_legend_names_op_kinds_and_a_long_title_wraps_instead_of_be
     nodes = (FxNode("x", "placeholder", "x", ()), FxNode("y", "call_function", "aten.relu", ("x",)),
              FxNode("out", "output", "output", ("y",)))
     title = "Graph 2 of the transformer, compiled with inductor (dynamic=None), recompiled for 43 tokens because " \
-            "the length changed: {drawn}"
+            "the length of the input changed, and its guards failed on the new shape: {drawn}"
     fig = draw_graph(fx_graph(nodes), title, colour_by="op kind")
     assert fig.layout.legend.title.text == "op kind (most nodes first)"
     lines = fig.layout.title.text.split("<br>")
