@@ -134,7 +134,7 @@ class Measurement:
         """What the median is of, and how wide it is: 'median of 10 runs, IQR 0.012 ms', and a warning when the
         spread rivals the figure."""
         said = f"median of {self.runs} runs, IQR {self.iqr_ms:.3f} ms"
-        return said + (": too noisy to read (the IQR is over a quarter of the median)" if self.noisy else "")
+        return said + (": too noisy to read" if self.noisy else "")  # the IQR is over a quarter of the median
 
     def __str__(self) -> str:
         return f"{ms_iqr(self.median_ms, self.iqr_ms, 3)}, median of {self.runs} runs"

@@ -83,8 +83,8 @@ class ClaimCard:
 def claim_card(c: Claim, number: int | None) -> ClaimCard:
     header = gr.Markdown(_claim_header(c, number))  # in a lesson too: it holds the link a step asks the room to open
     with gr.Row():
-        run = gr.Button("Run the experiment", variant="primary", scale=0, min_width=200)
-        again = gr.Button("Measure again", scale=0, min_width=160)
+        run = gr.Button("Run the experiment", variant="primary", scale=0, min_width=250)  # one line, presented too
+        again = gr.Button("Measure again", scale=0, min_width=190)
         mine = gr.Button("Run it on the Playground's model", scale=0, min_width=240,
                          visible=c.on_model is not None and number is not None)  # not in a lesson
     status = gr.Markdown()

@@ -18,7 +18,7 @@ def header() -> tuple[gr.Checkbox, gr.HTML]:
                 "PyTorch builds the autograd graph **while your program runs** (define-by-run). Type any text "
                 "and change the architecture: the graph below is the real one of that exact run, with its "
                 "measured eager latency and memory.", elem_classes="ge-aside")
-        with gr.Column(scale=1, min_width=220):
+        with gr.Column(scale=2, min_width=420), gr.Row(equal_height=True):  # side by side: one line of the screen
             present = gr.Checkbox(False, label="presentation mode", info="larger everything, for a projector")
             link = gr.HTML(label="link to this state")
     return present, link

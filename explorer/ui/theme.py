@@ -36,7 +36,13 @@ body.ge-presentation .gradio-container { --text-xxs: 12px; --text-xs: 13px; --te
   --text-lg: 21px; --text-xl: 26px; --text-xxl: 30px; --block-label-text-size: 15px; --block-info-text-size: 15px;
   --block-title-text-size: 16px; --section-header-text-size: 18px; }
 body.ge-presentation .ge-aside, body.ge-presentation .explain, body.ge-presentation .info-text { display: none; }
-body.ge-presentation .card .detail { font-size: 13px; }
+/* Gradio scopes the rules above under its container's classes, which outrank a body class: hence !important.
+   The Playground's eight cards in one row at 1280 px (two rows pushed its graph below the first screen). */
+body.ge-presentation .card .detail { font-size: 13px !important; }
+body.ge-presentation .cards { grid-template-columns: repeat(auto-fit, minmax(98px, 1fr)) !important;
+  gap: 6px !important; }
+body.ge-presentation .card { padding: 6px 8px !important; }
+body.ge-presentation .card .value { font-size: 1.05em !important; }
 """
 # The page's figures are Plotly's, with `responsive` on: after the class changes the layout, each one is re-fitted
 # to its container (Gradio sets window.Plotly once the first figure has loaded).

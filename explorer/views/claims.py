@@ -43,7 +43,9 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
             fig.add_scatter(mode="lines+markers", line={"color": color, "dash": "dot" if s.axis == "y2" else "solid"},
                             text=s.text, hovertemplate="%{x}: %{y:.4g}" + f"<extra>{s.name}</extra>", **common)
     fig.update_layout(
-        title={"text": wrapped(chart.title), "font": {"size": 15}}, height=height, barmode="group",
+        # the title from the top of the figure down (plotly centres it in the margin, onto the legend)
+        title={"text": wrapped(chart.title), "font": {"size": 15}, "yref": "container", "y": 1, "yanchor": "top",
+               "pad": {"t": 12}}, height=height, barmode="group",
         plot_bgcolor="white",
         # the legend above the plot, under the title: below it, it ran into the x axis's title
         margin={"l": 70, "r": 70 if chart.y2_title else 20, "t": _top(chart), "b": 60},
