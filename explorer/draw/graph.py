@@ -54,11 +54,14 @@ def _legend_name(group: str, nodes: list[DrawNode]) -> str:
     return f"{group or '(model)'}: {said}{count(len(ops), 'node')}" if ops else f"{group or '(model)'}: parameters"
 
 
-def _labels(lay: GraphLayout, ticked: str) -> list[str]:
+def _labels(lay: GraphLayout, ticked: str) -> tuple[list[str], set[int]]:
     """The text drawn beside nodes: each colour group's name once, at its last node (so that the blocks that ran,
     early exit's depth, can be read off the figure); for a collapsed graph, the first and last group of the module
-    the axis counts (`ticked`), with their steps; shared parameters with their number of uses."""
+    the axis counts (`ticked`), with their steps; shared parameters with their number of uses. Also the nodes whose
+    label goes under them: the steps', so that a module's name at a neighbouring node (the head after the last step)
+    does not land on them."""
     labels = [""] * len(lay.nodes)
+    below: set[int] = set()
     groups = module_color_keys(lay.nodes)
     if len(groups) <= MAX_GRAPH_LABELS * 3:
         for group, idx in groups.items():
@@ -70,10 +73,11 @@ def _labels(lay: GraphLayout, ticked: str) -> list[str]:
                          key=lambda i: lay.nodes[i].x)
         for i in on_axis[:1] + on_axis[-1:]:
             labels[i] = short_label(lay.nodes[i], calls)
+            below.add(i)
     for i, uses in lay.shared.items():  # collapsed, an edge goes to a group of calls: say what was counted
         fed = f"feeds {uses} drawn groups" if lay.collapsed else f"{uses} uses"
         labels[i] = f"{lay.nodes[i].label.split(' (')[0]} (shared: {fed})"
-    return labels
+    return labels, below
 
 
 def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
@@ -134,7 +138,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
     traces = [{"type": "scatter", "x": ex, "y": ey, "mode": "lines", "line": {"width": 0.6, "color": "#aab"},
                "hoverinfo": "skip", "showlegend": False}]
     ticked, tickvals, ticktext = step_ticks(lay) if lay.direction == "right" else ("", [], [])
-    labels = _labels(lay, ticked)
+    labels, below = _labels(lay, ticked)
     groups = sorted(module_color_keys(lay.nodes).items(),  # most nodes first
                     key=lambda kv: (-sum(len(lay.nodes[j].members) for j in kv[1]), kv[0]))
     param_text = "middle right" if lay.direction == "right" else "top right"  # beside the path, or above the column
@@ -151,7 +155,8 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
                          "color": [_ADDED if d.added else "#333" for d in nodes]},
             },
             "text": [_hover(d) for d in nodes], "hoverinfo": "text", "texttemplate": [labels[j] for j in idx],
-            "textposition": [param_text if d.is_param else "top center" for d in nodes],
+            "textposition": [param_text if d.is_param else "bottom center" if j in below else "top center"
+                             for j, d in zip(idx, nodes, strict=True)],
             "textfont": {"size": 11, "color": "#333"}, "cliponaxis": False,
         })
     traces += _branch_traces(lay, branches)

@@ -45,6 +45,10 @@ def test_an_unrolled_rnn_says_how_many_steps_ran_and_draws_its_weights_once(toke
     lay = layout_graph(graph)
     counted = "drawn groups" if lay.collapsed else "uses"  # collapsed, a weight feeds groups of calls, said so
     assert any("shared:" in t and counted in t for t in _labels(fig))
+    placed = [(t, pos) for trace in fig.data[1:] if trace.texttemplate and not isinstance(trace.texttemplate, str)
+              for t, pos in zip(trace.texttemplate, trace.textposition, strict=True) if t]
+    steps = [pos for t, pos in placed if ", step" in t]
+    assert not lay.collapsed or (steps and set(steps) == {"bottom center"})  # under the node: no module name on them
     assert lay.shared and all(u >= SHARED_USES for u in lay.shared.values())
     assert all(a not in lay.shared for a, _ in lay.edges)  # no fan of edges from a shared weight
     assert f"{len(graph.nodes)} nodes, {len(graph.edges)} edges" in fig.layout.title.text  # counts: the whole graph
