@@ -31,7 +31,8 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
     fig = go.Figure()
     for i, s in enumerate(chart.series):
         color = PALETTE[i % len(PALETTE)]
-        common: dict[str, Any] = {"x": s.x, "y": s.y, "name": s.name, "yaxis": "y2" if s.axis == "y2" else "y"}
+        common: dict[str, Any] = {"x": [_tick(v) for v in s.x], "y": s.y, "name": s.name,
+                                  "yaxis": "y2" if s.axis == "y2" else "y"}
         if s.spread is not None:
             common["error_y"] = iqr_bars([v or 0.0 for v in s.y], s.spread)
         if chart.kind == "bar" and s.axis != "y2":
@@ -58,6 +59,13 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
         fig.update_layout(yaxis2={"title": chart.y2_title, "overlaying": "y", "side": "right", "rangemode": "tozero",
                                   "showgrid": False})
     return fig
+
+
+def _tick(category: Any, width: int = 14) -> str:
+    """A category's label in lines of about `width` characters, a long identifier cut after its underscores
+    ("find_unused_<br>parameters=True"): side by side, long labels ran into each other."""
+    words = str(category).replace("_", "_ ").split()
+    return wrapped(" ".join(words), width).replace("_ ", "_")
 
 
 def _top(chart: Chart, width_px: int = 560) -> int:

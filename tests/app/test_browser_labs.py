@@ -122,7 +122,7 @@ def _overlaps(texts: list[dict]) -> list[tuple[str, str]]:
     return [(a["text"], b["text"]) for i, a in enumerate(texts) for b in texts[i + 1:] if cross(a, b)]
 
 
-RUN_IN_CLASS = (1, 4)  # the steps whose experiments take seconds here; the others' would take minutes of CI
+RUN_IN_CLASS = (1, 4, 8)  # the steps whose experiments take seconds here; the others would take minutes of CI
 
 
 def test_a_class_follows_the_lessons_at_a_projector(page: Page, app_url):
