@@ -32,7 +32,7 @@ BATCHES = (1, 16, 256)
 LENGTHS = (4, 32)
 OVERHEAD_BOUND = 0.5  # past this share of the time in per-op overhead, the framework dominates
 # Where compute dominates, eager and compiled converge (ratio -> 1): a difference under this, even resolved, decides
-# nothing (bench/RESULTS-claims.md: transformer at 256x4 read 0.96x unresolved, then 0.97x resolved, run to run)
+# nothing (such a point can resolve in one run and not the next, which flipped the verdict between runs)
 MIN_EFFECT = 0.05
 
 

@@ -41,6 +41,7 @@ DEFAULT_MODEL = "rnn"
 
 SETTLE_S = 1.5  # a typed input left alone this long after its run is what the person meant: it stays
 
+
 @dataclass
 class RunRecord:
     """One point of a session's history: the figures of a run, without its graph."""

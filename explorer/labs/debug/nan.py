@@ -37,10 +37,13 @@ class Finding:
         return self.cost.measurement(self.method).median_ms
 
     def cost_said(self) -> str:
-        """'3.1x a plain step (95% interval 2.9-3.3x, 12 pairs)', or that no cost was resolved at this noise."""
+        """'3.1x a plain step (95% interval 2.9-3.3x, 12 pairs)', or that no cost was resolved at this noise, or
+        (noise the other way) that the step under it ran faster by its whole interval."""
         c = self.cost
         if c.low > 1:
             return f"{c.ratio:.1f}x a plain step ({c.interval()})"
+        if c.high < 1:
+            return f"no cost: {c.ratio:.2f}x a plain step, faster by its whole interval ({c.interval()})"
         return f"no cost resolved against a plain step (±{c.noise:.0%}; {c.ratio:.2f}x, {c.interval()})"
 
     def as_dict(self) -> dict[str, Any]:

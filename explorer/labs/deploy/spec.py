@@ -29,8 +29,9 @@ class DeployParams:
                                     "tokens; the current input is always checked, and another text of its length",
                                     min=1, max=MAX_TOKENS, most=MAX_LENGTHS)
     # AOTInductor generates and compiles C++: asked for, not a default
-    routes: tuple[str, ...] = knob(tuple(r for r in ROUTES if r != "aoti"), "the routes to freeze by (aoti compiles "
-                                   "C++, 17-81 s a model in bench/RESULTS-deploy.md: only when ticked)",
+    routes: tuple[str, ...] = knob(tuple(r for r in ROUTES if r != "aoti"), "the routes to freeze by (aoti, which "
+                                   "compiles C++ and takes the longest, only when ticked: its build seconds are in "
+                                   "the table)",
                                    choices=tuple(ROUTES))
 
 

@@ -126,3 +126,16 @@ def test_no_path_of_this_machine_survives_in_a_traceback():
             f'site-packages/torch/nn/modules/module.py", line 9\nFile "{PROJECT}models/bugs.py", line 19')
     assert sanitize(text) == ('File "<python>/multiprocessing/connection.py", line 3\nFile '
                               '"torch/nn/modules/module.py", line 9\nFile "models/bugs.py", line 19')
+
+
+def test_a_nan_locators_cost_is_said_only_by_its_whole_interval():
+    from explorer.eager.compare import Comparison
+    from explorer.labs.debug.nan import PLAIN, Finding
+
+    def finding(method_ms: list[float], plain_ms: list[float]) -> str:
+        return Finding("hooks", "x", "", Comparison.of("hooks", PLAIN, method_ms, plain_ms)).cost_said()
+
+    plain = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.02]
+    assert finding([3 * x for x in plain], plain).startswith("3.0x a plain step (95% interval")
+    assert finding(list(reversed(plain)), plain).startswith("no cost resolved against a plain step")
+    assert finding([0.5 * x for x in plain], plain).startswith("no cost: 0.50x a plain step, faster by its whole")
