@@ -45,7 +45,7 @@ def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90,
     port = free_port()
     inherited = {k: v for k, v in os.environ.items() if k not in INTERNAL_ENV}  # this process's machine, not the app's
     env = {**inherited, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
-           "GE_WARM_COMPILE": "0", "GE_WARM_CLAIMS": "0", **(extra_env or {})}
+           "GE_WARM_COMPILE": "0", "GE_WARM_CLAIMS": "0", "GE_CLAIMS_FILE": "", **(extra_env or {})}
     start = time.monotonic()
     command = [*(["taskset", "-c", cpus] if cpus else []), sys.executable, "app.py"]
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,

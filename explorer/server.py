@@ -7,7 +7,9 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 from explorer.claims.board import ClaimBoard
 from explorer.claims.board import warm as warm_claims
@@ -31,7 +33,10 @@ SESSION_TTL_S = 1800  # a session's state is dropped after this long without use
 MEASURE_EVENTS = limits.MAX_QUEUE + 1
 RESIDENCY = Residency(limits.MAX_LIVE_MODELS)  # built models kept across every session of this server
 EXPORTS = ExportDir()  # download files: session reports, deployment artefacts
-CLAIM_BOARD = ClaimBoard()  # each claim's latest result, shown to every visitor of this server for a while
+# Each claim's latest result, shown to every visitor of this server for a while, and kept on disk across restarts
+# (GE_CLAIMS_FILE; empty: not kept).
+_CLAIMS_FILE = os.environ.get("GE_CLAIMS_FILE", os.path.join(tempfile.gettempdir(), "graph-explorer-claims.json"))
+CLAIM_BOARD = ClaimBoard(path=Path(_CLAIMS_FILE) if _CLAIMS_FILE else None)
 
 
 def concurrency(queue: Queue) -> int:
@@ -54,6 +59,7 @@ def start_background_work() -> None:
     """Pay one-time costs off the first click: the profiler, the meta device, inductor's toolchain."""
     pin_threads()
     warm_profiler()
+    log.info("claims restored from %s: %s", CLAIM_BOARD.path, CLAIM_BOARD.restore() or "none")
     try:
         pool = measure_pool()  # on Ray, a cluster too small for the pools stops the launch with the reason
     except RuntimeError as e:

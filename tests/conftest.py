@@ -1,4 +1,8 @@
 import os
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -9,3 +13,29 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 _cores = sorted(os.sched_getaffinity(0))
 _turn = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % len(_cores)
 os.environ.setdefault("GE_ALLOWED_CORES_", ",".join(map(str, _cores[_turn:] + _cores[:_turn])))
+
+
+@pytest.fixture(scope="session")
+def measured_claims(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """Every claim's quick experiment, measured once per test run by whichever test process asks first, in the
+    board's file (the claims' tests read it back; a test app restores it): eight runs of about 30 s, not one per
+    process."""
+    from explorer.claims.board import CLAIMS, ClaimBoard
+    from explorer.compile.protocol import Workers
+    from explorer.compile.worker import CompileService
+    from explorer.labs.ddp.job import ddp_service
+    from explorer.labs.deploy.job import deploy_service
+
+    shared = tmp_path_factory.getbasetemp()
+    path = (shared if worker_id == "master" else shared.parent) / "claims.json"
+    with FileLock(f"{path}.lock"):
+        if not path.exists():
+            w = Workers(CompileService(), deploy_service(), ddp_service(), quick=True)
+            try:
+                board = ClaimBoard(path=path)
+                for c in CLAIMS:
+                    list(board.run(c, w))
+            finally:
+                for service in (w.compile, w.deploy, w.ddp):
+                    service.stop()
+    return path

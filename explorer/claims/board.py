@@ -3,9 +3,13 @@ Claims tab see one run of each experiment, labelled with when it was measured, n
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
 from explorer.claims.chosen import Chosen
@@ -13,9 +17,12 @@ from explorer.claims.evidence import Claim, ClaimResult, run_claim
 from explorer.compile.protocol import Workers
 from explorer.core.errors import InputError
 from explorer.core.limits import CLAIMS_TTL_S
+from explorer.core.machine import Machine, this_machine
 from explorer.core.progress import Progress
 from explorer.sources.registry import source, subject
 from models.config import config_dict, echoed
+
+log = logging.getLogger("graph_explorer")
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in (shape.CLAIM, padding.CLAIM, rebuild.CLAIM, debugging.CLAIM,
                                               speed.CLAIM, overhead.CLAIM, deploying.CLAIM, distributed.CLAIM)}
@@ -43,12 +50,44 @@ def checked(c: Claim, model: Chosen) -> Chosen:
 
 class ClaimBoard:
     """Each claim's latest result, shown to everyone for `ttl_s` seconds; one run of a claim at a time (a second
-    visitor who asks meanwhile waits for that run instead of starting another)."""
+    visitor who asks meanwhile waits for that run instead of starting another). With a `path`, every new result is
+    written there too, and `restore` reads them back after a restart."""
 
-    def __init__(self, ttl_s: float = CLAIMS_TTL_S) -> None:
+    def __init__(self, ttl_s: float = CLAIMS_TTL_S, path: Path | None = None) -> None:
         self.ttl_s = ttl_s
+        self.path = path
         self._results: dict[str, ClaimResult] = {}
         self._locks = {c: threading.Lock() for c in CLAIMS}
+        self._writing = threading.Lock()
+
+    def restore(self) -> list[str]:
+        """The results in `path` that this server measured (same host, torch and threads) within `ttl_s`, back on
+        the board (a restarted Space opens every lesson step on them instead of measuring all eight again); the
+        ids restored. A missing or unreadable file restores nothing: the board measures anew."""
+        if self.path is None or not self.path.exists():
+            return []
+        try:
+            kept = json.loads(self.path.read_text())
+            here = this_machine()
+            for claim_id, report in dict(kept).items():
+                if (claim_id in CLAIMS and Machine.of(report["machine"]).same_server(here)
+                        and time.time() - report["measured_at"] < self.ttl_s):
+                    self._results[claim_id] = ClaimResult.of(report, CLAIMS[claim_id])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("claims' results in %s not restored (%s: %s): measuring anew", self.path, type(e).__name__, e)
+        return list(self._results)
+
+    def _keep(self, result: ClaimResult) -> None:
+        self._results[result.claim.id] = result
+        if self.path is None:
+            return
+        with self._writing:  # whole files only: written beside, then renamed over
+            partial = self.path.with_suffix(".partial")
+            try:
+                partial.write_text(json.dumps({c: r.as_dict() for c, r in self._results.items()}))
+                os.replace(partial, self.path)
+            except OSError as e:  # a full or read-only disk costs the restart's head start, not the result
+                log.warning("claims' results not written to %s: %s", self.path, e)
 
     def took(self, claim_id: str) -> float | None:
         """How long the claim's experiment last ran on this server (expired or not), or None if it never ran."""
@@ -84,7 +123,7 @@ class ClaimBoard:
                 return
             for item in run_claim(c, workers):
                 if isinstance(item, ClaimResult):
-                    self._results[c.id] = item
+                    self._keep(item)
                 yield item
         finally:
             lock.release()

@@ -42,7 +42,8 @@ class Verdict:
 
 @dataclass
 class Series:
-    """One line or bar series of a chart; `spread` is each point's IQR (drawn as a bar), when measured."""
+    """One line or bar series of a chart; `spread` is each point's IQR, or `low`/`high` its interval (drawn as a
+    bar), when measured."""
 
     name: str
     x: list[Any]
@@ -50,6 +51,8 @@ class Series:
     spread: list[float] | None = None
     axis: str = "y"  # "y2": the chart's second (right-hand) axis
     text: list[str] | None = None  # a label per point
+    low: list[float | None] | None = None
+    high: list[float | None] | None = None
 
 
 @dataclass
@@ -61,6 +64,7 @@ class Chart:
     series: list[Series]  # x is always categorical: models, settings, batch x length points
     log_y: bool = False
     y2_title: str = ""
+    baseline: float | None = None  # a value drawn across the chart ("no difference": 1 for a ratio)
 
 
 @dataclass
@@ -118,6 +122,15 @@ class ClaimResult:
                 "chart": asdict(self.evidence.chart), "notes": self.evidence.notes,
                 "measured_at": self.measured_at, "seconds": self.seconds, "machine": self.machine,
                 "model": asdict(self.model) if self.model else None}
+
+    @classmethod
+    def of(cls, report: dict[str, Any], claim: Claim) -> ClaimResult:
+        """A zoo result's `as_dict` read back (the board's file, after a restart)."""
+        chart = report["chart"]
+        evidence = Evidence(report["numbers"], [(a, b, c) for a, b, c in report["shown"]],
+                            Chart(**{**chart, "series": [Series(**s) for s in chart["series"]]}), report["notes"])
+        return cls(claim, evidence, Verdict(Holds(report["verdict"]), report["why"]), report["measured_at"],
+                   report["seconds"], report["machine"])
 
 
 def run_claim(claim: Claim, workers: Workers, model: Chosen | None = None) -> Iterator[Progress | ClaimResult]:

@@ -17,42 +17,51 @@ class Step:
     do: str
     notice: str
     question: str
+    reads: tuple[str, ...]  # the card's words for what `do` and `notice` ask the room to read: shown, presented too
 
 
 STEPS: tuple[Step, ...] = (
     Step("shape", 5, "Run the experiment, then open the Playground link and type a longer sentence.",
          "Look at how the RNN's node count follows the length, how many blocks early exit runs for two texts of the "
          "same length, and what one comma does to the tree's depth. Nothing is rebuilt between the two inputs.",
-         "If the graph is rebuilt on every call, what must that cost, and where would you measure it?"),
+         "If the graph is rebuilt on every call, what must that cost, and where would you measure it?",
+         ("nodes", "blocks", "depth")),
     Step("padding", 6, "Run the experiment; read the bars model by model.",
          "Whether the fastest strategy pads depends on the model; the per-sample loop needs no padding either, so "
          "see where it lands; a model with a bar for the loop only cannot be batched correctly at all.",
-         "Why can't the early-exit model or the tree be padded into one batch?"),
+         "Why can't the early-exit model or the tree be padded into one batch?",
+         ("per-sample loop", "ms")),
     Step("rebuild", 5, "Run the experiment; compare the first bar with the second.",
          "Eager mode records the new architecture's graph on its first call; the compiled model recompiles (the "
          "card says whether a compile cache on this server served it).",
-         "When is a recompile worth paying for?"),
+         "When is a recompile worth paying for?",
+         ("eager: new graph", "compiled: recompile", "cache")),
     Step("debugging", 5, "Run the experiment, then open the Debugging lab and read both tracebacks.",
          "Which line each traceback ends on, how many lines you must read to get there, and how long the error "
          "took to arrive: the compiled one comes after tracing, wrapped in the compiler's frames.",
-         "Which traceback would you rather read at 2 a.m.?"),
+         "Which traceback would you rather read at 2 a.m.?",
+         ("lines", "names models/bugs.py", "to the error")),
     Step("speed", 6, "Run the experiment; read the speed-ups and the break-even calls.",
          "Which models run faster compiled, by how much, and how many calls it takes to earn back the compile "
          "seconds.",
-         "For a model served a million times a day, and for one you edit every minute, which mode wins?"),
+         "For a model served a million times a day, and for one you edit every minute, which mode wins?",
+         ("x [", "paid back")),
     Step("overhead", 7, "Run the experiment (it compiles a graph for every point: slow the first time).",
          "Follow the dotted overhead-share line: where it is high (small batches, long chains of small ops), how "
-         "far apart are eager and compiled? And where it is low?",
+         "far above 1 is the compiled speed-up (eager's time over compiled's)? And where it is low?",
          "Where on the grid did compiling help most, and where did it not resolve or lose: is that where the "
-         "overhead line is high? Why would it be?"),
+         "overhead line is high? Why would it be?",
+         ("overhead share", "speed-up")),
     Step("deploying", 6, "Run the experiment; look for bars missing and for 'silently wrong'.",
          "Which models export as written, and which routes run without an error yet answer wrong on another input "
          "(a trace freezes the decisions of the one input it saw).",
-         "What would you test before shipping a traced model?"),
+         "What would you test before shipping a traced model?",
+         ("silently wrong",)),
     Step("distributed", 5, "Run the experiment (it starts training processes: half a minute).",
          "What plain DDP does when two ranks exit at different depths (and what its first step's gradients were), "
          "what find_unused_parameters changes, and what it costs when nothing is unused.",
-         "What else could make two ranks build different graphs?"),
+         "What else could make two ranks build different graphs?",
+         ("plain DDP", "first step's gradients", "find_unused_parameters", "its cost")),
 )
 
 

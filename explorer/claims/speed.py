@@ -25,12 +25,12 @@ def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
     eager = Series("eager", [], [], spread=[])
     compiled = Series(f"compiled ({options(w.quick).backend})", [], [], spread=[])
     shown = []
-    for chosen in models:
+    for i, chosen in enumerate(models, 1):
         model = chosen.name
         run: CompiledRun | None = None
         for item in eager_then_compiled(session, w, model, chosen.values):
             if isinstance(item, Progress):
-                yield item
+                yield Progress(item.elapsed_s, f"model {i} of {len(models)}, {item.phase}")
             else:
                 _, run = item
         assert run is not None

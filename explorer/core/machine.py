@@ -14,7 +14,7 @@ import os
 import platform
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
 from typing import Any
 
@@ -106,6 +106,11 @@ class Machine:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "measure_cores": list(self.measure_cores), "other_cores": list(self.other_cores)}
+
+    def same_server(self, other: Machine) -> bool:
+        """The same host, python, torch, CPU and threads: a figure one measured is the other's, whichever of its
+        cores timed it (each test process, each restart may measure on another)."""
+        return replace(self, measure_cores=(), other_cores=()) == replace(other, measure_cores=(), other_cores=())
 
     @classmethod
     def of(cls, report: Mapping[str, Any]) -> Machine:

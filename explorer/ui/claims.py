@@ -47,6 +47,7 @@ class ClaimCard:
     numbers: gr.HTML
     verdict: gr.Markdown
     raw: gr.JSON
+    chart_height: int  # px: a lesson's is shorter, so that it fits the first screen beside the step
 
     @property
     def outputs(self) -> list[Any]:
@@ -57,37 +58,41 @@ class ClaimCard:
         if view is None:
             return {self.status: "Not measured on this server lately: run the experiment.", self.figure: None,
                     self.numbers: "", self.verdict: "", self.raw: None}
-        return {self.status: view.status, self.figure: view.figure, self.numbers: cards_html(view.numbers),
+        figure = view.figure.update_layout(height=self.chart_height)
+        return {self.status: view.status, self.figure: figure, self.numbers: cards_html(view.numbers),
                 self.verdict: view.verdict, self.raw: view.report}
 
     def wire(self, claim_id: Callable[..., str], inputs: list[Any]) -> None:
         """Both buttons run the card's claim (from `inputs`: a fixed one, or the lesson's step); one at a time."""
         for button, again in ((self.run, False), (self.again, True)):
-            def go(*values: Any, again: bool = again,
-                   progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
-                items = claim_update(CLAIM_BOARD, workers(), claim_id(*values), again)
-                yield from streamed(items, self.shown, self.status, progress, "The experiment stopped")
+            def go(*values: Any, again: bool = again) -> Iterator[Updates]:
+                c = claim_id(*values)
+                items = claim_update(CLAIM_BOARD, workers(), c, again)
+                yield from streamed(items, self.shown, self.status, "The experiment stopped", took=CLAIM_BOARD.took(c))
+            # the status line says what runs, every second: Gradio's own estimate (from other events) would not
             button.click(go, inputs, self.outputs, api_visibility="private", concurrency_id=Queue.CLAIMS.value,
-                         concurrency_limit=1, show_progress="minimal")
+                         concurrency_limit=1, show_progress="hidden")
 
     def wire_mine(self, c: Claim, session: gr.State) -> None:
         """The third button: the claim's experiment on the session's model and config, shown to this person only."""
-        def go(s: Session, progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
+        def go(s: Session) -> Iterator[Updates]:
             chosen = Chosen(s.model_name, config_dict(s.config))
             items = claim_update(CLAIM_BOARD, workers(), c.id, model=chosen)
-            yield from streamed(items, self.shown, self.status, progress, "The experiment stopped")
+            yield from streamed(items, self.shown, self.status, "The experiment stopped", kind=f"{c.id} on a model")
         self.mine.click(go, session, self.outputs, api_visibility="private", concurrency_id=Queue.CLAIMS.value,
-                        concurrency_limit=1, show_progress="minimal")
+                        concurrency_limit=1, show_progress="hidden")
 
 
 def claim_card(c: Claim, number: int | None) -> ClaimCard:
-    header = gr.Markdown(_claim_header(c, number))  # in a lesson too: it holds the link a step asks the room to open
+    """The card of claim `c`: in the Claims tab with its `number`, in a lesson without (the step states the claim)."""
+    # in a lesson too: it holds the link a step asks the room to open
+    header = gr.Markdown(_claim_header(c, number), elem_classes="ge-claim-head")
     with gr.Row():
         run = gr.Button("Run the experiment", variant="primary", scale=0, min_width=250)  # one line, presented too
         again = gr.Button("Measure again", scale=0, min_width=190)
         mine = gr.Button("Run it on the Playground's model", scale=0, min_width=240,
                          visible=c.on_model is not None and number is not None)  # not in a lesson
-    status = gr.Markdown()
+    status = gr.Markdown(elem_classes="ge-claim-status")
     with gr.Row():
         with gr.Column(scale=3):
             figure = gr.Plot(show_label=False)
@@ -96,7 +101,7 @@ def claim_card(c: Claim, number: int | None) -> ClaimCard:
             verdict = gr.Markdown()
     with gr.Accordion("raw numbers (the same as `python -m explorer claim --json`)", open=False):
         raw = gr.JSON(show_label=False)
-    return ClaimCard(header, run, again, mine, status, figure, numbers, verdict, raw)
+    return ClaimCard(header, run, again, mine, status, figure, numbers, verdict, raw, 380 if number else 330)
 
 
 def claims_tab(session: gr.State) -> list[ClaimCard]:

@@ -37,11 +37,16 @@ def control(k: Knob) -> gr.components.Component:
     return gr.Slider(k.min, k.max, value=k.default, step=step, label=k.name, info=k.help)
 
 
+def _breakable(value: str) -> str:
+    """A value that may break after an underscore ("pack_padded_<wbr>sequence"), not at any letter."""
+    return html.escape(value).replace("_", "_<wbr>")
+
+
 def cards_html(cards: list[tuple[str, str, str]]) -> str:
     """(label, value, detail) cards in a grid."""
     items = "".join(
         f'<div class="card"><div class="label">{html.escape(label)}</div>'
-        f'<div class="value">{html.escape(value)}</div><div class="detail">{html.escape(detail)}</div></div>'
+        f'<div class="value">{_breakable(value)}</div><div class="detail">{html.escape(detail)}</div></div>'
         for label, value, detail in cards
     )
     return f'<div class="cards">{items}</div>'

@@ -81,8 +81,7 @@ def lab_tab(spec: LabSpec, session: gr.State) -> None:
         s.labs[spec.name] = view.report  # the session's report includes it
         return {status: view.status, raw: view.report, **{c: getattr(view, name) for name, c in shown.items()}}
 
-    def run(request: gr.Request, s: Session, *values: Any,
-            progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
+    def run(request: gr.Request, s: Session, *values: Any) -> Iterator[Updates]:
         RESIDENCY.attach(request.session_hash, s)
         if spec.queue in OWN_WORKER:
             OWNERS[spec.name] = request.session_hash
@@ -90,13 +89,14 @@ def lab_tab(spec: LabSpec, session: gr.State) -> None:
             items = run_lab(spec, playground_subject(s, spec.needs), dict(zip([k.name for k in knobs], values,
                                                                                    strict=True)),
                             LabContext(workers(s.id), EXPORTS.job_dir))
-            yield from streamed(items, lambda view: show(s, view), status, progress,
-                                f"Cannot run the {spec.title.lower()}")
+            yield from streamed(items, lambda view: show(s, view), status, f"Cannot run the {spec.title.lower()}",
+                                kind=spec.name)
         finally:
             OWNERS.pop(spec.name, None)
 
     go.click(run, [session, *controls], [status, raw, *shown.values()], api_visibility="private",
-             concurrency_id=spec.queue.value, concurrency_limit=concurrency(spec.queue), show_progress="minimal")
+             concurrency_id=spec.queue.value, concurrency_limit=concurrency(spec.queue),
+             show_progress="hidden")  # the status line says what runs, every second
 
 
 def cancel_runs_of(page: str) -> None:

@@ -184,8 +184,7 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         RESIDENCY.attach(request.session_hash, s)
         drawn = [False]
         items = update(s, model, text, compare, values, measure_pool(), fresh, keyed)
-        yield from streamed(items, lambda item: shown(s, item, drawn), p.status, None, "Cannot run this input",
-                            toast=True)
+        yield from streamed(items, lambda item: shown(s, item, drawn), p.status, "Cannot run this input", toast=True)
 
     def run(request: gr.Request, s: Session, model: str, text: str, compare: str, *flat: Any) -> Iterator[Updates]:
         """The page's edits: every control's value, of which the chosen model's are its config."""
@@ -211,8 +210,8 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
             raise gr.Error(str(e), title="Cannot run this input", print_exception=False) from None
         yield from measured(request, s, model, text, compare, values)
 
-    def compiled(s: Session, enabled: bool, backend: str, dynamic: str, mark: bool, fullgraph: bool,
-                 progress: gr.Progress = gr.Progress()) -> Iterator[Updates]:  # noqa: B008
+    def compiled(s: Session, enabled: bool, backend: str, dynamic: str, mark: bool,
+                 fullgraph: bool) -> Iterator[Updates]:
         """The compiled side: progress while the worker compiles, then the numbers; never blocks eager."""
         try:  # checked whether on or off: an HTTP caller's bad value is refused, not ignored
             if not isinstance(enabled, bool):
@@ -230,20 +229,21 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
                     p.raw: item.report}
 
         items = compiled_update(s, compile_service(s.id), options)
-        yield from streamed(items, show, c.status, progress, "Cannot compile")
+        yield from streamed(items, show, c.status, "Cannot compile", kind=f"compile ({backend})")
 
     inputs = [session, p.model, p.text, p.compare, *p.controls]
     run_event = {"fn": run, "inputs": inputs, "outputs": p.outputs(session), "trigger_mode": "always_last",
                  "concurrency_id": Queue.MEASURE.value, "concurrency_limit": MEASURE_EVENTS, "show_progress": "minimal"}
     options = list(c.options.values())
     compiled_event = {"fn": compiled, "inputs": [session, *options], "outputs": p.compiled_outputs(session),
-                      "concurrency_id": Queue.COMPILE.value, "concurrency_limit": 1, "show_progress": "minimal",
+                      "concurrency_id": Queue.COMPILE.value, "concurrency_limit": 1, "show_progress": "hidden",
                       "trigger_mode": "always_last"}
     link_event = {"fn": state_link, "inputs": [p.model, p.text, *p.controls, *options], "outputs": link,
                   "queue": False, "api_visibility": "private", "show_progress": "hidden"}
 
     def after_run(event: Any) -> None:
         event.then(**link_event).then(api_visibility="private", **compiled_event)
+        event.success(None, js=CLOSE_ERRORS)  # a refused value's toast goes once a value runs, not 10 s later
 
     # `.change` on the text boxes: typing, paste, cut, delete, undo, drag-and-drop, an example, a restored link
     # all change the value, and each settled value runs once (an unchanged input is not re-run: see `update`).
@@ -274,6 +274,10 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         return restore(p, request)
 
     demo.load(restored, None, p.restored(), api_name="load", concurrency_limit=None, show_progress="hidden")
+
+
+# Gradio's error toasts' close buttons (gradio 6: `.toast-close.error`), clicked as a person would.
+CLOSE_ERRORS = "() => document.querySelectorAll('.toast-close.error').forEach((b) => b.click())"
 
 
 def _settled_events(control: gr.components.Component) -> list[Any]:

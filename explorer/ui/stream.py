@@ -1,5 +1,6 @@
-"""The one adapter between a run and the page: a `Progress | result` stream becomes the status line and the
-progress bar, each result the outputs its `show` names, and a failure one line (never a traceback)."""
+"""The one adapter between a run and the page: a `Progress | result` stream becomes the status line (what it does,
+the seconds since the click, and how long the same kind of run last took here), each result the outputs its `show`
+names, and a failure one line (never a traceback)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import gradio as gr
@@ -89,19 +90,23 @@ def ticking(items: Iterator[Progress | Any], every: float = TICK_S) -> Iterator[
         stop.set()  # the producer stops at its next item and closes `items`
 
 
+LAST_S: dict[str, float] = {}  # how long each kind of run last took on this server: the next one's estimate
+
+
 def streamed(items: Iterator[Progress | Any], show: Callable[[Any], Updates], status: gr.components.Component,
-             progress: gr.Progress | None, refused: str, toast: bool = False) -> Iterator[Updates]:
-    """Progress to `status` (and the progress bar), said again every second with the seconds since the click while
-    the run is silent; each result to `show`'s outputs. A refused input or a stopped worker is said in `status`
-    under the heading `refused`, or as a toast when `toast` (the Playground, whose runs take a second or two, keeps
-    its figures and status for the last good run, and is not ticked)."""
+             refused: str, toast: bool = False, kind: str | None = None,
+             took: float | None = None) -> Generator[Updates, None, bool]:
+    """Progress to `status`, said again every second with the seconds since the click while the run is silent,
+    and how long the last run of its `kind` took on this server (or `took`, its caller's figure); each result to
+    `show`'s outputs. A refused input or a stopped worker is said in `status` under the heading `refused`, or as a
+    toast when `toast` (the Playground, whose runs take a second or two, keeps its figures and status for the last
+    good run, and is not ticked). Returns whether the run finished (and then records its seconds for `kind`)."""
+    took = LAST_S.get(kind) if took is None and kind else took
+    start = time.monotonic()
     try:
         for item in items if toast else ticking(items):
             if isinstance(item, Progress):
-                said = item.phase if toast else f"{item.phase} ({item.elapsed_s:.0f} s)"
-                if progress is not None:
-                    progress(None, desc=said)
-                yield {status: said}
+                yield {status: item.phase if toast else f"{item.phase} ({_seconds(item.elapsed_s, took)})"}
             else:
                 yield show(item)
     except (*USER_ERRORS, CompileFailure) as e:
@@ -114,8 +119,18 @@ def streamed(items: Iterator[Progress | Any], show: Callable[[Any], Updates], st
         if isinstance(e, CompileFailure):
             gr.Warning(said)
         yield {status: f"**{refused}**: {said}"}
+        return False
     except Exception:
         line = failure_line(refused)
         if toast:
             raise gr.Error(line, print_exception=False) from None
         yield {status: f"**{refused}**: {line}"}
+        return False
+    if kind:
+        LAST_S[kind] = time.monotonic() - start
+    return True
+
+
+def _seconds(elapsed: float, took: float | None) -> str:
+    """'12 s', or '12 s; the last one took 48 s on this server': the estimate is a measured run's seconds."""
+    return f"{elapsed:.0f} s" + (f"; the last one took {took:.0f} s on this server" if took else "")

@@ -5,7 +5,7 @@ CSS = """
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 8px; }
 .card { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 10px; }
 .card .label { font-size: 0.8em; color: var(--ge-subdued); }
-.card .value { font-size: 1.45em; font-weight: 600; overflow-wrap: anywhere; }  /* a long name wraps, never runs on */
+.card .value { font-size: 1.45em; font-weight: 600; overflow-wrap: break-word; }  /* a long name wraps, never runs on */
 .card .detail { font-size: 0.75em; color: var(--ge-subdued); }
 .explain { font-size: 0.92em; }
 /* WCAG 2 AA contrast (4.5:1) for everything on the page, which a projector washes out further: Gradio's default
@@ -43,6 +43,11 @@ body.ge-presentation .cards { grid-template-columns: repeat(auto-fit, minmax(98p
   gap: 6px !important; }
 body.ge-presentation .card { padding: 6px 8px !important; }
 body.ge-presentation .card .value { font-size: 1.05em !important; }
+/* A claim's experiment sentence and where it was measured: smaller than the evidence, so that a lesson's chart and
+   its four cards fit the first screen beside the step. */
+body.ge-presentation .ge-claim-head, body.ge-presentation .ge-claim-head *,
+body.ge-presentation .ge-claim-status, body.ge-presentation .ge-claim-status * { font-size: 14px !important;
+  line-height: 1.35 !important; }
 """
 # The page's figures are Plotly's, with `responsive` on: after the class changes the layout, each one is re-fitted
 # to its container (Gradio sets window.Plotly once the first figure has loaded).

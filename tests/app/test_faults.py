@@ -38,8 +38,8 @@ pytestmark = pytest.mark.slow
 
 def _run(session, text):
     """The Playground's run as the page streams it (explorer/ui/playground.py): a failure is one toast line."""
-    return list(streamed(update(session, "rnn", text, "", {}), lambda view: {}, "status", None,
-                         "Cannot run this input", toast=True))
+    return list(streamed(update(session, "rnn", text, "", {}), lambda view: {}, "status", "Cannot run this input",
+                         toast=True))
 
 
 def _job(service, length=8, model="transformer", config=None):

@@ -1,5 +1,6 @@
 """The page's stream adapter: a silent run has its last phase said again every tick with the seconds since the
-click, an error comes out where it was raised, and closing the stream (a person leaving) closes the run."""
+click and how long the last run of its kind took here, an error comes out where it was raised, and closing the
+stream (a person leaving) closes the run."""
 
 import threading
 import time
@@ -8,7 +9,7 @@ import pytest
 
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.ui.stream import ticking
+from explorer.ui.stream import LAST_S, streamed, ticking
 
 
 def test_a_silent_run_is_said_again_every_tick_with_the_seconds_since_it_began():
@@ -50,3 +51,24 @@ def test_closing_the_stream_closes_the_run_and_its_thread():
     assert closed.wait(2.0)
     time.sleep(0.3)
     assert not any(t.name == "ge-ticking" for t in threading.enumerate())
+
+
+def test_the_status_says_how_long_the_last_run_of_its_kind_took_here_and_a_refused_one_is_not_counted():
+    def run(refuse: bool = False):
+        yield Progress.said("routing")
+        time.sleep(0.15)
+        if refuse:
+            raise InputError("no")
+        yield "done"
+
+    LAST_S.pop("a lab", None)
+    first = [u["status"] for u in streamed(run(), lambda item: {"out": item}, "status", "Cannot", kind="a lab")
+             if "status" in u]
+    assert first[0] == "Starting… (0 s)" and "last one" not in " ".join(first)  # nothing to go by yet
+    took = LAST_S["a lab"]
+    assert 0.15 <= took < 5
+    second = [u["status"] for u in streamed(run(True), lambda item: {}, "status", "Cannot", kind="a lab")]
+    assert second[0] == f"Starting… (0 s; the last one took {took:.0f} s on this server)"
+    assert second[-1] == "**Cannot**: no" and LAST_S["a lab"] == took  # a refusal is not a run's duration
+    given = [u["status"] for u in streamed(run(), lambda item: {}, "status", "Cannot", took=48.0) if "status" in u]
+    assert given[0] == "Starting… (0 s; the last one took 48 s on this server)"

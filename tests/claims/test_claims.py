@@ -2,19 +2,20 @@
 verdict follows its numbers (change one and the verdict changes); the server's board runs a claim once for
 everyone; the lessons step through every claim."""
 
+import json
 import threading
+import time
 
 import pytest
 
 from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.chosen import Chosen
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult, run_claim
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.compile.protocol import Workers
 from explorer.compile.worker import CompileService
 from explorer.core.errors import USER_ERRORS, InputError
-from explorer.core.progress import Progress
 from explorer.labs.ddp.job import ddp_service
 from explorer.labs.deploy.job import deploy_service
 from explorer.sources.registry import source
@@ -31,9 +32,17 @@ def workers():
         service.stop()
 
 
-def _result(claim_id: str, w: Workers) -> ClaimResult:
-    *progress, result = run_claim(CLAIMS[claim_id], w)
-    assert isinstance(result, ClaimResult) and all(isinstance(p, Progress) for p in progress)
+@pytest.fixture(scope="module")
+def measured(measured_claims) -> ClaimBoard:
+    """The quick experiments' results as a restarted server reads them back from its file."""
+    board = ClaimBoard(path=measured_claims)
+    assert board.restore() == list(CLAIMS)
+    return board
+
+
+def _result(claim_id: str, board: ClaimBoard) -> ClaimResult:
+    result = board.cached(claim_id)
+    assert result is not None
     return result
 
 
@@ -49,8 +58,15 @@ def test_the_claims_are_the_issues_eight_in_order_and_each_lesson_step_is_one_of
         step(9)
 
 
-def test_shape_claim_measures_the_graphs_and_holds_for_every_model(workers):
-    r = _result("shape", workers)
+def test_each_lesson_step_asks_the_room_to_read_words_its_card_shows(measured):
+    for number, s in enumerate(STEPS, 1):
+        e = measured.cached(s.claim).evidence
+        shown = " ".join([*(" ".join(x) for x in e.shown), *(x.name for x in e.chart.series)]).lower()
+        assert s.reads and [w for w in s.reads if w.lower() not in shown] == [], number
+
+
+def test_shape_claim_measures_the_graphs_and_holds_for_every_model(measured):
+    r = _result("shape", measured)
     x = r.evidence.numbers
     assert x["rnn_nodes_long"] > x["rnn_nodes_short"] and x["rnn_depth_long"] > x["rnn_depth_short"]
     assert x["exit_blocks_easy"] < x["exit_blocks_hard"] and x["tree_depth_a"] != x["tree_depth_b"]
@@ -71,8 +87,8 @@ def test_shape_verdict_follows_its_numbers():
 
 
 @pytest.mark.slow
-def test_padding_claim_runs_the_batching_lab_per_model(workers):
-    r = _result("padding", workers)
+def test_padding_claim_runs_the_batching_lab_per_model(measured):
+    r = _result("padding", measured)
     x = r.evidence.numbers
     assert {"rnn.loop_ms", "rnn.pad_ms", "rnn.pack_ms", "tree.loop_ms"} <= set(x)
     assert "tree.pad_ms" not in x  # the tree cannot be padded: only its loop is compared
@@ -107,8 +123,8 @@ def test_padding_verdict_names_a_winner_only_by_its_whole_interval():
 
 
 @pytest.mark.slow
-def test_rebuild_claim_times_the_eager_graph_and_the_recompile(workers):
-    r = _result("rebuild", workers)
+def test_rebuild_claim_times_the_eager_graph_and_the_recompile(measured):
+    r = _result("rebuild", measured)
     x = r.evidence.numbers
     assert x["recompiles"] >= 1 and x["recompile_s"] > 0 and x["eager_new_graph_ms"] > 0 and x["build_ms"] > 0
     assert "no backward" in r.evidence.shown[0][2]  # the capture records forward and loss only, and says so
@@ -126,8 +142,8 @@ def test_rebuild_verdict_follows_its_numbers():
 
 
 @pytest.mark.slow
-def test_debugging_claim_names_the_injected_line_eagerly(workers):
-    r = _result("debugging", workers)
+def test_debugging_claim_names_the_injected_line_eagerly(measured):
+    r = _result("debugging", measured)
     x = r.evidence.numbers
     assert x["eager.failed"] and x["eager.named"] and x["compiled.failed"]
     assert x["compiled.lines"] > x["eager.lines"]
@@ -160,8 +176,8 @@ def test_a_debug_mode_whose_worker_stopped_shows_no_time():
 
 
 @pytest.mark.slow
-def test_speed_claim_reports_speed_up_with_its_interval_and_compile_seconds(workers):
-    r = _result("speed", workers)
+def test_speed_claim_reports_speed_up_with_its_interval_and_compile_seconds(measured):
+    r = _result("speed", measured)
     x = r.evidence.numbers
     assert x["transformer.compile_s"] > 0 and x["transformer.pairs"] >= 8
     assert x["transformer.speedup_low"] <= x["transformer.speedup"] <= x["transformer.speedup_high"]
@@ -191,8 +207,8 @@ def test_speed_verdict_names_a_winner_only_by_its_whole_interval():
 
 
 @pytest.mark.slow
-def test_overhead_claim_measures_the_grid_and_the_overhead_share(workers):
-    r = _result("overhead", workers)
+def test_overhead_claim_measures_the_grid_and_the_overhead_share(measured):
+    r = _result("overhead", measured)
     x = r.evidence.numbers
     shares = {k: v for k, v in x.items() if k.endswith(".share")}
     assert len(shares) == 4 and all(0 < v <= 1 for v in shares.values())
@@ -228,8 +244,8 @@ def test_overhead_verdict_says_where_from_the_grid_not_from_a_fixed_sentence():
 
 
 @pytest.mark.slow
-def test_deploying_claim_finds_the_silently_wrong_trace(workers):
-    r = _result("deploying", workers)
+def test_deploying_claim_finds_the_silently_wrong_trace(measured):
+    r = _result("deploying", measured)
     x = r.evidence.numbers
     assert x["transformer.export.outcome"] == 1.0 and x["tree.jit.trace.outcome"] == -1.0
     assert r.verdict.kind == CONDITION and "jit.trace of tree" in r.verdict.why
@@ -245,8 +261,8 @@ def test_deploying_verdict_follows_its_numbers():
 
 
 @pytest.mark.slow
-def test_distributed_claim_fails_plain_ddp_and_not_find_unused(workers):
-    r = _result("distributed", workers)
+def test_distributed_claim_fails_plain_ddp_and_not_find_unused(measured):
+    r = _result("distributed", measured)
     x = r.evidence.numbers
     assert x["depths_differ"] and x["plain.raised"] and x["plain.grad_error"] > distributed.TOLERANCE
     assert not x["find_unused.raised"] and r.verdict.kind == HOLDS
@@ -286,6 +302,25 @@ def test_the_board_runs_a_claim_once_for_everyone_until_it_expires(workers):
     assert expired.cached("shape") is None and list(expired.run("shape", workers))[-1] is not first
     with pytest.raises(InputError, match="unknown claim"):
         list(board.run("nope", workers))
+
+
+def test_a_restarted_board_shows_only_what_this_server_measured_within_its_time_to_live(measured_claims, tmp_path):
+    kept = json.loads(measured_claims.read_text())
+    board = ClaimBoard(path=measured_claims)
+    assert board.restore() == list(CLAIMS)
+    assert {c: board.cached(c).as_dict() for c in CLAIMS} == kept  # read back whole: figures, chart, verdict
+    view = view_of(board.cached("overhead"))
+    assert view.report == view_of(ClaimResult.of(kept["overhead"], CLAIMS["overhead"])).report
+    elsewhere = kept["shape"] | {"machine": kept["shape"]["machine"] | {"cpu": "another CPU"}}
+    stale = kept["speed"] | {"measured_at": time.time() - 7200}
+    moved = kept["rebuild"] | {"machine": kept["rebuild"]["machine"] | {"measure_cores": [99]}}  # another core: same
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps({"shape": elsewhere, "speed": stale, "rebuild": moved, "gone": kept["padding"]}))
+    assert ClaimBoard(ttl_s=3600, path=path).restore() == ["rebuild"]
+    for garbage in ("{not json", json.dumps({"shape": {"verdict": "holds"}}), json.dumps([1])):
+        path.write_text(garbage)
+        assert ClaimBoard(path=path).restore() == []  # said in the log; the board measures anew
+    assert ClaimBoard(path=tmp_path / "missing.json").restore() == []
 
 
 def test_a_claim_reruns_on_a_chosen_model_where_it_runs_model_by_model_and_says_why_not_elsewhere(workers):

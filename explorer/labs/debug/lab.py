@@ -95,8 +95,8 @@ def run_debug(service: JobRunner, model: str, config: object, bug: str, text: st
     tokens = tokenize(text)
     ids = tokens.ids
     outcomes: list[ModeOutcome] = []
-    for mode in modes:
-        yield Progress.said(f"Running the bugged model: {mode}")
+    for i, mode in enumerate(modes, 1):
+        yield Progress.said(f"Running the bugged model: {mode} ({i} of {len(modes)})")
         if mode == "eager":
             outcomes.append(eager(model, values, bug, ids))
         elif mode == "traced":
