@@ -1,4 +1,5 @@
-"""The charts' shared style: the palette, wrapped titles, IQR error bars, whole-number ticks, a bar chart's layout."""
+"""The charts' shared style: the palette, wrapped titles and category labels, a title and legend above the plot, IQR
+error bars, whole-number ticks, a bar chart's layout."""
 
 from __future__ import annotations
 
@@ -19,20 +20,49 @@ def wrapped(text: str, width: int = 46) -> str:
     return "<br>".join(lines)
 
 
+def category(value: Any, width: int = 14) -> str:
+    """A category's label in lines of about `width` characters, a long identifier cut after its underscores
+    ("find_unused_<br>parameters=True"): side by side, long labels ran into each other."""
+    words = str(value).replace("_", "_ ").split()
+    return wrapped(" ".join(words), width).replace("_ ", "_")
+
+
 def iqr_bars(medians: list[float], iqrs: list[float]) -> dict[str, Any]:
     """Error bars of one IQR around each median, cut at zero below: a time is never negative."""
     below = [min(i, m) for m, i in zip(medians, iqrs, strict=True)]
     return {"type": "data", "symmetric": False, "array": iqrs, "arrayminus": below, "visible": True}
 
 
+GRADIO_LABEL_PX = 34  # the label Gradio draws over a plot's top-left corner
+LEGEND_PX = 330  # the narrowest a legend is drawn (a lesson's chart, about 420 px wide)
+
+
+def headed(fig: go.Figure, title: str, title_chars: int = 46, under_px: int = 0) -> int:
+    """`fig`'s title from the top of the figure down (plotly centres it in the top margin, onto the legend), `under_px`
+    below what the page draws over the figure (a Gradio plot's label), and its legend under it, above the plot
+    (below, it ran into the x axis's title), in as many columns as its widest entry allows at 12 px (6.5 px a
+    character, with its symbol); returns the top margin that holds them apart."""
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    widest = max((int(6.5 * len(n)) + 40 for n in names), default=1)
+    columns = max(1, min(len(names), LEGEND_PX // widest))
+    text = wrapped(title, title_chars)
+    fig.update_layout(
+        title={"text": text, "font": {"size": 15}, "yref": "container", "y": 1, "yanchor": "top",
+               "pad": {"t": 12 + under_px}},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "font": {"size": 12},
+                **({"entrywidth": 1 / columns, "entrywidthmode": "fraction"} if columns > 1 else {})})
+    legend_rows = -(-len(names) // columns) if len(names) > 1 else 0  # one series: no legend drawn
+    return 30 + under_px + 22 * (text.count("<br>") + 1) + 22 * legend_rows
+
+
 def bar_layout(fig: go.Figure, title: str, y_title: str, height: int) -> go.Figure:
-    """A lab bar chart: its title and its category labels wrapped to fit (long strategy names would be clipped
-    or tilted), the legend above the bars."""
-    fig.update_layout(height=height, barmode="group", plot_bgcolor="white",
-                      legend={"font": {"size": 11}, "orientation": "h", "yanchor": "bottom", "y": 1.0},
-                      margin={"l": 10, "r": 10, "t": 80, "b": 30},
-                      title={"text": wrapped(title, 70), "font": {"size": 13}})
-    fig.for_each_trace(lambda t: t.update(x=[wrapped(str(x), 14) for x in t.x]) if t.type == "bar" else None)
+    """A lab bar chart: its title and legend above the bars (`headed`), its category labels wrapped and level
+    (long strategy names would be clipped, or tilted onto each other)."""
+    top = headed(fig, title, under_px=GRADIO_LABEL_PX)
+    fig.update_layout(height=height, barmode="group", plot_bgcolor="white", font={"size": 13},
+                      margin={"l": 10, "r": 10, "t": top, "b": 30})
+    fig.for_each_trace(lambda t: t.update(x=[category(x) for x in t.x]) if t.type == "bar" else None)
+    fig.update_xaxes(tickangle=0, tickfont={"size": 12})
     fig.update_yaxes(title_text=y_title, gridcolor="#eee", rangemode="tozero")
     return fig
 

@@ -52,6 +52,11 @@ class Output:
     kind: Kind
     label: str = ""
     columns: tuple[str, ...] = ()  # a table's headers
+    prose: tuple[str, ...] = ()  # a table's columns of sentences (a note, an exception): wrapped in a fixed width
+
+    def __post_init__(self) -> None:
+        if unknown := set(self.prose) - set(self.columns):
+            raise ValueError(f"output {self.name}: prose columns {sorted(unknown)} are not among its columns")
     row: int = 0  # outputs with the same non-zero row stand side by side
     folded: bool = False  # in a closed accordion (long text: tracebacks)
 

@@ -20,6 +20,7 @@ from explorer.ui.controls import control
 from explorer.ui.stream import Updates, streamed
 
 OWNERS: dict[str, str] = {}  # a server-wide lab's run (its own worker) -> the page that started it
+PROSE_WIDTH = "320px"  # a table's sentence column: about 40 characters a line
 OWN_WORKER = (Queue.DEPLOY, Queue.DDP)  # queues whose worker only one lab uses: closing the page cancels its run
 
 
@@ -27,7 +28,10 @@ def _component(o: Output) -> gr.components.Component:
     if o.kind is Kind.MARKDOWN:
         return gr.Markdown(label=o.label or None)
     if o.kind is Kind.TABLE:
-        return gr.Dataframe(headers=list(o.columns), label=o.label, interactive=False, wrap=True)
+        # a sentence wraps in its column; left to size itself, its column pushed the figures out of view
+        widths = [PROSE_WIDTH if c in o.prose else "auto" for c in o.columns] if o.prose else None
+        return gr.Dataframe(headers=list(o.columns), label=o.label, interactive=False, wrap=True,
+                            column_widths=widths)
     if o.kind is Kind.PLOT:
         return gr.Plot(label=o.label)
     if o.kind is Kind.CODE:

@@ -14,7 +14,7 @@ from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Chart, ClaimResult, Series
 from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
-from explorer.draw.style import PALETTE, iqr_bars, wrapped
+from explorer.draw.style import PALETTE, category, headed, iqr_bars, wrapped
 
 
 @dataclass
@@ -35,7 +35,7 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
     fig = go.Figure()
     for i, s in enumerate(chart.series):
         color = PALETTE[i % len(PALETTE)]
-        common: dict[str, Any] = {"x": [_tick(v) for v in s.x], "y": s.y, "name": s.name,
+        common: dict[str, Any] = {"x": [category(v) for v in s.x], "y": s.y, "name": s.name,
                                   "yaxis": "y2" if s.axis == "y2" else "y"}
         if bars := _error_bars(s):
             common["error_y"] = bars
@@ -47,16 +47,9 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
         else:
             fig.add_scatter(mode="lines+markers", line={"color": color, "dash": "dot" if s.axis == "y2" else "solid"},
                             text=s.text, hovertemplate="%{x}: %{y:.4g}" + f"<extra>{s.name}</extra>", **common)
-    columns = _legend_columns(chart)
     fig.update_layout(
-        # the title from the top of the figure down (plotly centres it in the margin, onto the legend)
-        title={"text": wrapped(chart.title), "font": {"size": 15}, "yref": "container", "y": 1, "yanchor": "top",
-               "pad": {"t": 12}}, height=height, barmode="group",
-        plot_bgcolor="white",
-        # the legend above the plot, under the title (below it, it ran into the x axis's title), in columns
-        margin={"l": 62, "r": 62 if chart.y2_title else 20, "t": _top(chart, columns), "b": 60},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "font": {"size": 12},
-                **({"entrywidth": 1 / columns, "entrywidthmode": "fraction"} if columns > 1 else {})},
+        height=height, barmode="group", plot_bgcolor="white",
+        margin={"l": 62, "r": 62 if chart.y2_title else 20, "t": headed(fig, chart.title), "b": 60},
         uniformtext={"minsize": 12, "mode": "show"},  # a bar's label is never shrunk below the body text
         # level category labels (plotly tilts crowded ones onto each other), and a side axis's title in lines
         xaxis={"title": wrapped(chart.x_title), "type": "category", "tickangle": 0,
@@ -81,28 +74,6 @@ def _error_bars(s: Series) -> dict[str, Any] | None:
                 "array": [(h or v) - v for v, h in zip(y, s.high, strict=True)],
                 "arrayminus": [v - (lo or v) for v, lo in zip(y, s.low, strict=True)]}
     return None if s.spread is None else iqr_bars([v or 0.0 for v in s.y], s.spread)
-
-
-def _tick(category: Any, width: int = 14) -> str:
-    """A category's label in lines of about `width` characters, a long identifier cut after its underscores
-    ("find_unused_<br>parameters=True"): side by side, long labels ran into each other."""
-    words = str(category).replace("_", "_ ").split()
-    return wrapped(" ".join(words), width).replace("_ ", "_")
-
-
-LEGEND_PX = 330  # the legend's width in a lesson's chart (about 420 px wide): the narrowest it is drawn
-
-
-def _legend_columns(chart: Chart) -> int:
-    """As many legend entries side by side as the widest fits (6.5 px a character at 12 px, with its symbol)."""
-    widest = max((int(6.5 * len(s.name)) + 40 for s in chart.series), default=1)
-    return max(1, min(len(chart.series), LEGEND_PX // widest))
-
-
-def _top(chart: Chart, columns: int) -> int:
-    """The top margin that holds the wrapped title and the legend's rows: neither overlaps the other or the plot."""
-    title_lines = wrapped(chart.title).count("<br>") + 1
-    return 30 + 22 * title_lines + 22 * -(-len(chart.series) // columns)
 
 
 def view_of(result: ClaimResult) -> ClaimView:

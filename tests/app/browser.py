@@ -5,7 +5,7 @@ Every scenario leaves a screenshot under test-artifacts/ (git-ignored)."""
 import re
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 TIMEOUT = 90_000  # ms: a compile or a lab run on a busy 2-core machine
@@ -44,3 +44,25 @@ def short_input(page: Page) -> None:
     """A 9-token input: what a compile or an export of the unrolled RNN costs grows with the unroll."""
     type_in(page, "Hi there.")
     expect(page.locator(".card .value").first).to_have_text("9", timeout=TIMEOUT)
+
+
+# Every text of a plot: its box and font size (plotly draws text as SVG <text>).
+_PLOT_TEXTS = """(root) => [...root.querySelectorAll('svg text')]
+  .filter((t) => t.textContent.trim() && t.getClientRects().length)
+  .map((t) => { const r = t.getBoundingClientRect();
+    return {text: t.textContent.trim().slice(0, 40), x: r.x, y: r.y, w: r.width, h: r.height,
+            size: parseFloat(getComputedStyle(t).fontSize)}; })"""
+
+
+def plot_texts(page: Page, plot: Locator) -> list[dict]:
+    """The texts of a `.js-plotly-plot`: title, legend, ticks, labels, each with its box and font size."""
+    return page.evaluate(_PLOT_TEXTS, plot.element_handle())
+
+
+def overlaps(texts: list[dict]) -> list[tuple[str, str]]:
+    """Pairs of texts whose boxes overlap by more than a pixel each way (a label over a label, a legend over a
+    title)."""
+    def cross(a: dict, b: dict) -> bool:
+        return (min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"]) > 1
+                and min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"]) > 1)
+    return [(a["text"], b["text"]) for i, a in enumerate(texts) for b in texts[i + 1:] if cross(a, b)]

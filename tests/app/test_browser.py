@@ -153,6 +153,21 @@ def test_a_number_past_a_slider_bound_runs_clamped_and_the_box_agrees_with_the_g
     assert nodes(page) == shown
 
 
+def test_a_refused_value_says_why_once_and_its_message_closes_when_a_valid_one_runs(page: Page, app_url):
+    loaded(page, app_url + "?model=transformer&text=Hand+this+out")
+    heads = page.get_by_role("spinbutton", name="heads").first
+    heads.fill("3")
+    heads.press("Enter")  # and then leaving the box: one refusal, not one per event
+    page.get_by_role("heading", name="Graph Explorer").click()
+    toast = page.locator(".toast-body")
+    expect(toast).to_have_count(1, timeout=TIMEOUT)
+    expect(toast).to_contain_text("must be a multiple of heads (3)")
+    expect(page.locator(".toast-count")).to_have_count(0)  # Gradio's "Error (2)" for a repeated message
+    heads.fill("4")
+    heads.press("Enter")
+    expect(toast).to_have_count(0, timeout=5_000)  # Gradio alone would keep it 10 s, over a graph that ran
+
+
 _NODE_POINTS = """(gd) => {
   const L = gd._fullLayout, out = [];
   gd._fullData.forEach((t) => {

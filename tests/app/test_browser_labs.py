@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser import TIMEOUT, loaded, short_input, shot
+from tests.app.browser import TIMEOUT, loaded, overlaps, plot_texts, short_input, shot
 from tests.helpers import ensure_axe
 
 pytestmark = pytest.mark.slow
@@ -18,6 +18,12 @@ def test_the_batching_lab_runs(page: Page, app_url):
     page.get_by_role("button", name="Run the lab").click()
     expect(page.get_by_text("Fastest correct forward").first).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("per-sample loop").first).to_be_visible()
+    page.get_by_label("presentation mode").check()  # at a projector: the labels larger, the plots as narrow
+    page.wait_for_timeout(1000)  # the figures re-fit to their boxes
+    for plot in page.locator(".js-plotly-plot").filter(visible=True).all():
+        texts = plot_texts(page, plot)
+        assert not overlaps(texts), overlaps(texts)
+        assert not [t for t in texts if t["size"] < 12], texts
     shot(page, "06-batching-lab")
 
 

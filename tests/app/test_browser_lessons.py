@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from explorer.claims.lessons import STEPS
-from tests.app.browser import TIMEOUT, shot
+from tests.app.browser import TIMEOUT, overlaps, plot_texts, shot
 from tests.helpers import start_app, stop_app
 
 pytestmark = pytest.mark.slow
@@ -24,23 +24,6 @@ def restarted_url(measured_claims, tmp_path_factory):
     proc, url, _ = start_app({"GE_CLAIMS_FILE": str(kept)})
     yield url
     stop_app(proc)
-
-
-# Every text of the visible plots in `root`: its box and font size (plotly draws text as SVG <text>).
-_PLOT_TEXTS = """(root) => [...root.querySelectorAll('.js-plotly-plot svg text')]
-  .filter((t) => t.textContent.trim() && t.getClientRects().length && t.closest('.js-plotly-plot').offsetParent)
-  .map((t) => { const r = t.getBoundingClientRect();
-    return {text: t.textContent.trim().slice(0, 40), x: r.x, y: r.y, w: r.width, h: r.height,
-            size: parseFloat(getComputedStyle(t).fontSize)}; })"""
-
-
-def _overlaps(texts: list[dict]) -> list[tuple[str, str]]:
-    """Pairs of texts whose boxes overlap by more than a pixel each way (a label over a label, a legend over a
-    title)."""
-    def cross(a: dict, b: dict) -> bool:
-        return (min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"]) > 1
-                and min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"]) > 1)
-    return [(a["text"], b["text"]) for i, a in enumerate(texts) for b in texts[i + 1:] if cross(a, b)]
 
 
 def _on_first_screen(page: Page, number: int) -> None:
@@ -67,9 +50,9 @@ def _chart_readable(page: Page, number: int) -> None:
     """The step's chart: every text at the body's size or more (12 px), no two overlapping."""
     chart = page.locator(".js-plotly-plot").filter(visible=True)
     assert chart.count() == 1, number
-    texts = page.evaluate(_PLOT_TEXTS, chart.first.element_handle())
+    texts = plot_texts(page, chart.first)
     assert texts and not [t for t in texts if t["size"] < 12], (number, texts)
-    assert not _overlaps(texts), (number, _overlaps(texts))
+    assert not overlaps(texts), (number, overlaps(texts))
 
 
 def test_a_class_follows_the_eight_lessons_at_a_projector(page: Page, restarted_url):

@@ -31,6 +31,14 @@ def test_a_labs_view_has_a_field_for_each_output_it_declares(name):
     assert {f.name for f in dataclasses.fields(view)} == {o.name for o in spec.outputs} | {"status", "report"}
 
 
+def test_a_tables_prose_columns_are_among_its_columns():
+    from explorer.labs.contract import Kind, Output
+
+    assert [c for spec in LABS.values() for o in spec.outputs for c in o.prose]  # the labs declare some
+    with pytest.raises(ValueError, match=r"prose columns \['why'\] are not among its columns"):
+        Output("table", Kind.TABLE, "per route", ("route", "note"), prose=("why",))
+
+
 @pytest.mark.parametrize("name", sorted(LABS))
 def test_the_endpoint_and_the_cli_verb_are_made_from_the_spec(name):
     spec = LABS[name]

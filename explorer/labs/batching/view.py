@@ -21,7 +21,7 @@ LAB_COLUMNS = ("strategy", "note", "forward", "train step", "tokens/s", "padding
                "peak memory", "shapes", "max |diff| vs loop", "compiled forward", "speed-up", "compiles")
 OUTPUTS = (
     Output("verdict", Kind.MARKDOWN),
-    Output("table", Kind.TABLE, "per strategy (whole batch; medians with their IQR)", LAB_COLUMNS),
+    Output("table", Kind.TABLE, "per strategy (whole batch; medians with their IQR)", LAB_COLUMNS, prose=("note",)),
     Output("lengths", Kind.PLOT, "length histogram", row=1),
     Output("waste", Kind.PLOT, "wasted work", row=1),
     Output("time", Kind.PLOT, "time per strategy"),

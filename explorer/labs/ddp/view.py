@@ -34,7 +34,7 @@ OUTPUTS = (
     Output("verdict", Kind.MARKDOWN),
     Output("timeline", Kind.PLOT, "per rank: compute, communication, waiting"),
     Output("endings", Kind.MARKDOWN),
-    Output("costs", Kind.TABLE, "measured costs", COST_COLUMNS),
+    Output("costs", Kind.TABLE, "measured costs", COST_COLUMNS, prose=("note",)),
 )
 
 

@@ -22,8 +22,8 @@ MODE_COLUMNS = ("mode", "fails?", "exception: first line, or what ran", "seconds
 NAN_COLUMNS = ("method", "what it names", "your line", "ms (median)", "cost against a plain step")
 OUTPUTS = (
     Output("verdict", Kind.MARKDOWN),
-    Output("modes", Kind.TABLE, "per mode", MODE_COLUMNS),
-    Output("nan", Kind.TABLE, "where did the NaN come from (NaN bugs)", NAN_COLUMNS),
+    Output("modes", Kind.TABLE, "per mode", MODE_COLUMNS, prose=(MODE_COLUMNS[2],)),
+    Output("nan", Kind.TABLE, "where did the NaN come from (NaN bugs)", NAN_COLUMNS, prose=("what it names",)),
     Output("comparison", Kind.PLOT, "against the un-bugged model", row=1),
     Output("inspection", Kind.PLOT, "a recording hook, eager vs compiled", row=1),
     Output("tracebacks", Kind.MARKDOWN, "the tracebacks, as printed", folded=True),

@@ -22,7 +22,7 @@ DEPLOY_COLUMNS = ("route", "outcome", "what happened", "user's line", "max |diff
 FLOOR = 1e-9  # a difference of exactly 0 is drawn here on the log axis
 OUTPUTS = (
     Output("verdict", Kind.MARKDOWN),
-    Output("table", Kind.TABLE, "per route", DEPLOY_COLUMNS),
+    Output("table", Kind.TABLE, "per route", DEPLOY_COLUMNS, prose=("what happened",)),
     Output("diffs", Kind.PLOT, "max |diff| vs eager per input"),
     Output("autograd", Kind.PLOT, "autograd graph of this input (eager)", row=1),
     Output("exported", Kind.PLOT, "the exported program's graph", row=1),
