@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from explorer.compile.observe import FxNode
 from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import MAX_DRAWN_NODES
+from explorer.draw.labels import Spot, placed
 from explorer.draw.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
 from explorer.draw.style import PALETTE, wrapped
 from explorer.eager.graph import AutogradGraph, GraphNode
@@ -80,6 +81,33 @@ def _labels(lay: GraphLayout, ticked: str) -> tuple[list[str], set[int]]:
     return labels, below
 
 
+def _drawn(lay: GraphLayout) -> str:
+    drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
+        f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
+    return drawn + (f", {lay.expanded} opened" if lay.expanded else "")
+
+
+def _marker_px(d: DrawNode) -> float:
+    return min(22, 8 + 2 * len(d.members) ** 0.5)  # a group's marker grows with its members
+
+
+PLOT_WIDTH_PX = 600  # the graph's plot at a projector's 1280 px, beside its legend: labels are kept apart at this
+
+
+def _placed(lay: GraphLayout, ticked: str, plot_px: tuple[float, float]) -> list[tuple[str, str]]:
+    """Each node's (label, text position): the steps' labels under their nodes, parameters' beside the path (or
+    above a tree's column), others above; the steps', then the shared parameters', then the modules' placed
+    first, each moved to a free side where it would cover one placed before it (`labels.placed`)."""
+    labels, below = _labels(lay, ticked)
+    param_side = "middle right" if lay.direction == "right" else "top right"
+    spots = [Spot(d.x, d.y, _marker_px(d) / 2, labels[i],
+                  param_side if d.is_param else "bottom center" if i in below else "top center")
+             for i, d in enumerate(lay.nodes)]
+    order = sorted(range(len(spots)), key=lambda i: (i not in below, i not in lay.shared))
+    out = placed([spots[i] for i in order], plot_px)
+    return [pair for _, pair in sorted(zip(order, out, strict=True))]
+
+
 def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
     """Each decision the forward took from the data, as a diamond after the module it followed, its numbers beside
     it; the modules the exit skipped as hollow grey nodes on a dashed path leaving the exit: the path not taken."""
@@ -105,7 +133,7 @@ def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
                           "color": ["#d62728" if b.exits else "#fff" for *_, b in marks]},
                "text": [html.escape(b.said) for *_, b in marks], "hoverinfo": "text",
                "texttemplate": [html.escape(b.mark) for *_, b in marks], "textposition": "bottom center",
-               "textfont": {"size": 11, "color": "#a00"}, "cliponaxis": False}]
+               "textfont": {"size": 12, "color": "#a00"}, "cliponaxis": False}]
     if ghosts:
         traces += [{"type": "scatter", **lines, "mode": "lines", "line": {"dash": "dash", "color": "#999", "width": 1},
                     "hoverinfo": "skip", "showlegend": False},
@@ -115,7 +143,7 @@ def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
                     "text": [f"{m}: not run, the forward exited before it" for *_, m in ghosts], "hoverinfo": "text",
                     "texttemplate": [m for *_, m in ghosts],  # alternating sides: the names are wider than a step
                     "textposition": ["bottom center", "top center"] * len(ghosts),
-                    "textfont": {"size": 11, "color": "#777"}, "cliponaxis": False}]
+                    "textfont": {"size": 12, "color": "#777"}, "cliponaxis": False}]
     return traces
 
 
@@ -138,26 +166,26 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
     traces = [{"type": "scatter", "x": ex, "y": ey, "mode": "lines", "line": {"width": 0.6, "color": "#aab"},
                "hoverinfo": "skip", "showlegend": False}]
     ticked, tickvals, ticktext = step_ticks(lay) if lay.direction == "right" else ("", [], [])
-    labels, below = _labels(lay, ticked)
+    title = "<br>".join(wrapped(line, TITLE_CHARS) for line in title.replace("{drawn}", _drawn(lay)).split("<br>"))
+    top = 30 + 20 * (title.count("<br>") + 1)
+    shown = _placed(lay, ticked, (PLOT_WIDTH_PX, height - top - 40))
     groups = sorted(module_color_keys(lay.nodes).items(),  # most nodes first
                     key=lambda kv: (-sum(len(lay.nodes[j].members) for j in kv[1]), kv[0]))
-    param_text = "middle right" if lay.direction == "right" else "top right"  # beside the path, or above the column
     for i, (module, idx) in enumerate(groups):
         nodes = [lay.nodes[j] for j in idx]
         traces.append({
             "type": "scatter", "x": [d.x for d in nodes], "y": [d.y for d in nodes], "mode": "markers+text",
             "name": _legend_name(module, nodes),
             "marker": {
-                "size": [min(22, 8 + 2 * len(d.members) ** 0.5) for d in nodes],
+                "size": [_marker_px(d) for d in nodes],
                 "color": PALETTE[i % len(PALETTE)],
                 "symbol": ["square" if d.is_param else "circle" for d in nodes],
                 "line": {"width": [3 if d.added else 0.5 for d in nodes],
                          "color": [_ADDED if d.added else "#333" for d in nodes]},
             },
-            "text": [_hover(d) for d in nodes], "hoverinfo": "text", "texttemplate": [labels[j] for j in idx],
-            "textposition": [param_text if d.is_param else "bottom center" if j in below else "top center"
-                             for j, d in zip(idx, nodes, strict=True)],
-            "textfont": {"size": 11, "color": "#333"}, "cliponaxis": False,
+            "text": [_hover(d) for d in nodes], "hoverinfo": "text", "texttemplate": [shown[j][0] for j in idx],
+            "textposition": [shown[j][1] for j in idx],
+            "textfont": {"size": 12, "color": "#333"}, "cliponaxis": False,
         })
     traces += _branch_traces(lay, branches)
     if lay.words:
@@ -165,20 +193,15 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
                        "mode": "text", "text": [w for _, _, w in lay.words], "hoverinfo": "skip",
                        "textfont": {"size": 12, "color": "#111"}, "cliponaxis": False, "name": "the words",
                        "showlegend": False})
-    drawn = f"{len(lay.nodes)} drawn" if not lay.collapsed else (
-        f"collapsed {lay.grouping}: {len(lay.nodes)} groups drawn")
-    if lay.expanded:
-        drawn += f", {lay.expanded} opened"
     if lay.direction == "up":
         axis = "forward ↑  (the words at the bottom, each composition above the two it joins, the output on top)"
     elif tickvals:
         axis = f"forward →  ticks: {ticked}, step (call) number"
     else:
         axis = "forward →  (inputs and parameters on the left, output on the right)"
-    title = "<br>".join(wrapped(line, TITLE_CHARS) for line in title.replace("{drawn}", drawn).split("<br>"))
     return go.Figure(data=traces, layout={
         "title": {"text": title, "font": {"size": 14}},
-        "height": height, "margin": {"l": 10, "r": 10, "t": 30 + 20 * (title.count("<br>") + 1), "b": 40},
+        "height": height, "margin": {"l": 10, "r": 10, "t": top, "b": 40},
         "plot_bgcolor": "white",
         "legend": {"title": {"text": f"{colour_by} (most nodes first)"}, "itemsizing": "constant"},
         "hoverlabel": {"align": "left"},

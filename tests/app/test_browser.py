@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser import INPUT, TIMEOUT, card, loaded, nodes, short_input, shot, type_in
+from tests.app.browser import INPUT, TIMEOUT, card, loaded, nodes, overlaps, plot_texts, short_input, shot, type_in
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +74,9 @@ def test_a_state_link_restores_model_config_text_and_presentation(page: Page, ap
     assert "model=transformer" in href and "layers=3" in href and "heads=2" in href
     page.get_by_label("presentation mode").check()
     expect(page.locator("body.ge-presentation")).to_have_count(1)
+    page.wait_for_timeout(1000)  # the figures re-fit to their new width
+    texts = plot_texts(page, page.locator(".js-plotly-plot").filter(visible=True).first)  # the autograd graph
+    assert {"head", "(loss)"} <= {t["text"] for t in texts} and not overlaps(texts), overlaps(texts)
     shot(page, "07-state-link-presentation")
 
 
