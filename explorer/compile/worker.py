@@ -20,6 +20,7 @@ import multiprocessing as mp
 import multiprocessing.connection
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -34,7 +35,16 @@ import torch._dynamo
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.core import child as child_process
 from explorer.core.child import spawn_args
-from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, RECOMPILE_LIMIT, WORKER_RSS_MB
+from explorer.core.confine import confine, cpu_budget
+from explorer.core.limits import (
+    CODE_CPU_S,
+    CODE_MEMORY_MB,
+    CODE_PROCS,
+    COMPILE_TIMEOUT_S,
+    COMPILE_WORKERS,
+    RECOMPILE_LIMIT,
+    WORKER_RSS_MB,
+)
 from explorer.core.machine import freeze_startup_objects, keep_off_measure_cores, pin_threads, release_free_memory
 from explorer.core.progress import Progress
 from explorer.eager import timing
@@ -146,7 +156,7 @@ def _private_tmp(tmpdir: str) -> None:
     os.environ["TMPDIR"] = tempfile.tempdir = tmpdir
 
 
-def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
+def _worker_main(conn: Any, tmpdir: str, core: int | None, confined: bool = False) -> None:
     _private_tmp(tmpdir)
     if core is None:
         keep_off_measure_cores()  # compiling (and the C++ compiler it starts) never shares a core with a timing
@@ -158,6 +168,8 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
     torch._dynamo.config.recompile_limit = RECOMPILE_LIMIT
     ctx = WorkerContext(lambda phase: conn.send(Phase(phase)))
     freeze_startup_objects()
+    if confined:  # a visitor's code runs here: walls up before the first job (explorer/core/confine.py)
+        confine(tmpdir, int(CODE_MEMORY_MB), int(CODE_PROCS))
     conn.send(Ready())
     while True:
         try:
@@ -166,6 +178,8 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None) -> None:
             return
         if isinstance(message, Stop):
             return
+        if confined:
+            cpu_budget(CODE_CPU_S)
         try:
             reply: Done | Failed = Done(message.job.run(ctx))
         except Exception as e:  # reported to the parent; the worker stays usable
@@ -208,8 +222,9 @@ class CompileService:
     def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S, name: str = "compile",
                  advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.",
                  starts_processes: bool = False, core: int | None = None, max_jobs: int | None = None,
-                 max_rss_mb: float = WORKER_RSS_MB) -> None:
+                 max_rss_mb: float = WORKER_RSS_MB, confined: bool = False) -> None:
         self.timeout_s, self.name, self.advice, self.core = timeout_s, name, advice, core
+        self.confined = confined  # runs a visitor's code: walled in (explorer/core/confine.py)
         self.max_jobs, self.max_rss_mb = max_jobs, max_rss_mb
         self.recycled: list[str] = []  # why each worker was replaced between jobs, in order
         self._jobs_done = 0
@@ -231,7 +246,8 @@ class CompileService:
         parent, child = self._ctx.Pipe()
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
         self._proc = self._ctx.Process(target=child_process.run, daemon=self._daemon, name=f"{self.name}-worker",
-                                       args=spawn_args(_worker_main, self._tmp, self.core, handles=(child,)))
+                                       args=spawn_args(_worker_main, self._tmp, self.core, self.confined,
+                                                       handles=(child,)))
         self._proc.start()
         child.close()
         self._conn = parent
@@ -254,6 +270,9 @@ class CompileService:
                 with contextlib.suppress(OSError):
                     self._conn.send(Stop())
                 self._proc.join(timeout=5)
+            if self.confined and self._proc.pid:  # its own process group: what the visitor's code forked goes too
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)
             if self._proc.is_alive():
                 self._proc.kill()
                 self._proc.join(timeout=10)
@@ -299,7 +318,9 @@ class CompileService:
         ceiling; the next job starts a fresh one."""
         self._jobs_done += 1
         rss = resident_mb(self._proc.pid) if self.alive else None
-        if self.max_jobs is not None and self._jobs_done >= self.max_jobs:
+        if self.confined and self.alive and _has_children(self._proc.pid):
+            why = "after its job's code started processes (a copy of the worker could answer for it)"
+        elif self.max_jobs is not None and self._jobs_done >= self.max_jobs:
             why = f"after {self._jobs_done} jobs"
         elif rss is not None and rss > self.max_rss_mb:
             why = f"at {rss:,.0f} MB resident, past {self.max_rss_mb:,.0f} MB"
@@ -345,14 +366,16 @@ class CompileService:
                         f"stopped and restarted. {self.advice}")
                 if not self._conn.poll(0.5):
                     if not self._proc.is_alive():
-                        raise CompileFailure(f"the {self.name} worker died (exit code {self._proc.exitcode}) "
+                        raise CompileFailure(f"the {self.name} worker died ({_ended(self._proc.exitcode)}) "
                                              f"while {phase}; it has been restarted.")
                     yield Progress(elapsed, phase)
                     continue
                 try:
                     message = self._conn.recv()
                 except (EOFError, OSError):
-                    raise CompileFailure(f"the {self.name} worker died while {phase}; it has been restarted.") from None
+                    self._proc.join(timeout=2)
+                    raise CompileFailure(f"the {self.name} worker died ({_ended(self._proc.exitcode)}) while {phase}; "
+                                         "it has been restarted.") from None
                 match message:
                     case Phase(text):
                         phase = text
@@ -381,6 +404,28 @@ class CompileService:
             raise
         finally:
             held.close()
+
+
+def _has_children(pid: int) -> bool:
+    """Whether process `pid` has a live child (a zombie is already gone)."""
+    for stat in os.listdir("/proc"):
+        if stat.isdigit():
+            try:
+                with open(f"/proc/{stat}/stat") as f:
+                    state, parent = f.read().rsplit(")", 1)[1].split()[:2]
+            except OSError:
+                continue
+            if int(parent) == pid and state != "Z":
+                return True
+    return False
+
+
+def _ended(code: int | None) -> str:
+    """'exit code 1', or the signal that ended a process: 'SIGSEGV', 'SIGXCPU: its CPU time ran out'."""
+    if code is None or code >= 0:
+        return f"exit code {code}"
+    name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+    return f"{name}: its CPU time ran out" if -code == signal.SIGXCPU else name
 
 
 _services: list[CompileService] = []
