@@ -1,0 +1,105 @@
+"""Edited code in the confined code worker: an edit's graph, its failures in the editor's lines, and what a hostile
+edit gets: a message within its limit, the worker replaced, the server's process untouched, nothing left behind."""
+
+import os
+import pwd
+from pathlib import Path
+
+import pytest
+
+from explorer.code.edited import CodeError
+from explorer.code.job import CodeJob, CodeRun
+from explorer.compile.protocol import CompileFailure
+from explorer.compile.worker import CompileService
+from explorer.core.inputs import tokenize
+from tests.helpers import ROOT, descendants
+
+RNN = (ROOT / "models" / "rnn.py").read_text()
+IDS = tuple(tokenize("The cat sat on the mat.").ids[0].tolist())
+TIMEOUT_S = 5.0  # the tests' build and run limit (the app's is GE_CODE_TIMEOUT_S)
+
+
+@pytest.fixture(scope="module")
+def worker():
+    service = CompileService(timeout_s=TIMEOUT_S, name="code", confined=True)
+    yield service
+    service.stop()
+
+
+def _run(worker: CompileService, source: str) -> CodeRun | CodeError:
+    *_, reply = worker.run(CodeJob("rnn", source, {}, IDS))
+    return reply
+
+
+def _line_of(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def test_an_edit_is_built_with_the_originals_knobs_and_its_graph_follows_the_code(worker):
+    original = _run(worker, RNN)
+    assert isinstance(original, CodeRun) and original.forward.runs >= 3
+    # the same cell applied twice per step: every step's part of the graph doubles
+    edited = RNN.replace("new = cell(x, state)", "new = cell(x, cell(x, state))")
+    assert edited != RNN
+    twice = _run(worker, edited)
+    assert isinstance(twice, CodeRun)
+    assert len(twice.fixed.capture.graph.nodes) > len(original.fixed.capture.graph.nodes)
+    assert twice.fixed.params == original.fixed.params  # the same knobs and seed: the same weights
+
+
+def test_a_broken_edit_is_said_at_its_line_in_the_editors_terms(worker):
+    syntax = _run(worker, RNN.replace("def forward(self", "def forward((self", 1))
+    assert isinstance(syntax, CodeError) and syntax.kind == "syntax"
+    assert syntax.line == _line_of(RNN, "def forward(self") and syntax.column
+    raising = RNN.replace("new = cell(x, state)", "new = cell(x, state[:, :3])")
+    raised = _run(worker, raising)
+    assert isinstance(raised, CodeError) and raised.kind == "raised"
+    assert raised.line == _line_of(raising, "state[:, :3]") and raised.folded > 0  # torch's frames folded
+    assert "forward" in {f.function for f in raised.frames} and "line" in raised.text()
+    gone = _run(worker, RNN.replace("class UnrolledRNN(", "class Renamed("))
+    assert isinstance(gone, CodeError) and "UnrolledRNN" in gone.message
+    returns = _run(worker, RNN.replace("        return self.head(torch.cat(finals, dim=-1))\n\n\ndef _reverse",
+                                       "        return None\n\n\ndef _reverse"))
+    assert isinstance(returns, CodeError) and returns.kind == "output" and "NoneType" in returns.message
+
+
+BOMBS = {  # what a visitor's edit might do at import or in forward: what stops it
+    "an infinite loop at import": ("\nwhile True:\n    pass\n", "timed out"),
+    "an infinite loop in forward": (None, "timed out"),
+    "a memory bomb": ("\nimport torch\nx = torch.ones(1000, 1000)\nwhile True:\n    x = x @ torch.ones(1000, 1000) "
+                      "if x.dim() == 0 else torch.cat([x, x])\n", "can't allocate memory"),
+    "os._exit(1)": ("\nimport os\nos._exit(1)\n", "exit code 1"),
+    "a segfault": ("\nimport ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
+    "a fork bomb": ("\nimport os\nwhile True:\n    os.fork()\n", "Resource temporarily unavailable"),
+    "reading the server's environment": ("\nprint(open('/proc/self/environ').read())\n", "Permission denied"),
+}
+
+
+@pytest.mark.parametrize("bomb", list(BOMBS))
+def test_a_hostile_edit_gets_a_message_within_its_limit_and_leaves_nothing(worker, bomb):
+    tail, said = BOMBS[bomb]
+    source = RNN + tail if tail else RNN.replace("        x = self.embed(ids)\n",
+                                                 "        x = self.embed(ids)\n        while True:\n            pass\n")
+    try:
+        reply = _run(worker, source)
+        message = reply.text() if isinstance(reply, CodeError) else "ran"
+    except CompileFailure as e:
+        message = str(e)
+    assert said in message, message
+    assert isinstance(_run(worker, RNN), CodeRun)  # the next edit runs, in a worker replaced where it had to be
+    assert descendants(worker.pid) == set()  # nothing the bomb started is left
+    if os.geteuid() == 0:  # the worker runs as nobody: no process of nobody's but it (an orphan would be one)
+        assert _processes_of(pwd.getpwnam("nobody").pw_uid) <= {worker.pid}
+
+
+def _processes_of(uid: int) -> set[int]:
+    found = set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            lines = status.read_text().splitlines()
+        except OSError:
+            continue
+        state = next(line for line in lines if line.startswith("State:")).split()[1]
+        if int(next(line for line in lines if line.startswith("Uid:")).split()[1]) == uid and state != "Z":
+            found.add(int(status.parent.name))
+    return found
