@@ -15,6 +15,7 @@ from explorer.claims.board import ClaimBoard
 from explorer.claims.board import warm as warm_claims
 from explorer.compile.protocol import Workers
 from explorer.compile.warmup import warm_compile_cache
+from explorer.compile.worker import CompileService
 from explorer.core import limits
 from explorer.core.machine import keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.core.queues import Queue
@@ -37,6 +38,9 @@ EXPORTS = ExportDir()  # download files: session reports, deployment artefacts
 # (GE_CLAIMS_FILE; empty: not kept).
 _CLAIMS_FILE = os.environ.get("GE_CLAIMS_FILE", os.path.join(tempfile.gettempdir(), "graph-explorer-claims.json"))
 CLAIM_BOARD = ClaimBoard(path=Path(_CLAIMS_FILE) if _CLAIMS_FILE else None)
+# Where code edited in the browser runs (the Code tab, only where the operator allows it): walled in, one job at a time.
+CODE_WORKER = CompileService(timeout_s=limits.CODE_TIMEOUT_S, name="code", confined=True,
+                             advice="Undo the edit, or make what it runs end sooner.")
 
 
 def concurrency(queue: Queue) -> int:

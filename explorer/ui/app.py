@@ -10,6 +10,8 @@ import os
 import gradio as gr
 from starlette.middleware import Middleware
 
+from explorer.code.allowed import ENV as ALLOW_ENV
+from explorer.code.allowed import code_allowed
 from explorer.core.errors import InputError
 from explorer.core.machine import describe, freeze_startup_objects
 from explorer.labs.registry import LABS
@@ -20,6 +22,7 @@ from explorer.serving.api_names import NamedCallGuard
 from explorer.serving.placement import compile_service
 from explorer.sources.registry import add_model_file
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
+from explorer.ui.code import code_tab
 from explorer.ui.downloads import Downloads
 from explorer.ui.endpoints import add_endpoints
 from explorer.ui.labs import cancel_runs_of, lab_tab
@@ -37,7 +40,8 @@ def _closed(request: gr.Request) -> None:
     cancel_runs_of(request.session_hash)
 
 
-def build_app() -> gr.Blocks:
+def build_app(code: bool = False) -> gr.Blocks:
+    """The page; with `code`, the Code tab, where a visitor's edits of a model's Python run (in the code worker)."""
     with gr.Blocks(title="Graph Explorer") as demo:
         session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S)
         present, link = header()
@@ -51,6 +55,9 @@ def build_app() -> gr.Blocks:
                 cards = claims_tab(session)
             with gr.Tab("Lessons", id="lessons"):
                 lesson = lessons_tab("lessons")
+            if code:  # the operator allowed visitors' code (explorer/code/allowed.py)
+                with gr.Tab("Code", id="code") as code_page:
+                    code_tab(code_page, session)
         claims.select(lambda: cached_claims(cards), None, [x for c in cards for x in c.outputs], queue=False,
                       api_visibility="private")
 
@@ -78,13 +85,20 @@ def public_api(demo: gr.Blocks) -> dict[str, tuple[str, ...]]:
 
 
 def add_models(argv: list[str] | None = None) -> None:
-    """The operator's model files (`--model`, repeatable), loaded and checked before the server starts: one that
-    does not load is one line and exit code 2. Spawned workers load them too (GE_MODELS)."""
+    """The command line: the operator's model files (`--model`, repeatable), loaded and checked before the server
+    starts (one that does not load is one line and exit code 2; spawned workers load them too: GE_MODELS), and
+    `--allow-code`."""
     p = argparse.ArgumentParser(prog="app.py", description="Serve Graph Explorer's web UI.")
     p.add_argument("--model", action="append", default=[], metavar="FILE.py[:factory]",
                    help="add your own model to the menu (repeatable; the GE_MODELS variable does the same): a file "
                         "or module whose factory's signature is the architecture (README: Your own model)")
-    for spec in p.parse_args(argv).model:
+    p.add_argument("--allow-code", action="store_true",
+                   help="add the Code tab, where whoever opens the page edits a model's Python and runs it on this "
+                        "machine (walled in; GE_ALLOW_CODE=1 does the same; README: Editing the model's code)")
+    args = p.parse_args(argv)
+    if args.allow_code:
+        os.environ.setdefault(ALLOW_ENV, "1")
+    for spec in args.model:
         try:
             log.info("model %s added from %s", add_model_file(spec), spec)
         except InputError as e:
@@ -93,13 +107,14 @@ def add_models(argv: list[str] | None = None) -> None:
 
 def main() -> None:
     add_models()
-    prepare_process()  # first: before any thread exists
-    start_background_work()
-    demo = build_app()
-    freeze_startup_objects()
-    demo.queue(max_size=3 * MEASURE_EVENTS, default_concurrency_limit=1)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+    code = code_allowed(host)  # refused here, before anything starts, where it would be open to a network unasked
+    prepare_process()  # first: before any thread exists
+    start_background_work()
+    demo = build_app(code)
+    freeze_startup_objects()
+    demo.queue(max_size=3 * MEASURE_EVENTS, default_concurrency_limit=1)
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
     demo.launch(server_name=host, server_port=port, css=CSS, js=PAGE_JS, footer_links=["api", "gradio"],
                 show_error=True,  # Gradio's own refusals (too few values) are one line, not {"error": null}

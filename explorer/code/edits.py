@@ -1,0 +1,80 @@
+"""One session's edits of a zoo model's file: the original, every source that ran (the undo list), and the last
+good run, against which the next edit's graph is diffed. The code itself only ever runs in the code worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from explorer.code.edited import CodeError
+from explorer.code.job import CodeJob, CodeRun
+from explorer.compile.protocol import JobRunner
+from explorer.core.errors import InputError
+from explorer.core.inputs import tokenize
+from explorer.core.progress import Progress
+from explorer.eager.diff import GraphDiff, diff_graphs
+from models import ZOO, entry
+
+
+def original_source(model: str) -> str:
+    """The zoo model's file as the project ships it; InputError for a model the Code tab cannot edit."""
+    if model not in ZOO:
+        raise InputError(f"the Code tab edits the zoo's model files ({', '.join(ZOO)}); {model} is not one of them")
+    module = __import__(entry(model).model_cls.__module__, fromlist=["__file__"])
+    with open(module.__file__, encoding="utf-8") as f:
+        return f.read()
+
+
+@dataclass(frozen=True)
+class CodeOutcome:
+    """What one edit did: its run, or where it broke (the last good run still stands), and its graph's change."""
+
+    source: str
+    run: CodeRun | None
+    error: CodeError | None
+    diff: GraphDiff | None
+    good: CodeRun | None  # the run on screen: this one, or the last good one
+
+
+@dataclass
+class CodeEdits:
+    model: str
+    original: str
+    kept: list[str] = field(default_factory=list)  # every source that ran, oldest first
+    good: CodeRun | None = None
+    text: str = ""  # the input the last good run read
+
+    @classmethod
+    def of(cls, model: str) -> CodeEdits:
+        return cls(model, original_source(model))
+
+    def run(self, source: str, values: Mapping[str, Any], text: str, worker: JobRunner
+            ) -> Iterator[Progress | CodeOutcome]:
+        """The edit built and run on `text` in `worker`; progress, then its outcome."""
+        ids = tuple(tokenize(text).ids[0].tolist())
+        reply: CodeRun | CodeError | None = None
+        for item in worker.run(CodeJob(self.model, source, dict(values), ids)):
+            if isinstance(item, Progress):
+                yield item
+            else:
+                reply = item
+        if isinstance(reply, CodeError):
+            yield CodeOutcome(source, None, reply, None, self.good)
+            return
+        assert isinstance(reply, CodeRun)
+        diff = None
+        if self.good is not None and text == self.text:
+            diff = diff_graphs(self.good.fixed.capture.graph, reply.fixed.capture.graph,
+                               "the previous code -> this code (the same input)")
+        self.good, self.text = reply, text
+        if not self.kept or self.kept[-1] != source:
+            self.kept.append(source)
+        yield CodeOutcome(source, reply, None, diff, reply)
+
+    def undo(self) -> str:
+        """The source before the latest that ran (the original when there is none), dropping the latest."""
+        if len(self.kept) > 1:
+            self.kept.pop()
+            return self.kept[-1]
+        return self.original

@@ -1,0 +1,77 @@
+"""The Code tab (only where the operator allows code: explorer/code/allowed.py): the Playground's model's Python in
+an editor; each settled edit is built and run in the code worker on the Playground's input, its graph diffed
+against the previous code's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+
+from explorer.code.edits import CodeEdits
+from explorer.core.errors import USER_ERRORS
+from explorer.core.examples import DEFAULT_TEXT
+from explorer.runs.session import Session
+from explorer.server import CODE_WORKER
+from explorer.ui.controls import cards_html
+from explorer.ui.stream import Updates, streamed
+from explorer.views.code import code_view
+from models import arch_label
+from models.config import config_dict
+
+
+def code_tab(tab: gr.Tab, session: gr.State) -> None:
+    """The tab's editor, buttons and view, wired; opening `tab` loads the Playground's model's file."""
+    gr.Markdown("The Playground's model as Python. Edit its `forward` (add an `if` on the data, a second loop, a "
+                "skip connection) and pause: the edited file is rebuilt with the Playground's knobs and seed, in a "
+                "separate walled-in process, and run on the Playground's input; the graph shows what your code "
+                "built, outlined in red where it grew against the previous code's. A broken edit is said at its "
+                "line and the last good graph stays.", elem_classes="explain")
+    edits = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=1):
+            editor = gr.Code(language="python", label="the model's file (edit it: the graph follows)", lines=28,
+                             interactive=True)
+            with gr.Row():
+                undo = gr.Button("Undo the last edit that ran", scale=0, min_width=220)
+                back = gr.Button("Back to the original", scale=0, min_width=200)
+        with gr.Column(scale=1):
+            status = gr.Markdown()
+            cards = gr.HTML()
+            figure = gr.Plot(label="autograd graph of the edited code")
+            diff = gr.Textbox(label="against the previous code, per module", lines=5, interactive=False)
+
+    def opened(s: Session, e: CodeEdits | None) -> Updates:
+        """The tab opened: the Playground's model's file, unless its edits are already here."""
+        if e is not None and e.model == s.model_name:
+            return {edits: e}
+        try:
+            e = CodeEdits.of(s.model_name)
+        except USER_ERRORS as err:
+            return {edits: None, editor: "", status: f"**{err}**"}
+        return {edits: e, editor: e.original}  # the editor's change runs it: the graph to diff against
+
+    def ran(s: Session, e: CodeEdits | None, source: str) -> Iterator[Updates]:
+        if e is None or not source.strip():
+            return
+        text = s.last.input.text if s.last is not None else DEFAULT_TEXT
+        arch = arch_label(s.model_name, s.config)
+        items = e.run(source, config_dict(s.config), text, CODE_WORKER)
+
+        def show(o: Any) -> Updates:
+            v = code_view(o, arch)
+            return {status: v.status, cards: cards_html(v.cards), figure: v.figure, diff: v.diff}
+        yield from streamed(items, show, status, "Cannot run the edit", kind="code")
+
+    def undone(e: CodeEdits | None) -> Any:
+        return gr.skip() if e is None else e.undo()
+
+    def original(e: CodeEdits | None) -> Any:
+        return gr.skip() if e is None else e.original
+
+    editor.change(ran, [session, edits, editor], [status, cards, figure, diff], trigger_mode="always_last",
+                  concurrency_id="code", concurrency_limit=1, show_progress="hidden", api_visibility="private")
+    undo.click(undone, edits, editor, queue=False, api_visibility="private")
+    back.click(original, edits, editor, queue=False, api_visibility="private")
+    tab.select(opened, [session, edits], [edits, editor, status], queue=False, api_visibility="private")

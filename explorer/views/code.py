@@ -1,0 +1,56 @@
+"""The Code tab's view as plain data: where an edit broke or what it built, the graph (the last good one), and its
+change against the previous code's graph on the same input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from explorer.code.edits import CodeOutcome
+from explorer.core.fmt import count
+from explorer.draw.graph import draw_graph
+
+
+@dataclass(frozen=True)
+class CodeView:
+    status: str  # markdown: built or broken, in the editor's terms
+    figure: go.Figure | None  # the last good code's graph
+    cards: list[tuple[str, str, str]]
+    diff: str  # per module, the nodes added and removed against the previous code's graph
+
+
+def code_view(o: CodeOutcome, arch: str) -> CodeView:
+    if o.error is not None:
+        kept = " The graph below is the last code that ran." if o.good is not None else ""
+        return CodeView(f"**{o.error.text()}**{kept}", _figure(o, arch) if o.good else None, _cards(o), "")
+    assert o.run is not None
+    graph = o.run.fixed.capture.graph
+    said = f"Built and ran in the code worker: {count(len(graph.nodes), 'node')}, forward {o.run.forward}."
+    if o.diff is not None:
+        said += f" Against the previous code: +{o.diff.nodes_added} / −{o.diff.nodes_removed} nodes."
+    return CodeView(said, _figure(o, arch), _cards(o), o.diff.text() if o.diff else "")
+
+
+def _figure(o: CodeOutcome, arch: str) -> go.Figure:
+    assert o.good is not None
+    graph = o.good.fixed.capture.graph
+    title = (f"Autograd graph of the edited code: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
+             f"{arch}")
+    added = o.diff.added_ids if o.diff and o.run is not None else frozenset()
+    if added:
+        title += f"<br><sup>red outline: +{o.diff.nodes_added} nodes vs {o.diff.label}</sup>"
+    return draw_graph(graph, title, added, branches=o.good.fixed.capture.branches)
+
+
+def _cards(o: CodeOutcome) -> list[tuple[str, str, str]]:
+    if o.good is None:
+        return []
+    f, t = o.good.fixed, o.good.forward
+    cards = [("graph nodes", f"{len(f.capture.graph.nodes):,}", f"{len(f.capture.graph.edges):,} edges"),
+             ("parameters", f"{f.params:,}", "the original's knobs and seed"),
+             ("forward", f"{t.median_ms:.3f} ms", t.spread())]
+    if o.diff is not None and o.run is not None:
+        cards.append(("vs the previous code", f"+{o.diff.nodes_added} / −{o.diff.nodes_removed} nodes",
+                      o.diff.label))
+    return cards
