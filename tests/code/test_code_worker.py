@@ -103,3 +103,24 @@ def _processes_of(uid: int) -> set[int]:
         if int(next(line for line in lines if line.startswith("Uid:")).split()[1]) == uid and state != "Z":
             found.add(int(status.parent.name))
     return found
+
+
+def test_a_sessions_edits_diff_against_the_last_good_code_and_undo_goes_back(worker):
+    from explorer.code.edits import CodeEdits, CodeOutcome
+
+    edits = CodeEdits.of("rnn")
+    assert edits.original == RNN
+    text = "The cat sat on the mat."
+
+    def outcome(source: str) -> CodeOutcome:
+        *_, o = edits.run(source, {}, text, worker)
+        return o
+
+    first = outcome(RNN)
+    assert first.run is not None and first.diff is None  # nothing before it to diff against
+    twice = RNN.replace("new = cell(x, state)", "new = cell(x, cell(x, state))")
+    grown = outcome(twice)
+    assert grown.diff is not None and grown.diff.nodes_added > 0 and grown.diff.nodes_removed == 0
+    broken = outcome(twice.replace("def forward(self", "def forward((self", 1))
+    assert broken.error is not None and broken.run is None and broken.good is grown.run  # the last good stays
+    assert edits.kept == [RNN, twice] and edits.undo() == RNN and edits.undo() == RNN  # back to the original

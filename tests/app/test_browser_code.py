@@ -1,0 +1,56 @@
+"""The Code tab in a real browser, edited as a person edits (a few lines pasted, then keys typed): an `if` on the
+data added to the RNN's forward shows in the graph's diff, and a syntax error is said at its line while the
+previous graph stays."""
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.app.browser import TIMEOUT, loaded, shot
+from tests.helpers import ROOT, start_app, stop_app
+
+pytestmark = pytest.mark.slow
+LINE = next(i for i, line in enumerate((ROOT / "models" / "rnn.py").read_text().splitlines(), 1)
+            if "new = cell(x, state)" in line)
+
+
+@pytest.fixture(scope="module")
+def code_url():
+    proc, url, _ = start_app({"GE_ALLOW_CODE": "1"})
+    yield url
+    stop_app(proc)
+
+
+def _to_line(page: Page, number: int) -> None:
+    """The cursor at the end of the editor's line `number` (the editor draws only the lines in view)."""
+    page.locator(".cm-content").click()
+    page.keyboard.press("Control+Home")
+    for _ in range(number - 1):
+        page.keyboard.press("ArrowDown")
+    page.keyboard.press("End")
+
+
+def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_at_its_line(page: Page, code_url):
+    loaded(page, code_url)
+    page.get_by_role("tab", name="Code").click()
+    built = page.get_by_text(re.compile(r"^Built and ran in the code worker: ([\d,]+) nodes"))
+    expect(built).to_be_visible(timeout=TIMEOUT)
+    before = int(re.search(r"([\d,]+) nodes", built.inner_text()).group(1).replace(",", ""))
+    _to_line(page, LINE)
+    # pasted, as a person pastes a few lines (typed, the editor would indent each line its own way)
+    page.keyboard.insert_text("\n            if x.norm() > 1:  # a decision on the data: the cell once more"
+                              "\n                new = cell(x, new)")
+    expect(page.get_by_text(re.compile(r"Against the previous code: \+[1-9]"))).to_be_visible(timeout=TIMEOUT)
+    after = int(re.search(r"([\d,]+) nodes", built.inner_text()).group(1).replace(",", ""))
+    assert after > before
+    expect(page.get_by_label("against the previous code, per module")).to_have_value(re.compile(r"layers\.0"))
+    figure = page.locator(".js-plotly-plot").filter(visible=True).first
+    expect(figure).to_contain_text("red outline")
+    shot(page, "code-edit")
+    page.keyboard.type(" +")  # a dangling operator: the line is no longer Python
+    broken = page.get_by_text(re.compile(rf"^Syntax error at line {LINE + 2}, column \d+"))
+    expect(broken).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("The graph below is the last code that ran")).to_be_visible()
+    expect(figure).to_contain_text(f"edited code: {after} nodes")  # the last good graph stays
+    shot(page, "code-syntax-error")
