@@ -84,7 +84,7 @@ CODE_TIMEOUT_S = _limit("code_timeout_s", 20.0, float,
                         "seconds one build or run of code edited in the browser may take before its worker is killed")
 CODE_CPU_S = _limit("code_cpu_s", 30.0, float, "seconds of CPU time one job of edited code may use (RLIMIT_CPU)")
 CODE_MEMORY_MB = _limit("code_memory_mb", 3072, int,
-                        "megabytes of address space of the worker that runs edited code (RLIMIT_AS, torch's own included)")
+                        "megabytes of address space of the worker that runs edited code (RLIMIT_AS, torch included)")
 CODE_PROCS = _limit("code_procs", 16, int, "processes and threads the edited code may start (RLIMIT_NPROC)")
 CLAIMS_TTL_S = _limit("claims_ttl_s", 3600.0, float,
                       "seconds a claim's measured result is shown to everyone before a visit measures it again")

@@ -20,7 +20,7 @@ def test_the_code_tab_exists_only_where_the_operator_allows_it(monkeypatch, said
 
 def test_allowing_code_on_a_network_address_without_saying_public_stops_the_start_up(monkeypatch):
     monkeypatch.setenv(ENV, "1")
-    with pytest.raises(SystemExit, match="listens on 0.0.0.0.*GE_ALLOW_CODE=public"):
+    with pytest.raises(SystemExit, match=r"listens on 0\.0\.0\.0.*GE_ALLOW_CODE=public"):
         code_allowed("0.0.0.0")
     monkeypatch.setenv(ENV, "maybe")
     with pytest.raises(SystemExit, match="must be 0, 1 or public"):
