@@ -11,13 +11,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in ("__init__", "common", "appserver",
                                                                                     "screenshot"))
 # tests/app/: load in test_load.py, the rest beside it
-STARTS_THE_APP = ["ddp_responsiveness", "graph_paint", "load", "soak", "startup"]
+STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soak", "startup"]
 
 
 def test_every_script_is_listed():
-    assert SCRIPTS == ["batching", "claims", "compile_costs", "compile_interference", "ddp", "ddp_responsiveness",
-                       "debug", "deploy", "first_compile", "gc_pause", "graph_paint", "library", "load", "soak",
-                       "startup", "update_latency", "worker_memory"]
+    assert SCRIPTS == ["batching", "claims", "code_edit", "compile_costs", "compile_interference", "ddp",
+                       "ddp_responsiveness", "debug", "deploy", "first_compile", "gc_pause", "graph_paint", "library",
+                       "load", "soak", "startup", "update_latency", "worker_memory"]
     assert sorted(s for s in SCRIPTS if "start_app" in (ROOT / "bench" / f"{s}.py").read_text()) == STARTS_THE_APP
 
 

@@ -3,12 +3,12 @@ good run, against which the next edit's graph is diffed. The code itself only ev
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from explorer.code.edited import CodeError
-from explorer.code.job import CodeJob, CodeRun
+from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
 from explorer.compile.protocol import JobRunner
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
@@ -51,14 +51,10 @@ class CodeEdits:
 
     def run(self, source: str, values: Mapping[str, Any], text: str, worker: JobRunner
             ) -> Iterator[Progress | CodeOutcome]:
-        """The edit built and run on `text` in `worker`; progress, then its outcome."""
+        """The edit built and run on `text` in `worker`; progress, its outcome with the graph, then (when it built)
+        the outcome again with the forward's timing."""
         ids = tuple(tokenize(text).ids[0].tolist())
-        reply: CodeRun | CodeError | None = None
-        for item in worker.run(CodeJob(self.model, source, dict(values), ids)):
-            if isinstance(item, Progress):
-                yield item
-            else:
-                reply = item
+        reply = yield from _replied(worker.run(CodeJob(self.model, source, dict(values), ids)))
         if isinstance(reply, CodeError):
             yield CodeOutcome(source, None, reply, None, self.good)
             return
@@ -71,6 +67,12 @@ class CodeEdits:
         if not self.kept or self.kept[-1] != source:
             self.kept.append(source)
         yield CodeOutcome(source, reply, None, diff, reply)
+        timed = yield from _replied(worker.run(CodeTimingJob(source, ids)))
+        if isinstance(timed, CodeError):
+            yield CodeOutcome(source, None, timed, None, reply)
+        elif timed is not None:
+            self.good = replace(reply, forward=timed)
+            yield CodeOutcome(source, self.good, None, diff, self.good)
 
     def undo(self) -> str:
         """The source before the latest that ran (the original when there is none), dropping the latest."""
@@ -78,3 +80,14 @@ class CodeEdits:
             self.kept.pop()
             return self.kept[-1]
         return self.original
+
+
+def _replied(items: Iterator[Progress | Any]) -> Generator[Progress, None, Any]:
+    """A job's progress messages passed on; its reply returned."""
+    reply = None
+    for item in items:
+        if isinstance(item, Progress):
+            yield item
+        else:
+            reply = item
+    return reply

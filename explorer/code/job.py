@@ -1,5 +1,6 @@
-"""The code worker's one job: build the edited model, read its graph on the Playground's input and time its
-forward, or say in the editor's terms where the edit broke."""
+"""The code worker's jobs: build the edited model and read its graph on the Playground's input (or say in the
+editor's terms where the edit broke), then time its forward: two jobs, so that the graph is drawn before the
+timing, which the worker does on the model the first job left there."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch import nn
 
 from explorer.code.edited import CodeError, build, checked_output, error_of, load
 from explorer.compile.protocol import Job, WorkerContext
@@ -21,10 +23,19 @@ FORWARD_BUDGET_S = 0.3  # the edited forward's timing: a dozen samples of a zoo 
 
 @dataclass(frozen=True)
 class CodeRun:
-    """What the edited model did on the input: its graph (and counts), and its forward's timing."""
+    """What the edited model did on the input: its graph (and counts), and its forward's timing once measured."""
 
     fixed: Fixed
-    forward: Measurement
+    forward: Measurement | None = None
+
+
+@dataclass(frozen=True)
+class _Built:
+    """What the capture job leaves in the worker for the timing job: the model and its input, by source."""
+
+    key: tuple[str, tuple[int, ...]]
+    model: nn.Module
+    ids: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -42,8 +53,27 @@ class CodeJob(Job[CodeRun | CodeError]):
             ctx.phase("running the edited forward")
             checked_output(forward(model, ids))
             capture = capture_run(model, ids)
-            ctx.phase("timing the edited forward")
-            timed = measure("edited forward", lambda: forward(model, ids), FORWARD_BUDGET_S)
         except Exception as e:  # the visitor's code: any exception is an answer, in the editor's terms
+            ctx.held = None
             return error_of(e)
-        return CodeRun(Fixed(capture, sum(p.numel() for p in model.parameters()), param_bytes(model)), timed)
+        ctx.held = _Built((self.source, self.ids), model, ids)
+        return CodeRun(Fixed(capture, sum(p.numel() for p in model.parameters()), param_bytes(model)))
+
+
+@dataclass(frozen=True)
+class CodeTimingJob(Job[Measurement | CodeError | None]):
+    """The forward of the model the last CodeJob built from `source` on `ids`, timed; None if the worker no longer
+    holds it (replaced meanwhile)."""
+
+    source: str
+    ids: tuple[int, ...]
+
+    def run(self, ctx: WorkerContext) -> Measurement | CodeError | None:
+        built = ctx.held
+        if not isinstance(built, _Built) or built.key != (self.source, self.ids):
+            return None
+        ctx.phase("timing the edited forward")
+        try:
+            return measure("edited forward", lambda: forward(built.model, built.ids), FORWARD_BUDGET_S)
+        except Exception as e:  # a forward that misbehaves only when repeated (state kept between calls)
+            return error_of(e)

@@ -26,7 +26,8 @@ def code_view(o: CodeOutcome, arch: str) -> CodeView:
         return CodeView(f"**{o.error.text()}**{kept}", _figure(o, arch) if o.good else None, _cards(o), "")
     assert o.run is not None
     graph = o.run.fixed.capture.graph
-    said = f"Built and ran in the code worker: {count(len(graph.nodes), 'node')}, forward {o.run.forward}."
+    timed = f"forward {o.run.forward}" if o.run.forward else "timing its forward next"
+    said = f"Built and ran in the code worker: {count(len(graph.nodes), 'node')}, {timed}."
     if o.diff is not None:
         said += f" Against the previous code: +{o.diff.nodes_added} / −{o.diff.nodes_removed} nodes."
     return CodeView(said, _figure(o, arch), _cards(o), o.diff.text() if o.diff else "")
@@ -49,7 +50,7 @@ def _cards(o: CodeOutcome) -> list[tuple[str, str, str]]:
     f, t = o.good.fixed, o.good.forward
     cards = [("graph nodes", f"{len(f.capture.graph.nodes):,}", f"{len(f.capture.graph.edges):,} edges"),
              ("parameters", f"{f.params:,}", "the original's knobs and seed"),
-             ("forward", f"{t.median_ms:.3f} ms", t.spread())]
+             ("forward", f"{t.median_ms:.3f} ms", t.spread()) if t else ("forward", "…", "timing next")]
     if o.diff is not None and o.run is not None:
         cards.append(("vs the previous code", f"+{o.diff.nodes_added} / −{o.diff.nodes_removed} nodes",
                       o.diff.label))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from explorer.code.edited import CodeError
-from explorer.code.job import CodeJob, CodeRun
+from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.worker import CompileService
 from explorer.core.inputs import tokenize
@@ -37,7 +37,11 @@ def _line_of(source: str, text: str) -> int:
 
 def test_an_edit_is_built_with_the_originals_knobs_and_its_graph_follows_the_code(worker):
     original = _run(worker, RNN)
-    assert isinstance(original, CodeRun) and original.forward.runs >= 3
+    assert isinstance(original, CodeRun) and original.forward is None  # the graph first, timed next
+    *_, timed = worker.run(CodeTimingJob(RNN, IDS))
+    assert timed.runs >= 3 and timed.median_ms > 0
+    *_, gone = worker.run(CodeTimingJob(RNN + "\n", IDS))
+    assert gone is None  # not the model the worker holds: nothing timed
     # the same cell applied twice per step: every step's part of the graph doubles
     edited = RNN.replace("new = cell(x, state)", "new = cell(x, cell(x, state))")
     assert edited != RNN
@@ -118,6 +122,7 @@ def test_a_sessions_edits_diff_against_the_last_good_code_and_undo_goes_back(wor
 
     first = outcome(RNN)
     assert first.run is not None and first.diff is None  # nothing before it to diff against
+    assert first.run.forward is not None  # the last outcome: with the forward's timing
     twice = RNN.replace("new = cell(x, state)", "new = cell(x, cell(x, state))")
     grown = outcome(twice)
     assert grown.diff is not None and grown.diff.nodes_added > 0 and grown.diff.nodes_removed == 0

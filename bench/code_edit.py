@@ -1,0 +1,99 @@
+"""From an edit in the Code tab to the edited code's graph painted, in a real browser: `python -m bench.code_edit`.
+
+The real app (bench/appserver.py) with the Code tab allowed (GE_ALLOW_CODE=1), in Debian's Chromium at 1280x720.
+For each zoo model at its default config and input (the Playground's), the editor's whole text is replaced, as a
+paste does, alternately by the model's file with one more operation in its forward (the output doubled: one node
+more) and by the file as shipped, and the clock runs until the graph's title shows the new node count: the code
+worker rebuilt the model from the edited source, captured its graph and timed its forward, the server built the
+figure and the browser drew it. Writes bench/RESULTS-code.md: median and min-max over REPEATS edits per model;
+the goal is 1.5 s."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+
+from playwright.sync_api import sync_playwright
+
+from bench.appserver import start_app, stop_app
+from bench.common import parser
+from bench.screenshot import CHROMIUM_ARGS
+from explorer.code.edits import original_source
+from explorer.core import machine
+from models import ZOO, entry
+
+REPEATS = 6
+GOAL_S = 1.5
+_TITLE = "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map((t) => t.textContent).join(' | ')"
+_NODES = re.compile(r"edited code: (\d+) nodes")
+
+
+def doubled(model: str) -> str:
+    """The model's file with its forward's output doubled: one operation, one node, more."""
+    cls = entry(model).model_cls.__name__
+    return (original_source(model) + f"\n\n_shipped = {cls}.forward\n\n\ndef _doubled(self, *args, **kwargs):\n"
+            f"    return _shipped(self, *args, **kwargs) * 2\n\n\n{cls}.forward = _doubled\n")
+
+
+def _shown(page) -> int | None:
+    found = _NODES.search(page.evaluate(_TITLE))
+    return int(found.group(1)) if found else None
+
+
+def _edit(page, source: str, before: int) -> tuple[float, int]:
+    """Seconds from replacing the editor's text to the graph's title naming another node count than `before`."""
+    page.locator(".cm-content").click()
+    page.keyboard.press("Control+A")
+    start = time.perf_counter()
+    page.keyboard.insert_text(source)
+    page.wait_for_function(f"() => {{ const m = ({_TITLE})().match(/edited code: (\\d+) nodes/); "
+                           f"return m && Number(m[1]) !== {before}; }}", timeout=120_000)
+    took = time.perf_counter() - start
+    return took, _shown(page) or 0
+
+
+def main() -> None:
+    args = parser(__doc__, "RESULTS-code.md").parse_args()
+    models = ["rnn"] if args.quick else list(ZOO)
+    repeats = 1 if args.quick else REPEATS
+    proc, url, _ = start_app({"GE_ALLOW_CODE": "1"})
+    rows = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            for model in models:
+                page.goto(f"{url}?model={model}")
+                page.wait_for_selector(".cards .card", timeout=120_000)
+                page.get_by_role("tab", name="Code").click()
+                page.wait_for_function(f"() => /edited code: \\d+ nodes/.test(({_TITLE})())", timeout=120_000)
+                shown = _shown(page) or 0  # the shipped file's graph: untimed (the worker's first start)
+                times, nodes = [], {shown}
+                for i in range(repeats):
+                    took, shown = _edit(page, doubled(model) if i % 2 == 0 else original_source(model), shown)
+                    times.append(took)
+                    nodes.add(shown)
+                    print(model, f"{took:.2f} s", shown, flush=True)
+                rows.append(f"| {model} | {min(nodes):,}-{max(nodes):,} | {statistics.median(times):.2f} | "
+                            f"{min(times):.2f}-{max(times):.2f} | {len(times)} | "
+                            f"{'yes' if statistics.median(times) <= GOAL_S else 'no'} |")
+            browser.close()
+    finally:
+        stop_app(proc)
+    m = machine.describe()
+    lines = ["# From an edit in the Code tab to its graph painted", "",
+             f"Measured by `python -m bench.code_edit{' --quick' if args.quick else ''}` on {m['device']} "
+             f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, Debian Chromium headless at 1280x720, "
+             f"{time.strftime('%Y-%m-%d')}. Each sample: the editor's text replaced (the model's file with its "
+             "output doubled, then as shipped, alternately), until the graph's title shows the new node count: "
+             "the code worker's rebuild, capture and forward timing, the figure, the transfer, Plotly's drawing. "
+             f"Each zoo model at its default config and the Playground's default input. Goal: {GOAL_S} s.", "",
+             "| model | nodes | median s | min-max s | samples | within the goal |", "|---|---|---:|---|---:|---|",
+             *rows]
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
