@@ -57,7 +57,7 @@ def build_app(code: bool = False) -> gr.Blocks:
                 lesson = lessons_tab("lessons")
             if code:  # the operator allowed visitors' code (explorer/code/allowed.py)
                 with gr.Tab("Code", id="code") as code_page:
-                    code_tab(code_page, session)
+                    code_tab(demo, tabs, code_page, session)
         claims.select(lambda: cached_claims(cards), None, [x for c in cards for x in c.outputs], queue=False,
                       api_visibility="private")
 

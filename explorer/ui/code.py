@@ -4,12 +4,14 @@ against the previous code's."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
 
 from explorer.code.edits import CodeEdits
+from explorer.code.patch import applied, encoded
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.runs.session import Session
@@ -21,8 +23,9 @@ from models import arch_label
 from models.config import config_dict
 
 
-def code_tab(tab: gr.Tab, session: gr.State) -> None:
-    """The tab's editor, buttons and view, wired; opening `tab` loads the Playground's model's file."""
+def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> None:
+    """The tab's editor, buttons and view, wired; opening `tab` loads the Playground's model's file, and a link's
+    edit (`?code=`) opens it in `tabs`."""
     gr.Markdown("The Playground's model as Python. Edit its `forward` (add an `if` on the data, a second loop, a "
                 "skip connection) and pause: the edited file is rebuilt with the Playground's knobs and seed, in a "
                 "separate walled-in process, and run on the Playground's input; the graph shows what your code "
@@ -36,6 +39,7 @@ def code_tab(tab: gr.Tab, session: gr.State) -> None:
             with gr.Row():
                 undo = gr.Button("Undo the last edit that ran", scale=0, min_width=220)
                 back = gr.Button("Back to the original", scale=0, min_width=200)
+            link = gr.HTML()  # to this edit: the changed lines, in the address
         with gr.Column(scale=1):
             status = gr.Markdown()
             cards = gr.HTML()
@@ -55,13 +59,15 @@ def code_tab(tab: gr.Tab, session: gr.State) -> None:
     def ran(s: Session, e: CodeEdits | None, source: str) -> Iterator[Updates]:
         if e is None or not source.strip():
             return
-        text = s.last.input.text if s.last is not None else DEFAULT_TEXT
-        arch = arch_label(s.model_name, s.config)
-        items = e.run(source, config_dict(s.config), text, CODE_WORKER)
+        ours = s.model_name == e.model  # a link's edit may open before the Playground has switched model
+        text = s.last.input.text if s.last is not None and ours else DEFAULT_TEXT
+        arch = arch_label(s.model_name, s.config) if ours else e.model
+        items = e.run(source, config_dict(s.config) if ours else {}, text, CODE_WORKER)
 
         def show(o: Any) -> Updates:
             v = code_view(o, arch)
-            return {status: v.status, cards: cards_html(v.cards), figure: v.figure, diff: v.diff}
+            shown = {status: v.status, cards: cards_html(v.cards), figure: v.figure, diff: v.diff}
+            return shown | ({link: _link(e, o.source)} if o.run is not None else {})
         yield from streamed(items, show, status, "Cannot run the edit", kind="code")
 
     def undone(e: CodeEdits | None) -> Any:
@@ -70,8 +76,39 @@ def code_tab(tab: gr.Tab, session: gr.State) -> None:
     def original(e: CodeEdits | None) -> Any:
         return gr.skip() if e is None else e.original
 
-    editor.change(ran, [session, edits, editor], [status, cards, figure, diff], trigger_mode="always_last",
+    editor.change(ran, [session, edits, editor], [status, cards, figure, diff, link], trigger_mode="always_last",
                   concurrency_id="code", concurrency_limit=1, show_progress="hidden", api_visibility="private")
     undo.click(undone, edits, editor, queue=False, api_visibility="private")
     back.click(original, edits, editor, queue=False, api_visibility="private")
     tab.select(opened, [session, edits], [edits, editor, status], queue=False, api_visibility="private")
+
+    def linked(request: gr.Request) -> Updates:
+        """`?model=...&code=...` opens this tab with that edit (a bad or outdated one is said; the file as shipped
+        opens)."""
+        token = request.query_params.get("code")
+        if token is None:
+            return {tabs: gr.skip()}
+        try:
+            e = CodeEdits.of(request.query_params.get("model", "rnn"))
+        except USER_ERRORS as err:
+            gr.Warning(f"This link's edit could not be opened: {err}.")
+            return {tabs: gr.skip()}
+        try:
+            source = applied(e.original, token)
+        except USER_ERRORS as err:
+            gr.Warning(f"This link's edit could not be opened: {err}.")
+            source = e.original
+        return {tabs: gr.Tabs(selected=tab.id), edits: e, editor: source}
+    demo.load(linked, None, [tabs, edits, editor], api_visibility="private", concurrency_limit=None,
+              show_progress="hidden")  # queued: a bad link's warning reaches the page
+
+
+def _link(e: CodeEdits, source: str) -> str:
+    """An anchor to this edit (relative: the browser resolves it against this page), or why there is none."""
+    if source == e.original:
+        return ""
+    token = encoded(e.original, source)
+    if token is None:
+        return "<small>This edit changes too much for a link: copy the file from the editor.</small>"
+    query = html.escape(f"?model={e.model}&code={token}")
+    return f'<a href="{query}" target="_blank" title="the changed lines, in the address">🔗 link to this edit</a>'

@@ -321,7 +321,8 @@ def restore(p: Playground, request: gr.Request) -> Updates:
     """Apply a state link (URL query parameters), or the default text: setting the (initially empty) input runs
     the Playground once, through its change event. A bad link is said, and the defaults open."""
     try:
-        state = read_link({k: v for k, v in request.query_params.items() if k != "lesson"})  # see the lessons
+        # the lessons and the Code tab read their own parameters
+        state = read_link({k: v for k, v in request.query_params.items() if k not in ("lesson", "code")})
     except USER_ERRORS as e:
         gr.Warning(f"This link could not be restored: {e}. The defaults are shown instead.")
         return {p.text: DEFAULT_TEXT}

@@ -1,6 +1,6 @@
 """The Code tab in a real browser, edited as a person edits (a few lines pasted, then keys typed): an `if` on the
-data added to the RNN's forward shows in the graph's diff, and a syntax error is said at its line while the
-previous graph stays."""
+data added to the RNN's forward shows in the graph's diff, a syntax error is said at its line while the previous
+graph stays, and the edit's link opens it elsewhere."""
 
 import re
 
@@ -48,9 +48,17 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     figure = page.locator(".js-plotly-plot").filter(visible=True).first
     expect(figure).to_contain_text("red outline")
     shot(page, "code-edit")
+    href = page.get_by_role("link", name="link to this edit").get_attribute("href")
+    assert href.startswith("?model=rnn&code=") and len(href) < 400  # a few changed lines, not the file
     page.keyboard.type(" +")  # a dangling operator: the line is no longer Python
     broken = page.get_by_text(re.compile(rf"^Syntax error at line {LINE + 2}, column \d+"))
     expect(broken).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("The graph below is the last code that ran")).to_be_visible()
     expect(figure).to_contain_text(f"edited code: {after} nodes")  # the last good graph stays
     shot(page, "code-syntax-error")
+
+    other = page.context.new_page()  # the link, opened by someone else: the Code tab, with the edit, built
+    other.goto(code_url + href)
+    expect(other.get_by_text(re.compile(rf"^Built and ran in the code worker: {after:,} nodes"))).to_be_visible(
+        timeout=TIMEOUT)
+    expect(other.get_by_role("tab", name="Code")).to_have_attribute("aria-selected", "true")
