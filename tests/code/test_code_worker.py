@@ -21,9 +21,11 @@ TIMEOUT_S = 2.5  # the tests' build and run limit (the app's is GE_CODE_TIMEOUT_
 
 @pytest.fixture(scope="module")
 def worker():
+    os.environ["GE_TEST_SECRET"] = "hunter2"  # a server's secret: its workers start with it
     service = CompileService(timeout_s=TIMEOUT_S, name="code", confined=True)
     yield service
     service.stop()
+    os.environ.pop("GE_TEST_SECRET")
 
 
 def _run(worker: CompileService, source: str) -> CodeRun | CodeError:
@@ -74,8 +76,14 @@ BOMBS = {  # what a visitor's edit might do at import or in forward: what stops 
                       "if x.dim() == 0 else torch.cat([x, x])\n", "can't allocate memory"),
     "os._exit(1)": ("\nimport os\nos._exit(1)\n", "exit code 1"),
     "a segfault": ("\nimport ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
-    "a fork bomb": ("\nimport os\nwhile True:\n    os.fork()\n", "Resource temporarily unavailable"),
-    "reading the server's environment": ("\nprint(open('/proc/self/environ').read())\n", "Permission denied"),
+    "a fork bomb": ("\nimport os\nwhile True:\n    os.fork()\n", "Operation not permitted"),
+    "a subprocess": ("\nimport subprocess\nsubprocess.run(['sleep', '60'])\n", "Operation not permitted"),
+    "a thread": ("\nimport threading\nt = threading.Thread(target=print)\nt.start()\nt.join()\n"
+                 "raise RuntimeError('threads start')\n", "threads start"),
+    "reading the server's environment": ("\nimport os\ntry:\n    seen = open('/proc/self/environ', 'rb').read()\n"
+                                         "except PermissionError:\n    seen = b''\nraise RuntimeError('secret "
+                                         "visible: ' + str(b'hunter2' in seen or 'hunter2' in str(os.environ)))\n",
+                                         "secret visible: False"),
 }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch._dynamo as dynamo
 
+from explorer.code.edited import build, load
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
@@ -31,17 +32,19 @@ class RouteJob(Job[RouteResult]):
     text: str
     lengths: tuple[int, ...]
     route: str
-    out_dir: str  # where a downloadable artefact is copied (the job's own directory is removed)
+    out_dir: str  # where a downloadable artefact is copied (the job's own directory is removed); "": nowhere
+    source: str = ""  # the model's file as edited in the Code tab: built from it (in the confined code worker only)
 
     def run(self, ctx: WorkerContext) -> RouteResult:
         ctx.held = None  # export resets dynamo's state: nothing compiled earlier stays valid here
         dynamo.reset()
-        model = build_model(self.model, make_config(self.model, self.config))
+        model = (build(load(self.source, self.model), self.model, self.config) if self.source
+                 else build_model(self.model, make_config(self.model, self.config)))
         inputs = check_inputs(self.model, model, self.text, list(self.lengths))
         with tempfile.TemporaryDirectory(prefix="graph-explorer-deploy-") as work:
             result = ROUTES[self.route](Setting(model, inputs, Path(work), ctx.phase))
             if result.artefact:
-                result.artefact = _copy_out(Path(result.artefact), Path(self.out_dir), result)
+                result.artefact = _copy_out(Path(result.artefact), Path(self.out_dir), result) if self.out_dir else ""
         dynamo.reset()
         return result
 
@@ -68,16 +71,18 @@ def deploy_service() -> CompileService:
 
 
 def run_deploy(service: CompileService, model: str, config: object, text: str, lengths: list[int],
-               routes: list[str], out_dir: str) -> Iterator[Progress | DeployResult]:
+               routes: list[str], out_dir: str, source: str = "") -> Iterator[Progress | DeployResult]:
     """Each route in turn, progress messages between and the result so far after each (the routes still to run
     named), the last one whole. A route that times out or crashes the worker is reported as a loud failure of that
-    route; the worker is replaced and the next route runs."""
+    route; the worker is replaced and the next route runs. With `source`, the model is built from that edit of its
+    file: `service` must then be the confined code worker."""
+    assert not source or getattr(service, "confined", False), "edited code runs in the confined code worker only"
     if unknown := [r for r in routes if r not in ROUTES]:
         raise InputError(f"unknown route(s) {unknown}; routes are: {', '.join(ROUTES)}")
     tokens = tokenize(text)  # validated here, before any work in the worker
     done: list[RouteResult] = []
     for i, route in enumerate(routes):
-        job = RouteJob(model, config_dict(config), tokens.text, tuple(lengths), route, out_dir)
+        job = RouteJob(model, config_dict(config), tokens.text, tuple(lengths), route, out_dir, source)
         try:
             for item in service.run(job):
                 if isinstance(item, Progress):

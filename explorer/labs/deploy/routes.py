@@ -21,6 +21,7 @@ from typing import TypeVar
 import torch
 from torch import nn
 
+from explorer.code.edited import EDITOR
 from explorer.compile.observe import fx_nodes, message_line, user_line
 from explorer.compile.options import cxx_compiler
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
@@ -48,6 +49,8 @@ class Setting:
 
 
 def _where(filename: str, lineno: int) -> str:
+    if filename == EDITOR:  # the Code tab's edit of the model's file: its line as the editor numbers it
+        return f"the edited file, line {lineno}: {linecache.getline(filename, lineno).strip()}"
     if not filename.startswith(PROJECT) or "/site-packages/" in filename or "/explorer/" in filename:
         return ""
     return f"{relative(filename)}:{lineno}: {linecache.getline(filename, lineno).strip()}"
