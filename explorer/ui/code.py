@@ -14,13 +14,21 @@ from explorer.code.edits import CodeEdits
 from explorer.code.patch import applied, encoded
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT
+from explorer.labs.deploy.checks import DEFAULT_LENGTHS
+from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.results import DeployResult
+from explorer.labs.deploy.view import DEPLOY_COLUMNS, DeployOutcome
+from explorer.labs.deploy.view import view_of as deploy_view
 from explorer.runs.session import Session
 from explorer.server import CODE_WORKER
 from explorer.ui.controls import cards_html
+from explorer.ui.labs import PROSE_WIDTH
 from explorer.ui.stream import Updates, streamed
 from explorer.views.code import code_view
-from models import arch_label
+from models import arch_label, make_config
 from models.config import config_dict
+
+FROZEN_ROUTES = ("jit.trace", "export", "onnx")  # the three a lesson compares: a trace, a program, a file
 
 
 def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> None:
@@ -45,6 +53,12 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             cards = gr.HTML()
             figure = gr.Plot(label="autograd graph of the edited code")
             diff = gr.Textbox(label="against the previous code, per module", lines=5, interactive=False)
+    freeze = gr.Button("Freeze the last edit that ran by every route (the deployment lab, in the code worker)",
+                       scale=0, min_width=300)
+    frozen = gr.Markdown()
+    routes = gr.Dataframe(headers=list(DEPLOY_COLUMNS), label="per route, on the edited model", interactive=False,
+                          wrap=True, column_widths=[PROSE_WIDTH if c == "what happened" else "auto"
+                                                    for c in DEPLOY_COLUMNS])
 
     def opened(s: Session, e: CodeEdits | None) -> Updates:
         """The tab opened: the Playground's model's file, unless its edits are already here."""
@@ -70,6 +84,22 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             return shown | ({link: _link(e, o.source)} if o.run is not None else {})
         yield from streamed(items, show, status, "Cannot run the edit", kind="code")
 
+    def froze(s: Session, e: CodeEdits | None) -> Iterator[Updates]:
+        """The deployment lab's routes on the last edit that ran, each built from it in the code worker."""
+        if e is None or e.good is None or not e.kept:
+            yield {frozen: "Run an edit first: the routes freeze the last edit that ran."}
+            return
+        ours = s.model_name == e.model
+        config = s.config if ours else make_config(e.model)
+        items = run_deploy(CODE_WORKER, e.model, config, e.text, list(DEFAULT_LENGTHS), list(FROZEN_ROUTES), "",
+                           e.kept[-1])
+        capture = e.good.fixed.capture
+
+        def show(result: DeployResult) -> Updates:
+            v = deploy_view(DeployOutcome(result, capture))
+            return {frozen: f"{v.status}\n\n{v.verdict}", routes: v.table}
+        yield from streamed(items, show, frozen, "Cannot freeze the edit", kind="code deploy")
+
     def undone(e: CodeEdits | None) -> Any:
         return gr.skip() if e is None else e.undo()
 
@@ -78,6 +108,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
 
     editor.change(ran, [session, edits, editor], [status, cards, figure, diff, link], trigger_mode="always_last",
                   concurrency_id="code", concurrency_limit=1, show_progress="hidden", api_visibility="private")
+    freeze.click(froze, [session, edits], [frozen, routes], concurrency_id="code", concurrency_limit=1,
+                 show_progress="hidden", api_visibility="private")
     undo.click(undone, edits, editor, queue=False, api_visibility="private")
     back.click(original, edits, editor, queue=False, api_visibility="private")
     tab.select(opened, [session, edits], [edits, editor, status], queue=False, api_visibility="private")

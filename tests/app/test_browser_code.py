@@ -62,3 +62,26 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     expect(other.get_by_text(re.compile(rf"^Built and ran in the code worker: {after:,} nodes"))).to_be_visible(
         timeout=TIMEOUT)
     expect(other.get_by_role("tab", name="Code")).to_have_attribute("aria-selected", "true")
+
+
+EXIT = next(i for i, line in enumerate((ROOT / "models" / "early_exit.py").read_text().splitlines(), 1)
+            if line.strip() == "break")
+
+
+def test_an_early_exit_edited_to_run_every_block_freezes_correctly_where_the_shipped_one_traced_wrong(
+        page: Page, code_url):
+    loaded(page, code_url + "?model=early_exit")
+    page.get_by_role("tab", name="Code").click()
+    expect(page.get_by_text(re.compile(r"^Built and ran in the code worker"))).to_be_visible(timeout=TIMEOUT)
+    freeze = page.get_by_role("button", name=re.compile("^Freeze the last edit that ran"))
+    routes = page.get_by_label("per route, on the edited model")
+    freeze.click()  # as shipped: the trace keeps the one input's exit
+    expect(routes.get_by_role("row", name=re.compile(r"^jit\.trace silently wrong"))).to_be_visible(timeout=TIMEOUT)
+    _to_line(page, EXIT)
+    for _ in range(len("break")):
+        page.keyboard.press("Backspace")
+    page.keyboard.type("pass")  # every block runs, whatever the confidence
+    expect(page.get_by_text(re.compile(r"Against the previous code: \+[1-9]"))).to_be_visible(timeout=TIMEOUT)
+    freeze.click()
+    expect(routes.get_by_role("row", name=re.compile(r"^jit\.trace works"))).to_be_visible(timeout=TIMEOUT)
+    shot(page, "code-freeze")
