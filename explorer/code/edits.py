@@ -3,6 +3,7 @@ good run, against which the next edit's graph is diffed. The code itself only ev
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -73,6 +74,17 @@ class CodeEdits:
         elif timed is not None:
             self.good = replace(reply, forward=timed)
             yield CodeOutcome(source, self.good, None, diff, self.good)
+
+    def report(self, o: CodeOutcome) -> dict[str, Any]:
+        """An edit that ran, for the session's report: the changed lines as a unified diff, and what it built."""
+        assert o.run is not None
+        graph = o.run.fixed.capture.graph
+        return {"model": self.model, "input": self.text,
+                "edit": "".join(difflib.unified_diff(self.original.splitlines(keepends=True),
+                                                     o.source.splitlines(keepends=True), "shipped", "edited")),
+                "nodes": len(graph.nodes), "edges": len(graph.edges),
+                "forward": str(o.run.forward) if o.run.forward else None,
+                "against_previous": o.diff.as_dict() if o.diff else None}
 
     def undo(self) -> str:
         """The source before the latest that ran (the original when there is none), dropping the latest."""

@@ -79,6 +79,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         items = e.run(source, config_dict(s.config) if ours else {}, text, CODE_WORKER)
 
         def show(o: Any) -> Updates:
+            if o.run is not None:
+                s.labs["code"] = e.report(o)  # the session's report includes it
             v = code_view(o, arch)
             shown = {status: v.status, cards: cards_html(v.cards), figure: v.figure, diff: v.diff}
             return shown | ({link: _link(e, o.source)} if o.run is not None else {})

@@ -60,7 +60,8 @@ vertical-align:top}th{background:#f5f5f5}pre{background:#f7f7f7;padding:1em;over
 
 
 def html_report(session: Session) -> str:
-    """The session as one self-contained page: latest run, its graph, history, compiled side, batching lab."""
+    """The session as one self-contained page: latest run, its graph, history, compiled side, batching lab, the
+    Code tab's last edit that ran."""
     here = machine.this_machine()
     m = here.as_dict()
     parts = [f"<h1>Graph Explorer report</h1><p>Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. Every figure "
@@ -92,6 +93,12 @@ def html_report(session: Session) -> str:
         parts.append(f"<h2>Batching lab</h2><p>{html.escape(lab['arch'])}: {lab['sentences']} sentences, "
                      f"{lab['tokens']} tokens. {html.escape(lab['verdict'].replace('**', ''))}</p>")
         figures += [lab_lengths_figure(lab), lab_time_figure(lab), lab_waste_figure(lab)]
+    edit = session.labs.get("code")
+    if edit is not None:
+        parts.append("<h2>Code edit</h2>" + _table([
+            ("model", edit["model"]), ("input", repr(edit["input"])),
+            ("graph", f"{edit['nodes']} nodes, {edit['edges']} edges"),
+            ("forward", edit["forward"] or "not timed")]) + f"<pre>{html.escape(edit['edit'])}</pre>")
     parts += [_figure_html(f, i == 0) for i, f in enumerate(figures)]
     if not figures:
         parts.append("<p>No runs yet.</p>")

@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 from explorer.code.edited import CodeError
+from explorer.code.edits import CodeEdits, CodeOutcome
 from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.worker import CompileService
 from explorer.core.inputs import tokenize
+from explorer.runs.session import Session
+from explorer.views.export import html_report
 from tests.helpers import ROOT, descendants
 
 RNN = (ROOT / "models" / "rnn.py").read_text()
@@ -118,8 +121,6 @@ def _processes_of(uid: int) -> set[int]:
 
 
 def test_a_sessions_edits_diff_against_the_last_good_code_and_undo_goes_back(worker):
-    from explorer.code.edits import CodeEdits, CodeOutcome
-
     edits = CodeEdits.of("rnn")
     assert edits.original == RNN
     text = "The cat sat on the mat."
@@ -136,4 +137,10 @@ def test_a_sessions_edits_diff_against_the_last_good_code_and_undo_goes_back(wor
     assert grown.diff is not None and grown.diff.nodes_added > 0 and grown.diff.nodes_removed == 0
     broken = outcome(twice.replace("def forward(self", "def forward((self", 1))
     assert broken.error is not None and broken.run is None and broken.good is grown.run  # the last good stays
+    report = edits.report(grown)
+    assert "+            new = cell(x, cell(x, state))" in report["edit"] and report["against_previous"]["nodes_added"]
+    session = Session()
+    session.labs["code"] = report
+    page = html_report(session)  # the session's download carries the edit that ran
+    assert "<h2>Code edit</h2>" in page and "new = cell(x, cell(x, state))" in page
     assert edits.kept == [RNN, twice] and edits.undo() == RNN and edits.undo() == RNN  # back to the original
