@@ -8,13 +8,13 @@ from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from explorer.code.edited import CodeError
 from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
 from explorer.compile.protocol import JobRunner
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.core.progress import Progress
 from explorer.eager.diff import GraphDiff, diff_graphs
+from explorer.sources.edited import CodeError
 from models import ZOO, entry
 
 

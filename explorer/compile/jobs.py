@@ -56,13 +56,14 @@ class PlaygroundJob(Job[PlaygroundReply]):
     options: CompileOptions
     history: list[list[int]]  # this session's earlier inputs with this model, config and options
     inputs: list[list[int]]  # the inputs to compile and time now, in order
+    source: str = ""  # the model's file as edited in the Code tab (run in the confined code worker only)
 
     def _key(self) -> tuple:
-        return (self.session, self.model, repr(sorted(self.config.items())), self.options)
+        return (self.session, self.model, repr(sorted(self.config.items())), self.options, self.source)
 
     def _switch(self, ctx: WorkerContext) -> _Held:
         dynamo.reset()
-        held = _Held(self._key(), CompiledModel(self.model, self.config, self.options))
+        held = _Held(self._key(), CompiledModel(self.model, self.config, self.options, self.source))
         for i, tokens in enumerate(self.history):
             ctx.phase(f"replaying this session's earlier input {i + 1}/{len(self.history)}")
             held.explanation = held.model.call(_ids(tokens)).explanation or held.explanation

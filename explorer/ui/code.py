@@ -12,8 +12,11 @@ import gradio as gr
 
 from explorer.code.edits import CodeEdits
 from explorer.code.patch import applied, encoded
+from explorer.compile.jobs import PlaygroundJob
+from explorer.compile.options import CompileOptions
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT
+from explorer.core.inputs import tokenize
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS
 from explorer.labs.deploy.job import run_deploy
 from explorer.labs.deploy.results import DeployResult
@@ -24,7 +27,7 @@ from explorer.server import CODE_WORKER
 from explorer.ui.controls import cards_html
 from explorer.ui.labs import PROSE_WIDTH
 from explorer.ui.stream import Updates, streamed
-from explorer.views.code import code_view
+from explorer.views.code import code_view, compiled_text
 from models import arch_label, make_config
 from models.config import config_dict
 
@@ -53,8 +56,12 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             cards = gr.HTML()
             figure = gr.Plot(label="autograd graph of the edited code")
             diff = gr.Textbox(label="against the previous code, per module", lines=5, interactive=False)
-    freeze = gr.Button("Freeze the last edit that ran by every route (the deployment lab, in the code worker)",
-                       scale=0, min_width=300)
+    with gr.Row():
+        compile_it = gr.Button("Compile the last edit that ran (aot_eager, in the code worker)", scale=0,
+                               min_width=300)
+        freeze = gr.Button("Freeze it by jit.trace, torch.export and ONNX (the deployment lab's routes)", scale=0,
+                           min_width=300)
+    compiled = gr.Markdown()
     frozen = gr.Markdown()
     routes = gr.Dataframe(headers=list(DEPLOY_COLUMNS), label="per route, on the edited model", interactive=False,
                           wrap=True, column_widths=[PROSE_WIDTH if c == "what happened" else "auto"
@@ -102,6 +109,20 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             return {frozen: f"{v.status}\n\n{v.verdict}", routes: v.table}
         yield from streamed(items, show, frozen, "Cannot freeze the edit", kind="code deploy")
 
+    def compiled_it(s: Session, e: CodeEdits | None) -> Iterator[Updates]:
+        """The last edit that ran through torch.compile (aot_eager: inductor would start a C++ compiler, a process
+        the code worker refuses), once, on the same input: its graphs, where dynamo broke them, and eager against
+        compiled."""
+        if e is None or e.good is None or not e.kept:
+            yield {compiled: "Run an edit first: the compile takes the last edit that ran."}
+            return
+        values = config_dict(s.config) if s.model_name == e.model else {}
+        ids = [list(tokenize(e.text).ids[0].tolist())]
+        job = PlaygroundJob("code tab", e.model, values, CompileOptions("aot_eager", "auto", False, False), [], ids,
+                            e.kept[-1])
+        yield from streamed(CODE_WORKER.run(job), lambda reply: {compiled: compiled_text(reply)}, compiled,
+                            "Cannot compile the edit", kind="code compile")
+
     def undone(e: CodeEdits | None) -> Any:
         return gr.skip() if e is None else e.undo()
 
@@ -112,6 +133,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
                   concurrency_id="code", concurrency_limit=1, show_progress="hidden", api_visibility="private")
     freeze.click(froze, [session, edits], [frozen, routes], concurrency_id="code", concurrency_limit=1,
                  show_progress="hidden", api_visibility="private")
+    compile_it.click(compiled_it, [session, edits], compiled, concurrency_id="code", concurrency_limit=1,
+                     show_progress="hidden", api_visibility="private")
     undo.click(undone, edits, editor, queue=False, api_visibility="private")
     back.click(original, edits, editor, queue=False, api_visibility="private")
     tab.select(opened, [session, edits], [edits, editor, status], queue=False, api_visibility="private")

@@ -1,5 +1,5 @@
-"""The Code tab's view as plain data: where an edit broke or what it built, the graph (the last good one), and its
-change against the previous code's graph on the same input."""
+"""The Code tab's view as plain data: where an edit broke or what it built, the graph (the last good one), its
+change against the previous code's graph on the same input, and what torch.compile made of it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from explorer.code.edits import CodeOutcome
+from explorer.compile.jobs import PlaygroundReply
 from explorer.core.fmt import count
 from explorer.draw.graph import draw_graph
+from explorer.sources.edited import EDITOR
 
 
 @dataclass(frozen=True)
@@ -55,3 +57,26 @@ def _cards(o: CodeOutcome) -> list[tuple[str, str, str]]:
         cards.append(("vs the previous code", f"+{o.diff.nodes_added} / −{o.diff.nodes_removed} nodes",
                       o.diff.label))
     return cards
+
+
+def compiled_text(reply: PlaygroundReply) -> str:
+    """The edit through torch.compile, in markdown: its graphs, where dynamo broke them (in the editor's lines), and
+    eager against compiled."""
+    ex = reply.explanation
+    breaks = [f"- {b.reason} at {_in_editor(b.where)}" + (f": `{b.code}`" if b.code else "")
+              + (f" ({b.times} times)" if b.times > 1 else "") for b in ex.graph_breaks]
+    made = ("no graph: dynamo gave up on the forward, which runs eagerly" if ex.skipped else
+            f"{count(ex.graph_count, 'graph')}, {count(max(ex.graph_break_count, 0), 'graph break')}")
+    said = f"**Compiled (aot_eager) in the code worker**: {made}." + ("\n" + "\n".join(breaks) if breaks else "")
+    call = reply.calls[-1]
+    if call.error:
+        return f"{said}\n\nThe compiled call failed: {call.error}"
+    if call.figures is not None:
+        c = call.figures.comparison
+        said += f"\n\nEager against compiled on this input, timed in interleaved pairs: {c.said()}."
+    return said
+
+
+def _in_editor(where: str) -> str:
+    """'<editor>:55' as the editor says it."""
+    return where.replace(f"{EDITOR}:", "the edited file, line ")

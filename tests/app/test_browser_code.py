@@ -1,6 +1,7 @@
 """The Code tab in a real browser, edited as a person edits (a few lines pasted, then keys typed): an `if` on the
-data added to the RNN's forward shows in the graph's diff, a syntax error is said at its line while the previous
-graph stays, and the edit's link opens it elsewhere."""
+data added to the RNN's forward shows in the graph's diff and breaks dynamo's graph at its line, a syntax error is
+said at its line while the previous graph stays, the edit's link opens it elsewhere, and an early exit edited to
+run every block traces correctly."""
 
 import re
 
@@ -48,8 +49,12 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     figure = page.locator(".js-plotly-plot").filter(visible=True).first
     expect(figure).to_contain_text("red outline")
     shot(page, "code-edit")
+    page.get_by_role("button", name=re.compile("^Compile the last edit that ran")).click()
+    expect(page.locator("li", has_text=f"Data-dependent branching at the edited file, line {LINE + 1}")
+           ).to_be_visible(timeout=TIMEOUT)  # dynamo breaks the graph at the pasted if
     href = page.get_by_role("link", name="link to this edit").get_attribute("href")
     assert href.startswith("?model=rnn&code=") and len(href) < 400  # a few changed lines, not the file
+    _to_line(page, LINE + 2)  # back in the editor, at the end of the pasted call
     page.keyboard.type(" +")  # a dangling operator: the line is no longer Python
     broken = page.get_by_text(re.compile(rf"^Syntax error at line {LINE + 2}, column \d+"))
     expect(broken).to_be_visible(timeout=TIMEOUT)
@@ -73,7 +78,7 @@ def test_an_early_exit_edited_to_run_every_block_freezes_correctly_where_the_shi
     loaded(page, code_url + "?model=early_exit")
     page.get_by_role("tab", name="Code").click()
     expect(page.get_by_text(re.compile(r"^Built and ran in the code worker"))).to_be_visible(timeout=TIMEOUT)
-    freeze = page.get_by_role("button", name=re.compile("^Freeze the last edit that ran"))
+    freeze = page.get_by_role("button", name=re.compile("^Freeze it by jit.trace"))
     routes = page.get_by_label("per route, on the edited model")
     freeze.click()  # as shipped: the trace keeps the one input's exit
     expect(routes.get_by_role("row", name=re.compile(r"^jit\.trace silently wrong"))).to_be_visible(timeout=TIMEOUT)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from explorer.code.edited import CodeError
 from explorer.code.edits import CodeEdits, CodeOutcome
 from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.worker import CompileService
 from explorer.core.inputs import tokenize
 from explorer.runs.session import Session
+from explorer.sources.edited import CodeError
 from explorer.views.export import html_report
 from tests.helpers import ROOT, descendants
 

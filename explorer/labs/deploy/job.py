@@ -11,7 +11,6 @@ from pathlib import Path
 
 import torch._dynamo as dynamo
 
-from explorer.code.edited import build, load
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
@@ -21,6 +20,7 @@ from explorer.core.progress import Progress
 from explorer.labs.deploy.checks import check_inputs
 from explorer.labs.deploy.results import DeployResult, RouteResult
 from explorer.labs.deploy.routes import ROUTES, Setting
+from explorer.sources.edited import build, load
 from explorer.sources.registry import build_model, make_config
 from models.config import config_dict
 

@@ -21,7 +21,6 @@ from typing import TypeVar
 import torch
 from torch import nn
 
-from explorer.code.edited import EDITOR
 from explorer.compile.observe import fx_nodes, message_line, user_line
 from explorer.compile.options import cxx_compiler
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
@@ -29,6 +28,7 @@ from explorer.core.paths import PROJECT, relative, sanitize
 from explorer.eager.compare import compare
 from explorer.labs.deploy.checks import CheckInput
 from explorer.labs.deploy.results import Check, RouteResult, Warned
+from explorer.sources.edited import EDITOR
 
 Runner = Callable[[torch.Tensor], torch.Tensor]
 T = TypeVar("T")

@@ -1,7 +1,8 @@
 """An edited model file, run in the code worker: executed as a module of its own, its config and model classes
 built with the knobs and seed of the original, and any failure said in the editor's terms (its line and column,
-the edited lines a traceback passed through, torch's own frames folded). Never imported by the server's process
-for a visitor's source: only the job (job.py) runs this, in the worker."""
+the edited lines a traceback passed through, torch's own frames folded). The server's process never runs it on a
+visitor's source: only jobs in the confined code worker do (explorer/code/job.py, the deployment routes, the
+compiled model)."""
 
 from __future__ import annotations
 
