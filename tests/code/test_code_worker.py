@@ -9,11 +9,14 @@ import pytest
 
 from explorer.code.edits import CodeEdits, CodeOutcome
 from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
+from explorer.compile.jobs import PlaygroundJob
+from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.worker import CompileService
 from explorer.core.inputs import tokenize
 from explorer.runs.session import Session
 from explorer.sources.edited import CodeError
+from explorer.views.code import compiled_text
 from explorer.views.export import html_report
 from tests.helpers import ROOT, descendants
 
@@ -144,3 +147,18 @@ def test_a_sessions_edits_diff_against_the_last_good_code_and_undo_goes_back(wor
     page = html_report(session)  # the session's download carries the edit that ran
     assert "<h2>Code edit</h2>" in page and "new = cell(x, cell(x, state))" in page
     assert edits.kept == [RNN, twice] and edits.undo() == RNN and edits.undo() == RNN  # back to the original
+
+
+def test_an_edit_compiles_in_the_code_worker_and_dynamo_breaks_at_the_edited_line():
+    worker = CompileService(timeout_s=120, name="code", confined=True)  # a compile: longer than the loops' limit
+    branched = RNN.replace("        x = self.embed(ids)\n", "        x = self.embed(ids)\n        if x.norm() > 1:\n"
+                           "            x = x * 2\n")
+    job = PlaygroundJob("code tab", "rnn", {}, CompileOptions("aot_eager", "auto", False, False), [], [list(IDS)],
+                        branched)
+    try:
+        *_, reply = worker.run(job)
+    finally:
+        worker.stop()
+    said = compiled_text(reply)
+    assert f"Data-dependent branching at the edited file, line {_line_of(branched, 'if x.norm()')}" in said
+    assert "timed in interleaved pairs" in said
