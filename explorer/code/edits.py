@@ -12,6 +12,7 @@ from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
 from explorer.compile.protocol import JobRunner
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
+from explorer.core.limits import MAX_TEXT_CHARS
 from explorer.core.progress import Progress
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.sources.edited import CodeError
@@ -54,6 +55,9 @@ class CodeEdits:
             ) -> Iterator[Progress | CodeOutcome]:
         """The edit built and run on `text` in `worker`; progress, its outcome with the graph, then (when it built)
         the outcome again with the forward's timing."""
+        if len(source) > MAX_TEXT_CHARS:  # refused before the worker sees it
+            raise InputError(f"the edited file has {len(source):,} characters; at most {MAX_TEXT_CHARS:,} "
+                             "(GE_MAX_TEXT_CHARS)")
         ids = tuple(tokenize(text).ids[0].tolist())
         reply = yield from _replied(worker.run(CodeJob(self.model, source, dict(values), ids)))
         if isinstance(reply, CodeError):

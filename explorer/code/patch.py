@@ -12,7 +12,9 @@ import json
 import zlib
 
 from explorer.core.errors import InputError
+from explorer.core.limits import MAX_TEXT_CHARS
 
+MAX_EDIT_BYTES = 4 * MAX_TEXT_CHARS  # what a token may inflate to: an edit of a file the editor would take
 MAX_LINK_CHARS = 2000  # the encoded edit: browsers and chat tools keep links far longer, people do not read them
 
 
@@ -34,7 +36,10 @@ def applied(original: str, token: str) -> str:
     """The edited source a token describes; InputError for a token that is not one, or was made for another
     version of the file."""
     try:
-        raw = zlib.decompress(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        inflate = zlib.decompressobj()  # bounded: a token of a few KB must not inflate to gigabytes in the server
+        raw = inflate.decompress(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)), MAX_EDIT_BYTES)
+        if inflate.unconsumed_tail:
+            raise ValueError("too long")
         edit = json.loads(raw)
         ops, of = edit["ops"], edit["of"]
     except (ValueError, zlib.error, binascii.Error, KeyError, TypeError):

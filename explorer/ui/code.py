@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import gradio as gr
@@ -20,12 +21,13 @@ from explorer.core.inputs import tokenize
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS
 from explorer.labs.deploy.job import run_deploy
 from explorer.labs.deploy.results import DeployResult
-from explorer.labs.deploy.view import DEPLOY_COLUMNS, DeployOutcome
+from explorer.labs.deploy.view import OUTPUTS as DEPLOY_OUTPUTS
+from explorer.labs.deploy.view import DeployOutcome
 from explorer.labs.deploy.view import view_of as deploy_view
 from explorer.runs.session import Session
 from explorer.server import CODE_WORKER
 from explorer.ui.controls import cards_html
-from explorer.ui.labs import PROSE_WIDTH
+from explorer.ui.labs import output_component
 from explorer.ui.stream import Updates, streamed
 from explorer.views.code import code_view, compiled_text
 from models import arch_label, make_config
@@ -63,9 +65,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
                            min_width=300)
     compiled = gr.Markdown()
     frozen = gr.Markdown()
-    routes = gr.Dataframe(headers=list(DEPLOY_COLUMNS), label="per route, on the edited model", interactive=False,
-                          wrap=True, column_widths=[PROSE_WIDTH if c == "what happened" else "auto"
-                                                    for c in DEPLOY_COLUMNS])
+    routes = output_component(replace(next(o for o in DEPLOY_OUTPUTS if o.name == "table"),
+                                      label="per route, on the edited model"))
 
     def opened(s: Session, e: CodeEdits | None) -> Updates:
         """The tab opened: the Playground's model's file, unless its edits are already here."""
@@ -80,10 +81,10 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
     def ran(s: Session, e: CodeEdits | None, source: str) -> Iterator[Updates]:
         if e is None or not source.strip():
             return
-        ours = s.model_name == e.model  # a link's edit may open before the Playground has switched model
+        ours = s.model_name == e.model
         text = s.last.input.text if s.last is not None and ours else DEFAULT_TEXT
         arch = arch_label(s.model_name, s.config) if ours else e.model
-        items = e.run(source, config_dict(s.config) if ours else {}, text, CODE_WORKER)
+        items = e.run(source, _knobs(s, e), text, CODE_WORKER)
 
         def show(o: Any) -> Updates:
             if o.run is not None:
@@ -98,10 +99,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         if e is None or e.good is None or not e.kept:
             yield {frozen: "Run an edit first: the routes freeze the last edit that ran."}
             return
-        ours = s.model_name == e.model
-        config = s.config if ours else make_config(e.model)
-        items = run_deploy(CODE_WORKER, e.model, config, e.text, list(DEFAULT_LENGTHS), list(FROZEN_ROUTES), "",
-                           e.kept[-1])
+        items = run_deploy(CODE_WORKER, e.model, make_config(e.model, _knobs(s, e)), e.text, list(DEFAULT_LENGTHS),
+                           list(FROZEN_ROUTES), "", e.kept[-1])
         capture = e.good.fixed.capture
 
         def show(result: DeployResult) -> Updates:
@@ -116,10 +115,9 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         if e is None or e.good is None or not e.kept:
             yield {compiled: "Run an edit first: the compile takes the last edit that ran."}
             return
-        values = config_dict(s.config) if s.model_name == e.model else {}
         ids = [list(tokenize(e.text).ids[0].tolist())]
-        job = PlaygroundJob("code tab", e.model, values, CompileOptions("aot_eager", "auto", False, False), [], ids,
-                            e.kept[-1])
+        job = PlaygroundJob("code tab", e.model, _knobs(s, e), CompileOptions("aot_eager", "auto", False, False), [],
+                            ids, e.kept[-1])
         yield from streamed(CODE_WORKER.run(job), lambda reply: {compiled: compiled_text(reply)}, compiled,
                             "Cannot compile the edit", kind="code compile")
 
@@ -158,6 +156,12 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         return {tabs: gr.Tabs(selected=tab.id), edits: e, editor: source}
     demo.load(linked, None, [tabs, edits, editor], api_visibility="private", concurrency_limit=None,
               show_progress="hidden")  # queued: a bad link's warning reaches the page
+
+
+def _knobs(s: Session, e: CodeEdits) -> dict[str, Any]:
+    """The Playground's knobs when it shows the edited model; its defaults otherwise (a link's edit may open before
+    the Playground has switched model)."""
+    return config_dict(s.config) if s.model_name == e.model else {}
 
 
 def _link(e: CodeEdits, source: str) -> str:

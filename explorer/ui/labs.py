@@ -24,7 +24,8 @@ PROSE_WIDTH = "320px"  # a table's sentence column: about 40 characters a line
 OWN_WORKER = (Queue.DEPLOY, Queue.DDP)  # queues whose worker only one lab uses: closing the page cancels its run
 
 
-def _component(o: Output) -> gr.components.Component:
+def output_component(o: Output) -> gr.components.Component:
+    """The component that shows one declared output (a lab's, or one the Code tab borrows)."""
     if o.kind is Kind.MARKDOWN:
         return gr.Markdown(label=o.label or None)
     if o.kind is Kind.TABLE:
@@ -48,14 +49,14 @@ def _outputs(outputs: tuple[Output, ...]) -> dict[str, gr.components.Component]:
         if o.row:
             group = [x for x in outputs[i:] if x.row == o.row]
             with gr.Row():
-                made |= {x.name: _component(x) for x in group}
+                made |= {x.name: output_component(x) for x in group}
             i += len(group)
             continue
         if o.folded:
             with gr.Accordion(o.label, open=False):
                 made[o.name] = gr.Markdown()
         else:
-            made[o.name] = _component(o)
+            made[o.name] = output_component(o)
         i += 1
     return made
 

@@ -66,3 +66,10 @@ def overlaps(texts: list[dict]) -> list[tuple[str, str]]:
         return (min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"]) > 1
                 and min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"]) > 1)
     return [(a["text"], b["text"]) for i, a in enumerate(texts) for b in texts[i + 1:] if cross(a, b)]
+
+
+def paste(page: Page, text: str) -> None:
+    """`text` through the clipboard and Ctrl+V, at the focused element, as a person pastes."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.evaluate("(t) => navigator.clipboard.writeText(t)", text)
+    page.keyboard.press("Control+V")

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser import TIMEOUT, loaded, shot
+from tests.app.browser import TIMEOUT, loaded, paste, shot
 from tests.helpers import ROOT, start_app, stop_app
 
 pytestmark = pytest.mark.slow
@@ -40,8 +40,8 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     before = int(re.search(r"([\d,]+) nodes", built.inner_text()).group(1).replace(",", ""))
     _to_line(page, LINE)
     # pasted, as a person pastes a few lines (typed, the editor would indent each line its own way)
-    page.keyboard.insert_text("\n            if x.norm() > 1:  # a decision on the data: the cell once more"
-                              "\n                new = cell(x, new)")
+    paste(page, "\n            if x.norm() > 1:  # a decision on the data: the cell once more"
+                "\n                new = cell(x, new)")
     expect(page.get_by_text(re.compile(r"Against the previous code: \+[1-9]"))).to_be_visible(timeout=TIMEOUT)
     after = int(re.search(r"([\d,]+) nodes", built.inner_text()).group(1).replace(",", ""))
     assert after > before

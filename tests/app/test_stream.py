@@ -66,7 +66,7 @@ def test_the_status_says_how_long_the_last_run_of_its_kind_took_here_and_a_refus
              if "status" in u]
     assert first[0] == "Starting… (0 s)" and "last one" not in " ".join(first)  # nothing to go by yet
     took = LAST_S["a lab"]
-    assert 0.15 <= took < 5
+    assert took >= 0.15  # the run's own sleep, at least
     second = [u["status"] for u in streamed(run(True), lambda item: {}, "status", "Cannot", kind="a lab")]
     assert second[0] == f"Starting… (0 s; the last one took {took:.0f} s on this server)"
     assert second[-1] == "**Cannot**: no" and LAST_S["a lab"] == took  # a refusal is not a run's duration

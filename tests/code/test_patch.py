@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from explorer.code.edits import CodeEdits
 from explorer.code.patch import MAX_LINK_CHARS, applied, encoded
 from explorer.core.errors import InputError
+from explorer.core.limits import MAX_TEXT_CHARS
 from tests.helpers import ROOT
 
 RNN = (ROOT / "models" / "rnn.py").read_text()
@@ -42,3 +44,15 @@ def test_a_link_for_another_file_or_a_forged_one_is_refused_in_one_line():
     for bad in ("not-base64!", "eJzLSM3JyVcozy_KSQEAGgQEXQ", "", beyond):
         with pytest.raises(InputError, match="not an edit this app made"):
             applied(RNN, bad)
+
+
+def test_a_token_that_would_inflate_past_any_editable_file_is_refused_unread():
+    bomb = base64.urlsafe_b64encode(zlib.compress(b" " * (4 * MAX_TEXT_CHARS + 1), 9)).decode()
+    assert len(bomb) < 4000  # a short address
+    with pytest.raises(InputError, match="not an edit this app made"):
+        applied(RNN, bomb)
+
+
+def test_an_edited_file_past_the_request_limit_is_refused_before_the_worker_sees_it():
+    with pytest.raises(InputError, match="GE_MAX_TEXT_CHARS"):
+        next(CodeEdits.of("rnn").run("#" * (MAX_TEXT_CHARS + 1), {}, "hi", worker=None))  # type: ignore[arg-type]
