@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import html
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from torch import nn
 
 from explorer.api import final, run_lab, workers
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import Job, R, WorkerContext, Workers
+from explorer.compile.protocol import Here, Workers
 from explorer.core.errors import InputError
 from explorer.labs.contract import LabContext, LabSpec
 from explorer.labs.registry import LABS
@@ -71,19 +71,6 @@ class ObjectSource(ProbedSource):
 
     def param_count(self, config: Any) -> int:
         return sum(p.numel() for p in self._module.parameters())
-
-
-class Here:
-    """Jobs run in this process (the kernel): a notebook's object is known only here."""
-
-    def run(self, job: Job[R]) -> Iterator[Any]:
-        yield job.run(WorkerContext(lambda phase: None))
-
-    def cancel(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
 
 
 def _model_name(model: str | nn.Module) -> tuple[str, bool]:
@@ -217,7 +204,7 @@ def explore(model: str | nn.Module, text: str | torch.Tensor, compare: str = "",
     view = final(update(session, name, text, compare, dict(knobs), InProcess(), fresh=True))
     if not isinstance(view, View):  # captured, but too long to time within GE_MAX_RUN_S
         raise InputError(view.status)
-    here = Here()
+    here = Here()  # a notebook's object is known only in this kernel
     return Exploration(session, view, text, workers(session.id) if nameable else Workers(here, here, here))
 
 

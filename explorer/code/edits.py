@@ -16,15 +16,18 @@ from explorer.core.limits import MAX_TEXT_CHARS
 from explorer.core.progress import Progress
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.sources.edited import CodeError
-from models import ZOO, entry
+from explorer.sources.registry import SOURCES, source
 
 
 def original_source(model: str) -> str:
-    """The zoo model's file as the project ships it; InputError for a model the Code tab cannot edit."""
-    if model not in ZOO:
-        raise InputError(f"the Code tab edits the zoo's model files ({', '.join(ZOO)}); {model} is not one of them")
-    module = __import__(entry(model).model_cls.__module__, fromlist=["__file__"])
-    with open(module.__file__, encoding="utf-8") as f:
+    """The model's file as it was loaded: a zoo model's, or the operator's own; InputError for a model without one
+    (a library architecture, a notebook's object)."""
+    file = source(model).file
+    if file is None:
+        editable = [s.name for s in SOURCES.values() if s.file is not None]
+        raise InputError(f"the Code tab edits a model's own Python file ({', '.join(editable)}); {model} is built "
+                         "by a library, with no file of its own to edit")
+    with open(file, encoding="utf-8") as f:
         return f.read()
 
 
@@ -46,6 +49,7 @@ class CodeEdits:
     kept: list[str] = field(default_factory=list)  # every source that ran, oldest first
     good: CodeRun | None = None
     text: str = ""  # the input the last good run read
+    shown: str = ""  # the source the last good run built
 
     @classmethod
     def of(cls, model: str) -> CodeEdits:
@@ -68,7 +72,7 @@ class CodeEdits:
         if self.good is not None and text == self.text:
             diff = diff_graphs(self.good.fixed.capture.graph, reply.fixed.capture.graph,
                                "the previous code -> this code (the same input)")
-        self.good, self.text = reply, text
+        self.good, self.text, self.shown = reply, text, source
         if not self.kept or self.kept[-1] != source:
             self.kept.append(source)
         yield CodeOutcome(source, reply, None, diff, reply)
@@ -78,6 +82,10 @@ class CodeEdits:
         elif timed is not None:
             self.good = replace(reply, forward=timed)
             yield CodeOutcome(source, self.good, None, diff, self.good)
+
+    def on_screen(self, source: str, text: str) -> bool:
+        """Whether the last good run is this source on this input (nothing to run again)."""
+        return self.good is not None and (source, text) == (self.shown, self.text)
 
     def report(self, o: CodeOutcome) -> dict[str, Any]:
         """An edit that ran, for the session's report: the changed lines as a unified diff, and what it built."""

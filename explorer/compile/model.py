@@ -30,8 +30,8 @@ from explorer.eager.capture import forward
 from explorer.eager.compare import Comparison, compare
 from explorer.eager.memory import MemoryProfile
 from explorer.eager.timing import Measurement
-from explorer.sources.edited import build, load
-from explorer.sources.registry import build_model, make_config
+from explorer.sources.edited import model_of
+from explorer.sources.registry import make_config
 
 
 @dataclass
@@ -65,8 +65,7 @@ class CompiledModel:
         """`source`: the model's file as edited in the Code tab, built from it (in the confined code worker only)."""
         self.model_name, self.options = model_name, options
         self.config = make_config(model_name, config_values)
-        self.model = (build(load(source, model_name), model_name, config_values) if source
-                      else build_model(model_name, self.config))
+        self.model = model_of(model_name, config_values, source)
         self.events: list[CompileEvent] = []
         self._length = 0
         self._mark = 0.0

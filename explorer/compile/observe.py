@@ -18,7 +18,7 @@ import torch._dynamo as dynamo
 import torch._dynamo.utils as dynamo_utils
 
 from explorer.core.errors import one_line
-from explorer.core.paths import PROJECT, relative
+from explorer.core.paths import EDITOR, PROJECT, relative
 
 # Said wherever a model's recurrent module makes dynamo give up (explain, the compiled view, the lab).
 SKIPPED_RNN = ("torch 2.13's dynamo skips nn.RNN/GRU/LSTM modules (they run eagerly) unless "
@@ -206,8 +206,8 @@ def message_line(e: BaseException) -> str:
 def user_line(e: BaseException) -> str:
     """' (at models/x.py:N: <source>)' for the last frame of this project's code that dynamo's message names,
     or '' (dynamo puts the user's line in the message's "from user code" part, not in the traceback)."""
-    frames = [m for m in _USER_FRAME.finditer(str(e))
-              if m.group("file").startswith(PROJECT) and "/site-packages/" not in m.group("file")]
+    frames = [m for m in _USER_FRAME.finditer(str(e)) if m.group("file") == EDITOR
+              or (m.group("file").startswith(PROJECT) and "/site-packages/" not in m.group("file"))]
     if not frames:
         return ""
     file, line = frames[-1].group("file"), int(frames[-1].group("line"))

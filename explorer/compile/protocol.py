@@ -47,6 +47,23 @@ class JobRunner(Protocol):
     def stop(self) -> None: ...
 
 
+class Here:
+    """Jobs run in the calling process (a notebook's kernel; a job that runs other jobs inside the code worker),
+    their phases said to `phase`."""
+
+    def __init__(self, phase: Callable[[str], None] = lambda phase: None) -> None:
+        self._ctx = WorkerContext(phase)
+
+    def run(self, job: Job[R]) -> Iterator[Progress | R]:
+        yield job.run(self._ctx)
+
+    def cancel(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
 @dataclass(frozen=True)
 class Workers:
     """The worker processes an experiment may use (compiles, exports and distributed runs each have their own),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import getpass
+import importlib
 import logging
 import multiprocessing as mp
 import multiprocessing.connection
@@ -169,6 +170,8 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None, confined: bool = Fals
     ctx = WorkerContext(lambda phase: conn.send(Phase(phase)))
     freeze_startup_objects()
     if confined:  # a visitor's code runs here: walls up before the first job (explorer/core/confine.py)
+        importlib.import_module("explorer.sources.registry")  # the operator's files (GE_MODELS), read before the
+        # walls clear the environment
         confine(tmpdir, int(CODE_MEMORY_MB), int(CODE_PROCS))
     conn.send(Ready())
     while True:

@@ -13,6 +13,12 @@ PROJECT = str(Path(__file__).resolve().parents[2]) + "/"
 _SITE = re.compile(r"(/[^\s\"']*?)?/site-packages/")
 _STDLIB = sysconfig.get_paths()["stdlib"] + "/"
 _TMP = re.compile(re.escape(tempfile.gettempdir()) + r"/[^\s\"']*")
+EDITOR = "<editor>"  # the Code tab's edited source's file name in its code objects, so its frames can be found
+
+
+def in_editor(where: str) -> str:
+    """A place named "<editor>:55" said as the editor numbers it."""
+    return where.replace(f"{EDITOR}:", "the edited file, line ")
 
 
 def relative(path: str) -> str:

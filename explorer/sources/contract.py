@@ -28,6 +28,7 @@ class ModelSource(Protocol):
     supports: Supports
     tree: tuple[str, str] | None  # (leaf module, composing module) of a model whose graph is a parse tree
     own_code: bool  # the operator's own code (a file): the server builds and captures it in a worker process
+    file: str | None  # the Python file that defines it, which the Code tab edits (None: a library's, a notebook's)
 
     def knobs(self) -> list[Knob]: ...
 

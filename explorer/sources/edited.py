@@ -7,6 +7,7 @@ compiled model)."""
 from __future__ import annotations
 
 import linecache
+import re
 import sys
 import traceback
 import types
@@ -17,10 +18,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from explorer.core.errors import InputError
+from explorer.core.paths import EDITOR
+from explorer.sources import registry
+from explorer.sources.userfile import FileModel, of_module
 from models import entry
 from models.config import build_config
-
-EDITOR = "<editor>"  # the edited source's file name in its code objects, so a traceback's frames can be found
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,8 @@ class Frame:
 class CodeError:
     """Where an edit broke, in the editor's terms: `kind` "syntax" (with `column`), "raised" (an exception: the
     edited lines it passed through, the innermost last, and how many frames of torch's and the engine's were
-    folded), "output" (the forward returned something that is not a tensor) or "missing" (a class the model needs
-    is no longer defined)."""
+    folded), "output" (the forward returned something that is not a tensor) or "missing" (a class or the factory
+    the model is built from is no longer defined)."""
 
     kind: str
     message: str
@@ -61,7 +64,7 @@ def load(source: str, model: str) -> types.ModuleType:
     """The edited file as a module (its own namespace, registered so that dataclasses and pickling find it)."""
     code = compile(source, EDITOR, "exec")
     linecache.cache[EDITOR] = (len(source), None, source.splitlines(True), EDITOR)  # tracebacks show the lines
-    module = types.ModuleType(f"edited_{model}")
+    module = types.ModuleType("edited_" + re.sub(r"\W", "_", model))  # an operator's "file:factory" too
     module.__file__ = EDITOR
     sys.modules[module.__name__] = module
     exec(code, module.__dict__)
@@ -69,11 +72,22 @@ def load(source: str, model: str) -> types.ModuleType:
 
 
 class MissingClass(Exception):
-    """The edited file no longer defines a class the model is built from."""
+    """The edited file no longer defines what the model is built from."""
 
 
 def build(module: types.ModuleType, model: str, values: Mapping[str, Any]) -> nn.Module:
-    """The edited model with the original's knobs and seed, in eval mode (as models.build_model builds it)."""
+    """The edited model with the original's knobs and seed, in eval mode (as its source builds it): a zoo file's
+    config and model classes, or an operator's file's factory and hooks."""
+    shipped = registry.source(model)
+    if isinstance(shipped, FileModel):
+        if not callable(getattr(module, shipped.factory_name, None)):
+            raise MissingClass(f"it no longer defines function {shipped.factory_name}, which the {model} model is "
+                               "built from (rename it back)")
+        try:
+            edited = of_module(module, model, shipped.factory_name, EDITOR)
+        except InputError as e:
+            raise MissingClass(str(e).removeprefix(f"{EDITOR}: ")) from None
+        return edited.built(edited.config(values))
     e = entry(model)
     found = {}
     for original in (e.config_cls, e.model_cls):
@@ -89,6 +103,14 @@ def build(module: types.ModuleType, model: str, values: Mapping[str, Any]) -> nn
     if not isinstance(built, nn.Module):
         raise MissingClass(f"class {e.model_cls.__name__} no longer builds an nn.Module")
     return built.eval()
+
+
+def model_of(model: str, values: Mapping[str, Any], source: str = "") -> nn.Module:
+    """`model` with `values`, built from `source`, its file as edited in the Code tab (only ever in the confined
+    code worker), or as shipped when there is no edit."""
+    if source:
+        return build(load(source, model), model, values)
+    return registry.build_model(model, registry.make_config(model, values))
 
 
 class NotATensor(Exception):

@@ -20,6 +20,8 @@ PROBE_TOKENS = (16, 32)  # short enough to cost milliseconds, long enough for th
 class ProbedSource:
     """The shared half of such a source; a subclass builds its models (`build`)."""
 
+    file: str | None = None  # no file the Code tab could edit, unless a subclass says which
+
     def __init__(self) -> None:
         self._fits: dict[Any, tuple[float, float]] = {}  # per config, the fit (a, b); each config probed once
 

@@ -36,6 +36,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import torch
@@ -105,9 +106,11 @@ def config_class(factory: Callable[..., nn.Module], where: str) -> tuple[type, b
 class FileModel(ProbedSource):
     """One model source from a file's factory (see the module's docstring)."""
 
-    def __init__(self, name: str, factory: Callable[..., nn.Module], where: str, hooks: Hooks | None = None) -> None:
+    def __init__(self, name: str, factory: Callable[..., nn.Module], where: str, hooks: Hooks | None = None,
+                 file: str | None = None, factory_name: str = "build") -> None:
         super().__init__()
         self.name, self._factory, self._where = name, factory, where
+        self.file, self.factory_name = file, factory_name  # the Code tab edits the file (where code is allowed)
         self._hooks = hooks or Hooks()
         self.title = name
         self.summary = (inspect.getdoc(factory) or f"the model of {where}").split("\n")[0]
@@ -123,12 +126,18 @@ class FileModel(ProbedSource):
         return build_config(self._config_cls, values)
 
     def build(self, config: Any) -> nn.Module:
+        try:
+            return self.built(config)
+        except InputError:
+            raise
+        except Exception as e:
+            raise InputError(_failure(self._where, "the factory raised", e)) from None
+
+    def built(self, config: Any) -> nn.Module:
+        """`build`, with the factory's own exception (the Code tab says it at the edited line)."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)  # deterministic for its config, as the zoo's
-            try:
-                model = self._made(config)
-            except Exception as e:
-                raise InputError(_failure(self._where, "the factory raised", e)) from None
+            model = self._made(config)
         if not isinstance(model, nn.Module):
             raise InputError(f"{self._where}: the factory returned {type(model).__name__}, not an nn.Module")
         if self._hooks.example_inputs or self._hooks.batch_inputs:
@@ -260,16 +269,22 @@ def load(spec: str) -> FileModel:
         except Exception as e:
             raise InputError(f"{target}: cannot import it: {type(e).__name__}: {e}") from None
         label = target.rsplit(".", 1)[-1]
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        raise InputError(f"{target}: no function `{name}` (define `def {name}(...) -> nn.Module`, or name yours: "
-                         f"{target}:my_factory)")
+    model = of_module(module, label if name == "build" else f"{label}:{name}", name, target)
+    model.check()
+    return model
+
+
+def of_module(module: ModuleType, label: str, factory: str, where: str) -> FileModel:
+    """The model source of a loaded module's factory and hooks (unchecked): a file's, or its edit's in the Code
+    tab."""
+    made = getattr(module, factory, None)
+    if not callable(made):
+        raise InputError(f"{where}: no function `{factory}` (define `def {factory}(...) -> nn.Module`, or name "
+                         f"yours: {where}:my_factory)")
     hooks = {}
     for hook in HOOKS:
         fn = getattr(module, hook, None)
         if fn is not None and not callable(fn):
-            raise InputError(f"{target}: `{hook}` must be a function ({HOOKS[hook]})")
+            raise InputError(f"{where}: `{hook}` must be a function ({HOOKS[hook]})")
         hooks[hook] = fn
-    model = FileModel(label if name == "build" else f"{label}:{name}", factory, target, Hooks(**hooks))
-    model.check()
-    return model
+    return FileModel(label, made, where, Hooks(**hooks), getattr(module, "__file__", None), factory)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,10 @@ class ZooModel:
     @property
     def summary(self) -> str:
         return self.entry.summary
+
+    @property
+    def file(self) -> str:
+        return sys.modules[self.entry.model_cls.__module__].__file__ or ""
 
     @property
     def supports(self) -> Supports:

@@ -1,6 +1,6 @@
 """The Code tab (only where the operator allows code: explorer/code/allowed.py): the Playground's model's Python in
-an editor; each settled edit is built and run in the code worker on the Playground's input, its graph diffed
-against the previous code's."""
+an editor; an edit runs after a pause in typing (PAUSE_MS), or at once on Ctrl+Enter or its button, built and run
+in the code worker on the Playground's input, its graph diffed against the previous code's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from explorer.code.debug import debug_edit
 from explorer.code.edits import CodeEdits
 from explorer.code.patch import applied, encoded
 from explorer.compile.jobs import PlaygroundJob
@@ -18,6 +19,10 @@ from explorer.compile.options import CompileOptions
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import tokenize
+from explorer.labs.contract import Output
+from explorer.labs.debug.lab import DebugResult
+from explorer.labs.debug.view import OUTPUTS as DEBUG_OUTPUTS
+from explorer.labs.debug.view import view_of as debug_view
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS
 from explorer.labs.deploy.job import run_deploy
 from explorer.labs.deploy.results import DeployResult
@@ -29,27 +34,37 @@ from explorer.server import CODE_WORKER
 from explorer.ui.controls import cards_html
 from explorer.ui.labs import output_component
 from explorer.ui.stream import Updates, streamed
+from explorer.ui.theme import CODE_EDITOR_ID, CODE_RUN_ID
 from explorer.views.code import code_view, compiled_text
 from models import arch_label, make_config
+from models.bugs import BUGS
 from models.config import config_dict
 
 FROZEN_ROUTES = ("jit.trace", "export", "onnx")  # the three a lesson compares: a trace, a program, a file
+PAUSE_MS = 700  # typing that stops this long runs the edit: longer than a typist's gap between keys
+PAUSED_JS = f"""() => {{
+  clearTimeout(window.geCodePause);
+  window.geCodePause = setTimeout(() => document.getElementById('{CODE_RUN_ID}')?.click(), {PAUSE_MS});
+}}"""
 
 
 def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> None:
     """The tab's editor, buttons and view, wired; opening `tab` loads the Playground's model's file, and a link's
     edit (`?code=`) opens it in `tabs`."""
     gr.Markdown("The Playground's model as Python. Edit its `forward` (add an `if` on the data, a second loop, a "
-                "skip connection) and pause: the edited file is rebuilt with the Playground's knobs and seed, in a "
-                "separate walled-in process, and run on the Playground's input; the graph shows what your code "
-                "built, outlined in red where it grew against the previous code's. A broken edit is said at its "
-                "line and the last good graph stays.", elem_classes="explain")
+                "skip connection) and pause, or press Ctrl+Enter: the edited file is rebuilt with the Playground's "
+                "knobs and seed, in a separate walled-in process, and run on the Playground's input; the graph shows "
+                "what your code built, outlined in red where it grew against the previous code's. A broken edit is "
+                "said at its line and the last good graph stays. Below: compile it, freeze it for deployment, or "
+                "inject a bug into it.", elem_classes="explain")
     edits = gr.State(None)
     with gr.Row():
         with gr.Column(scale=1):
             editor = gr.Code(language="python", label="the model's file (edit it: the graph follows)", lines=28,
-                             interactive=True)
+                             interactive=True, elem_id=CODE_EDITOR_ID)
             with gr.Row():
+                run_now = gr.Button("Run it now (Ctrl+Enter)", elem_id=CODE_RUN_ID, scale=0, min_width=180,
+                                    variant="primary")
                 undo = gr.Button("Undo the last edit that ran", scale=0, min_width=220)
                 back = gr.Button("Back to the original", scale=0, min_width=200)
             link = gr.HTML()  # to this edit: the changed lines, in the address
@@ -63,10 +78,14 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
                                min_width=300)
         freeze = gr.Button("Freeze it by jit.trace, torch.export and ONNX (the deployment lab's routes)", scale=0,
                            min_width=300)
+        bug = gr.Dropdown([(b.title, b.name) for b in BUGS.values()], value="shape", label="bug", scale=0,
+                          min_width=220)
+        debug = gr.Button("Inject the bug (the debugging lab, without inductor)", scale=0, min_width=300)
     compiled = gr.Markdown()
     frozen = gr.Markdown()
-    routes = output_component(replace(next(o for o in DEPLOY_OUTPUTS if o.name == "table"),
-                                      label="per route, on the edited model"))
+    routes = output_component(replace(_declared(DEPLOY_OUTPUTS, "table"), label="per route, on the edited model"))
+    debugged = gr.Markdown()
+    modes = output_component(replace(_declared(DEBUG_OUTPUTS, "modes"), label="per mode, on the edited model"))
 
     def opened(s: Session, e: CodeEdits | None) -> Updates:
         """The tab opened: the Playground's model's file, unless its edits are already here."""
@@ -79,10 +98,11 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         return {edits: e, editor: e.original}  # the editor's change runs it: the graph to diff against
 
     def ran(s: Session, e: CodeEdits | None, source: str) -> Iterator[Updates]:
-        if e is None or not source.strip():
-            return
-        ours = s.model_name == e.model
+        ours = e is not None and s.model_name == e.model
         text = s.last.input.text if s.last is not None and ours else DEFAULT_TEXT
+        if e is None or not source.strip() or e.on_screen(source, text):
+            yield {}  # nothing to run (an empty generator's outputs would be None: Gradio cleared the last run's)
+            return
         arch = arch_label(s.model_name, s.config) if ours else e.model
         items = e.run(source, _knobs(s, e), text, CODE_WORKER)
 
@@ -108,6 +128,18 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             return {frozen: f"{v.status}\n\n{v.verdict}", routes: v.table}
         yield from streamed(items, show, frozen, "Cannot freeze the edit", kind="code deploy")
 
+    def debugged_it(s: Session, e: CodeEdits | None, name: str) -> Iterator[Updates]:
+        """The debugging lab on the last edit that ran, with `name`'s bug injected, whole in the code worker."""
+        if e is None or e.good is None or not e.kept:
+            yield {debugged: "Run an edit first: the bug goes into the last edit that ran."}
+            return
+        items = debug_edit(CODE_WORKER, e.model, _knobs(s, e), name, e.text, e.kept[-1])
+
+        def show(result: DebugResult) -> Updates:
+            v = debug_view(result)
+            return {debugged: f"{v.status}\n\n{v.verdict}", modes: v.modes}
+        yield from streamed(items, show, debugged, "Cannot debug the edit", kind="code debug")
+
     def compiled_it(s: Session, e: CodeEdits | None) -> Iterator[Updates]:
         """The last edit that ran through torch.compile (aot_eager: inductor would start a C++ compiler, a process
         the code worker refuses), once, on the same input: its graphs, where dynamo broke them, and eager against
@@ -127,15 +159,18 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
     def original(e: CodeEdits | None) -> Any:
         return gr.skip() if e is None else e.original
 
-    editor.change(ran, [session, edits, editor], [status, cards, figure, diff, link], trigger_mode="always_last",
-                  concurrency_id="code", concurrency_limit=1, show_progress="hidden", api_visibility="private")
-    freeze.click(froze, [session, edits], [frozen, routes], concurrency_id="code", concurrency_limit=1,
-                 show_progress="hidden", api_visibility="private")
-    compile_it.click(compiled_it, [session, edits], compiled, concurrency_id="code", concurrency_limit=1,
-                     show_progress="hidden", api_visibility="private")
-    undo.click(undone, edits, editor, queue=False, api_visibility="private")
-    back.click(original, edits, editor, queue=False, api_visibility="private")
-    tab.select(opened, [session, edits], [edits, editor, status], queue=False, api_visibility="private")
+    shown = [status, cards, figure, diff, link]
+    running = {"concurrency_id": "code", "concurrency_limit": 1, "show_progress": "hidden",
+               "api_visibility": "private"}
+    editor.input(None, js=PAUSED_JS)  # typed or pasted (not set by a button): runs once the typing pauses
+    run_now.click(ran, [session, edits, editor], shown, trigger_mode="always_last", **running)
+    debug.click(debugged_it, [session, edits, bug], [debugged, modes], **running)
+    freeze.click(froze, [session, edits], [frozen, routes], **running)
+    compile_it.click(compiled_it, [session, edits], compiled, **running)
+    set_by_the_app = [undo.click(undone, edits, editor, queue=False, api_visibility="private"),
+                      back.click(original, edits, editor, queue=False, api_visibility="private"),
+                      tab.select(opened, [session, edits], [edits, editor, status], queue=False,
+                                 api_visibility="private")]
 
     def linked(request: gr.Request) -> Updates:
         """`?model=...&code=...` opens this tab with that edit (a bad or outdated one is said; the file as shipped
@@ -154,8 +189,15 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             gr.Warning(f"This link's edit could not be opened: {err}.")
             source = e.original
         return {tabs: gr.Tabs(selected=tab.id), edits: e, editor: source}
-    demo.load(linked, None, [tabs, edits, editor], api_visibility="private", concurrency_limit=None,
-              show_progress="hidden")  # queued: a bad link's warning reaches the page
+    set_by_the_app.append(demo.load(linked, None, [tabs, edits, editor], api_visibility="private",
+                                    concurrency_limit=None, show_progress="hidden"))  # queued: a warning shows
+    for event in set_by_the_app:  # the editor's text set by the app, not typed: run it (an unchanged one is not)
+        event.then(ran, [session, edits, editor], shown, **running)
+
+
+def _declared(outputs: tuple[Output, ...], name: str) -> Output:
+    """A lab's declared output, for the same component here."""
+    return next(o for o in outputs if o.name == name)
 
 
 def _knobs(s: Session, e: CodeEdits) -> dict[str, Any]:

@@ -57,6 +57,7 @@ PRESENT_JS = """(on) => {
     (el) => window.Plotly && window.Plotly.Plots.resize(el)));
   return [];
 }"""
+CODE_RUN_ID, CODE_EDITOR_ID = "ge-code-run", "ge-code-editor"  # the Code tab's run button and editor
 PAGE_JS = """() => {
   // Gradio 6.31 marks an empty plot or JSON with a bare <div aria-label="Empty value">: ARIA forbids a label on a div
   // without a role (axe's aria-prohibited-attr). It is an image of nothing: say so.
@@ -76,4 +77,13 @@ PAGE_JS = """() => {
     if (t.max !== '') v = Math.min(v, Number(t.max));
     if (String(v) !== t.value) { t.value = String(v); t.dispatchEvent(new Event('input', {bubbles: true})); }
   }, true);
-}"""
+  // Ctrl+Enter in the Code tab's editor runs the edit now (caught before the editor, whose own Ctrl+Enter would
+  // insert a line); a pending pause's run is dropped.
+  document.addEventListener('keydown', (e) => {
+    if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || !e.target.closest?.('#CODE_EDITOR_ID')) return;
+    e.preventDefault();
+    e.stopPropagation();
+    clearTimeout(window.geCodePause);
+    document.getElementById('CODE_RUN_ID')?.click();
+  }, true);
+}""".replace("CODE_EDITOR_ID", CODE_EDITOR_ID).replace("CODE_RUN_ID", CODE_RUN_ID)

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 from explorer.code.edits import CodeOutcome
 from explorer.compile.jobs import PlaygroundReply
 from explorer.core.fmt import count
+from explorer.core.paths import in_editor
 from explorer.draw.graph import draw_graph
-from explorer.sources.edited import EDITOR
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def compiled_text(reply: PlaygroundReply) -> str:
     """The edit through torch.compile, in markdown: its graphs, where dynamo broke them (in the editor's lines), and
     eager against compiled."""
     ex = reply.explanation
-    breaks = [f"- {b.reason} at {_in_editor(b.where)}" + (f": `{b.code}`" if b.code else "")
+    breaks = [f"- {b.reason} at {in_editor(b.where)}" + (f": `{b.code}`" if b.code else "")
               + (f" ({b.times} times)" if b.times > 1 else "") for b in ex.graph_breaks]
     made = ("no graph: dynamo gave up on the forward, which runs eagerly" if ex.skipped else
             f"{count(ex.graph_count, 'graph')}, {count(max(ex.graph_break_count, 0), 'graph break')}")
@@ -75,8 +75,3 @@ def compiled_text(reply: PlaygroundReply) -> str:
         c = call.figures.comparison
         said += f"\n\nEager against compiled on this input, timed in interleaved pairs: {c.said()}."
     return said
-
-
-def _in_editor(where: str) -> str:
-    """'<editor>:55' as the editor says it."""
-    return where.replace(f"{EDITOR}:", "the edited file, line ")

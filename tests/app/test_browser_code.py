@@ -8,6 +8,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from explorer.code.debug import EDIT_MODES
+from models.bugs import BUGS
 from tests.app.browser import TIMEOUT, loaded, paste, shot
 from tests.helpers import ROOT, start_app, stop_app
 
@@ -21,6 +23,14 @@ def code_url():
     proc, url, _ = start_app({"GE_ALLOW_CODE": "1"})
     yield url
     stop_app(proc)
+
+
+_COUNT_RUNS = "() => document.getElementById('ge-code-run').addEventListener('click', () => window.runs += 1)"
+
+
+def _runs(page: Page) -> int:
+    """Runs of the edit asked for (the run button clicked: by a pause, Ctrl+Enter or a person) since _COUNT_RUNS."""
+    return page.evaluate("() => window.runs")
 
 
 def _to_line(page: Page, number: int) -> None:
@@ -38,10 +48,14 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     built = page.get_by_text(re.compile(r"^Built and ran in the code worker: ([\d,]+) nodes"))
     expect(built).to_be_visible(timeout=TIMEOUT)
     before = int(re.search(r"([\d,]+) nodes", built.inner_text()).group(1).replace(",", ""))
+    page.evaluate("() => { window.runs = 0; }")
+    page.evaluate(_COUNT_RUNS)
     _to_line(page, LINE)
     # pasted, as a person pastes a few lines (typed, the editor would indent each line its own way)
     paste(page, "\n            if x.norm() > 1:  # a decision on the data: the cell once more"
                 "\n                new = cell(x, new)")
+    assert _runs(page) == 0  # not at once: a pause in the typing runs it
+    page.wait_for_function("() => window.runs >= 1", timeout=TIMEOUT)
     expect(page.get_by_text(re.compile(r"Against the previous code: \+[1-9]"))).to_be_visible(timeout=TIMEOUT)
     after = int(re.search(r"([\d,]+) nodes", built.inner_text()).group(1).replace(",", ""))
     assert after > before
@@ -52,6 +66,13 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     page.get_by_role("button", name=re.compile("^Compile the last edit that ran")).click()
     expect(page.locator("li", has_text=f"Data-dependent branching at the edited file, line {LINE + 1}")
            ).to_be_visible(timeout=TIMEOUT)  # dynamo breaks the graph at the pasted if
+    page.get_by_label("bug").click()
+    page.get_by_role("option", name=BUGS["shape"].title).click()
+    page.get_by_role("button", name=re.compile("^Inject the bug")).click()  # the debugging lab, on this edit
+    per_mode = page.get_by_label("per mode, on the edited model")
+    for mode in EDIT_MODES:
+        expect(per_mode.get_by_role("row", name=re.compile(rf"^{re.escape(mode)} "))).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(re.compile(rf"{BUGS['shape'].title}: eager names models/bugs\.py"))).to_be_visible()
     href = page.get_by_role("link", name="link to this edit").get_attribute("href")
     assert href.startswith("?model=rnn&code=") and len(href) < 400  # a few changed lines, not the file
     _to_line(page, LINE + 2)  # back in the editor, at the end of the pasted call
@@ -85,7 +106,14 @@ def test_an_early_exit_edited_to_run_every_block_freezes_correctly_where_the_shi
     _to_line(page, EXIT)
     for _ in range(len("break")):
         page.keyboard.press("Backspace")
+    lines = page.locator(".cm-line").count()
+    page.evaluate("() => { window.runs = 0; }")
+    page.evaluate(_COUNT_RUNS)
     page.keyboard.type("pass")  # every block runs, whatever the confidence
+    asked = _runs(page)  # (0, unless the typing itself paused)
+    page.keyboard.press("Control+Enter")
+    assert _runs(page) == asked + 1  # at once, not after a pause
+    assert page.locator(".cm-line").count() == lines  # the editor's own Ctrl+Enter (a new line) did not run
     expect(page.get_by_text(re.compile(r"Against the previous code: \+[1-9]"))).to_be_visible(timeout=TIMEOUT)
     freeze.click()
     expect(routes.get_by_role("row", name=re.compile(r"^jit\.trace works"))).to_be_visible(timeout=TIMEOUT)

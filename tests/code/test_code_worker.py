@@ -7,15 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from explorer.code.debug import EDIT_MODES, debug_edit
 from explorer.code.edits import CodeEdits, CodeOutcome
 from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
 from explorer.compile.jobs import PlaygroundJob
 from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import CompileFailure
 from explorer.compile.worker import CompileService
+from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.runs.session import Session
 from explorer.sources.edited import CodeError
+from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file
 from explorer.views.code import compiled_text
 from explorer.views.export import html_report
 from tests.helpers import ROOT, descendants
@@ -34,8 +37,22 @@ def worker():
     os.environ.pop("GE_TEST_SECRET")
 
 
-def _run(worker: CompileService, source: str) -> CodeRun | CodeError:
-    *_, reply = worker.run(CodeJob("rnn", source, {}, IDS))
+@pytest.fixture(scope="module")
+def roomy():
+    """A code worker with time for a compile and the debugging lab, which knows the operator's own model file (it
+    loads the files the server was given before its walls clear the environment)."""
+    before, env = dict(SOURCES), os.environ.get(MODELS_ENV)
+    tagger = add_model_file(str(ROOT / "examples" / "lstm_tagger.py"))
+    service = CompileService(timeout_s=120, name="code", confined=True)
+    yield service, tagger
+    service.stop()
+    SOURCES.clear()
+    SOURCES.update(before)
+    os.environ.pop(MODELS_ENV) if env is None else os.environ.update({MODELS_ENV: env})
+
+
+def _run(worker: CompileService, source: str, model: str = "rnn") -> CodeRun | CodeError:
+    *_, reply = worker.run(CodeJob(model, source, {}, IDS))
     return reply
 
 
@@ -149,16 +166,43 @@ def test_a_sessions_edits_diff_against_the_last_good_code_and_undo_goes_back(wor
     assert edits.kept == [RNN, twice] and edits.undo() == RNN and edits.undo() == RNN  # back to the original
 
 
-def test_an_edit_compiles_in_the_code_worker_and_dynamo_breaks_at_the_edited_line():
-    worker = CompileService(timeout_s=120, name="code", confined=True)  # a compile: longer than the loops' limit
+def test_an_edit_compiles_in_the_code_worker_and_dynamo_breaks_at_the_edited_line(roomy):
     branched = RNN.replace("        x = self.embed(ids)\n", "        x = self.embed(ids)\n        if x.norm() > 1:\n"
                            "            x = x * 2\n")
     job = PlaygroundJob("code tab", "rnn", {}, CompileOptions("aot_eager", "auto", False, False), [], [list(IDS)],
                         branched)
-    try:
-        *_, reply = worker.run(job)
-    finally:
-        worker.stop()
+    *_, reply = roomy[0].run(job)
     said = compiled_text(reply)
     assert f"Data-dependent branching at the edited file, line {_line_of(branched, 'if x.norm()')}" in said
     assert "timed in interleaved pairs" in said
+
+
+def test_a_bug_injected_into_an_edit_runs_the_debugging_lab_in_the_code_worker(roomy):
+    """An edit that checks its embeddings, with the NaN bug injected: every mode names the edited line."""
+    checked = RNN.replace("        x = self.embed(ids)\n", "        x = self.embed(ids)\n        if not torch.isfinite("
+                          "x).all():\n            raise ValueError('the embeddings are not finite')\n")
+    *_, result = debug_edit(roomy[0], "rnn", {}, "nan_forward", "The cat sat on the mat.", checked)
+    assert [m.mode for m in result.modes] == list(EDIT_MODES) and "compiled (inductor)" not in EDIT_MODES
+    line = f"the edited file, line {_line_of(checked, 'raise ValueError')}"
+    assert all(m.failed and m.failure.where == line for m in result.modes), [m.as_dict() for m in result.modes]
+    assert result.verdict().startswith(f"NaN in forward: eager names {line}")
+    with pytest.raises(AssertionError, match="confined"):  # never in an unconfined worker
+        next(debug_edit(CompileService(name="compile"), "rnn", {}, "shape", "x", checked))
+
+
+def test_the_operators_own_file_is_edited_like_a_zoo_models(roomy):
+    worker, tagger = roomy
+    edits = CodeEdits.of(tagger)
+    assert edits.original == (ROOT / "examples" / "lstm_tagger.py").read_text()
+    shipped = _run(worker, edits.original, tagger)
+    doubled = _run(worker, edits.original.replace("return self.tag(out)", "return self.tag(out + out)"), tagger)
+    assert isinstance(shipped, CodeRun) and isinstance(doubled, CodeRun)
+    assert len(doubled.fixed.capture.graph.nodes) == len(shipped.fixed.capture.graph.nodes) + 1
+    gone = _run(worker, edits.original.replace("def build(", "def made("), tagger)
+    assert isinstance(gone, CodeError) and gone.kind == "missing" and "function build" in gone.message
+    indexed = edits.original.replace("return self.tag(out)", "return self.tag(out[5])")
+    raised = _run(worker, indexed, tagger)
+    assert isinstance(raised, CodeError) and raised.line == _line_of(indexed, "out[5]")
+    assert "IndexError" in raised.text()
+    with pytest.raises(InputError, match="no file of its own"):
+        CodeEdits.of("gpt2")  # a library's architecture: nothing of the operator's to edit

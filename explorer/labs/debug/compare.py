@@ -12,8 +12,8 @@ from explorer.compile.observe import message_line
 from explorer.core.inputs import text_of_length, tokenize
 from explorer.eager.capture import capture_run
 from explorer.eager.diff import diff_graphs
-from explorer.sources.registry import build_model, make_config
-from models.bugs import BUGS
+from explorer.labs.debug.modes import bugged as with_bug
+from explorer.sources.edited import model_of
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,8 @@ class GraphChange:
     label: str
 
 
-def compare(model_name: str, config: dict, bug: str, texts: list[str]) -> list[Comparison]:
-    clean = build_model(model_name, make_config(model_name, config))
-    bugged = build_model(model_name, make_config(model_name, config))
-    BUGS[bug].inject(bugged)
+def compare(model_name: str, config: dict, bug: str, texts: list[str], source: str = "") -> list[Comparison]:
+    clean, bugged = model_of(model_name, config, source), with_bug(model_name, config, bug, source)
     out = []
     for text in texts:
         ids = tokenize(text).ids
@@ -53,11 +51,9 @@ def compare(model_name: str, config: dict, bug: str, texts: list[str]) -> list[C
     return out
 
 
-def graph_change(model_name: str, config: dict, bug: str, text: str) -> GraphChange | None:
+def graph_change(model_name: str, config: dict, bug: str, text: str, source: str = "") -> GraphChange | None:
     """The autograd graphs of the clean and the bugged model on the same input, diffed as the Playground does."""
-    clean = build_model(model_name, make_config(model_name, config))
-    bugged = build_model(model_name, make_config(model_name, config))
-    BUGS[bug].inject(bugged)
+    clean, bugged = model_of(model_name, config, source), with_bug(model_name, config, bug, source)
     ids = tokenize(text).ids
     a = capture_run(clean, ids)
     try:

@@ -9,17 +9,18 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from explorer.compile.observe import message_line, user_line
-from explorer.core.paths import PROJECT, sanitize
+from explorer.core.paths import EDITOR, PROJECT, in_editor, sanitize
 
 
 def _models_frame(e: BaseException) -> tuple[str, int] | None:
-    """The deepest frame in `models/` across the exception and the ones chained to it."""
+    """The deepest frame in `models/` (or in the model's file as edited in the Code tab) across the exception and
+    the ones chained to it."""
     found = None
     seen: set[int] = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         for f in traceback.extract_tb(e.__traceback__):
-            if f.filename.startswith(PROJECT + "models/"):
+            if f.filename.startswith(PROJECT + "models/") or f.filename == EDITOR:
                 found = (f.filename, f.lineno or 0)
         e = e.__cause__ or e.__context__
     return found
@@ -48,7 +49,7 @@ class Failure:
             where = source = ""
         return cls(type(e).__name__, sanitize(message_line(e)), text.count('  File "'), len(text.splitlines()),
                    text.count("The above exception was the direct cause") +
-                   text.count("During handling of the above exception"), where, source, text)
+                   text.count("During handling of the above exception"), in_editor(where), source, text)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

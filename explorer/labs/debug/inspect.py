@@ -14,7 +14,7 @@ from torch import nn
 
 from explorer.compile.observe import BreakLog, CountingBackend
 from explorer.compile.protocol import Job, WorkerContext
-from explorer.sources.registry import build_model, make_config
+from explorer.sources.edited import model_of
 from models.bugs import embedding_path
 
 WATCHED = {"rnn": "layers.0.fwd", "transformer": "blocks.0", "early_exit": "blocks.0", "tree": "compose"}
@@ -48,9 +48,11 @@ def _record(model: nn.Module, name: str, rec: Recording) -> Any:
     return model.get_submodule(name).register_forward_hook(hook)
 
 
-def record(model_name: str, config: dict, tokens: list[int], backend: str | None = None) -> Recording:
-    """The norms the hook saw in one forward: eagerly, or compiled with `backend`."""
-    model = build_model(model_name, make_config(model_name, config))
+def record(model_name: str, config: dict, tokens: list[int], backend: str | None = None, source: str = ""
+           ) -> Recording:
+    """The norms the hook saw in one forward: eagerly, or compiled with `backend` (`source`: the model's file as
+    edited in the Code tab)."""
+    model = model_of(model_name, config, source)
     name = watched(model_name, model)
     rec = Recording("eager" if backend is None else f"compiled ({backend})", name)
     handle = _record(model, name, rec)
@@ -79,11 +81,12 @@ class InspectJob(Job[Recording]):
     config: dict
     tokens: list[int]
     backend: str
+    source: str = ""  # the model's file as edited in the Code tab (run in the confined code worker only)
 
     def run(self, ctx: WorkerContext) -> Recording:
         ctx.held = None
         ctx.phase(f"compiling the model with a recording hook ({self.backend})")
-        return record(self.model, self.config, self.tokens, self.backend)
+        return record(self.model, self.config, self.tokens, self.backend, self.source)
 
 
 def compared(eager: Recording, compiled: Recording) -> Recording:

@@ -54,7 +54,7 @@ class DebugResult:
                     else (m.failure.where or "no line of yours")
                 parts.append(f"{m.mode} names {same} in {m.failure.lines} lines after {m.seconds:.2f} s "
                              f"({m.failure.exception}: {m.failure.message})")
-        if first and first.failed:
+        if first is None or first.failed:
             parts += [f"{m.mode} raises nothing" for m in self.modes if not m.failed]
         wrong = [c for c in self.comparisons if c.max_abs_diff is not None and c.max_abs_diff > 1e-6]
         if not (first and first.failed) and wrong:
@@ -84,9 +84,11 @@ def _compiled(service: JobRunner, job: DebugJob | InspectJob, label: str) -> Ite
         yield e
 
 
-def run_debug(service: JobRunner, model: str, config: object, bug: str, text: str,
-              modes: list[str]) -> Iterator[Progress | DebugResult]:
-    """Each mode in turn (compiled ones in the worker), then the NaN methods, the comparison and the inspection."""
+def run_debug(service: JobRunner, model: str, config: object, bug: str, text: str, modes: list[str],
+              source: str = "") -> Iterator[Progress | DebugResult]:
+    """Each mode in turn (compiled ones in the worker), then the NaN methods, the comparison and the inspection.
+    `source`, the model's file as edited in the Code tab, runs only inside the code worker (explorer/code/debug.py
+    runs this whole function there)."""
     if bug not in BUGS:
         raise InputError(f"unknown bug {bug!r}; bugs are: {', '.join(BUGS)}")
     if unknown := [m for m in modes if m not in MODES]:
@@ -98,12 +100,12 @@ def run_debug(service: JobRunner, model: str, config: object, bug: str, text: st
     for i, mode in enumerate(modes, 1):
         yield Progress.said(f"Running the bugged model: {mode} ({i} of {len(modes)})")
         if mode == "eager":
-            outcomes.append(eager(model, values, bug, ids))
+            outcomes.append(eager(model, values, bug, ids, source))
         elif mode == "traced":
-            outcomes.append(traced(model, values, bug, ids))
+            outcomes.append(traced(model, values, bug, ids, source))
         else:
             backend = mode.removeprefix("compiled (").removesuffix(")")
-            for item in _compiled(service, DebugJob(model, values, bug, ids[0].tolist(), backend), mode):
+            for item in _compiled(service, DebugJob(model, values, bug, ids[0].tolist(), backend, source), mode):
                 if isinstance(item, Progress):
                     yield item
                 elif isinstance(item, CompileFailure):
@@ -113,14 +115,17 @@ def run_debug(service: JobRunner, model: str, config: object, bug: str, text: st
     result = DebugResult(model, values, bug, tokens.text, ids.shape[1], outcomes)
     if bug.startswith("nan"):
         yield Progress.said("Locating the NaN: detect_anomaly, forward hooks, a dispatch mode")
-        result.findings = locate(bugged(model, values, bug), ids)
+        try:
+            result.findings = locate(bugged(model, values, bug, source), ids)
+        except Exception:  # the model raises on the NaN (an edit's check): its traceback, in the modes, is the answer
+            result.findings = []
     yield Progress.said("Comparing with the un-bugged model at several lengths")
-    result.comparisons = compare(model, values, bug, comparison_texts(tokens.text, list(COMPARE_LENGTHS)))
-    result.graph = graph_change(model, values, bug, tokens.text)
+    result.comparisons = compare(model, values, bug, comparison_texts(tokens.text, list(COMPARE_LENGTHS)), source)
+    result.graph = graph_change(model, values, bug, tokens.text, source)
     yield Progress.said("Recording a hidden state with a hook, eagerly and compiled")
-    eager_rec = record(model, values, ids[0].tolist())
+    eager_rec = record(model, values, ids[0].tolist(), source=source)
     result.inspection = [eager_rec]
-    for item in _compiled(service, InspectJob(model, values, ids[0].tolist(), "eager"), "inspection"):
+    for item in _compiled(service, InspectJob(model, values, ids[0].tolist(), "eager", source), "inspection"):
         if isinstance(item, Progress):
             yield item
         elif isinstance(item, Recording):

@@ -16,7 +16,7 @@ from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.paths import relative
 from explorer.eager.capture import train_loss
 from explorer.labs.debug.failure import Failure
-from explorer.sources.registry import build_model, make_config
+from explorer.sources.edited import model_of
 from models.bugs import BUGS
 
 TRACE_TOKENS = 8  # the traced mode freezes the model at this length (shorter than the shape bug's threshold)
@@ -40,8 +40,9 @@ class ModeOutcome:
                 "note": self.note}
 
 
-def bugged(model_name: str, config: dict, bug: str) -> nn.Module:
-    model = build_model(model_name, make_config(model_name, config))
+def bugged(model_name: str, config: dict, bug: str, source: str = "") -> nn.Module:
+    """The model with `bug` injected (`source`: its file as edited in the Code tab; in the code worker only)."""
+    model = model_of(model_name, config, source)
     BUGS[bug].inject(model)
     return model
 
@@ -60,14 +61,14 @@ def step(model: nn.Module, run: nn.Module | Any, ids: torch.Tensor, mode: str) -
     return ModeOutcome(mode, False, time.perf_counter() - start, None, float(loss), finite)
 
 
-def eager(model_name: str, config: dict, bug: str, ids: torch.Tensor) -> ModeOutcome:
-    model = bugged(model_name, config, bug)
+def eager(model_name: str, config: dict, bug: str, ids: torch.Tensor, source: str = "") -> ModeOutcome:
+    model = bugged(model_name, config, bug, source)
     return step(model, model, ids, "eager")
 
 
-def traced(model_name: str, config: dict, bug: str, ids: torch.Tensor) -> ModeOutcome:
+def traced(model_name: str, config: dict, bug: str, ids: torch.Tensor, source: str = "") -> ModeOutcome:
     """Trace the bugged model at TRACE_TOKENS tokens (as a deployment would), then run the user's input."""
-    model = bugged(model_name, config, bug)
+    model = bugged(model_name, config, bug, source)
     example = torch.full((1, TRACE_TOKENS), ord("a"), dtype=torch.long)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -92,11 +93,12 @@ class DebugJob(Job[ModeOutcome]):
     bug: str
     tokens: list[int]
     backend: str
+    source: str = ""  # the model's file as edited in the Code tab (run in the confined code worker only)
 
     def run(self, ctx: WorkerContext) -> ModeOutcome:
         ctx.held = None
         dynamo.reset()
-        model = bugged(self.model, self.config, self.bug)
+        model = bugged(self.model, self.config, self.bug, self.source)
         ctx.phase(f"compiling the bugged model with backend {self.backend}")
         compiled = torch.compile(model, backend=self.backend)
         try:

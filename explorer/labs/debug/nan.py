@@ -18,7 +18,7 @@ from torch.utils._pytree import tree_leaves
 
 from explorer.compile.observe import message_line
 from explorer.core.limits import TRAIN_BUDGET_S
-from explorer.core.paths import PROJECT, sanitize
+from explorer.core.paths import EDITOR, PROJECT, in_editor, sanitize
 from explorer.eager.capture import train_loss
 from explorer.eager.compare import Comparison, interleaved
 
@@ -51,9 +51,15 @@ class Finding:
                 "cost": self.cost.ratio, "cost_said": self.cost_said(), "comparison": self.cost.as_dict()}
 
 
+def _mine(file: str) -> bool:
+    """A file of the user's: the models', or the model's file as edited in the Code tab."""
+    return file.startswith(PROJECT + "models/") or file == EDITOR
+
+
 def _user_frame(frames: list[traceback.FrameSummary]) -> str:
-    mine = [f for f in frames if f.filename.startswith(PROJECT + "models/")]
-    return f"{sanitize(mine[-1].filename)}:{mine[-1].lineno}: {(mine[-1].line or '').strip()}" if mine else ""
+    mine = [f for f in frames if _mine(f.filename)]
+    return in_editor(f"{sanitize(mine[-1].filename)}:{mine[-1].lineno}: {(mine[-1].line or '').strip()}") \
+        if mine else ""
 
 
 def _finite(x: object) -> bool:
@@ -76,11 +82,11 @@ def anomaly(model: nn.Module, ids: torch.Tensor) -> tuple[str, str]:
         except RuntimeError as e:
             forward = next((str(w.message) for w in caught if "Traceback of forward call" in str(w.message)), "")
             frames = [ln.strip() for ln in forward.splitlines() if ln.strip().startswith('File "')]
-            mine = [m for f in frames if (m := _FRAME.search(f)) and m.group(1).startswith(PROJECT + "models/")]
+            mine = [m for f in frames if (m := _FRAME.search(f)) and _mine(m.group(1))]
             where = ""
             if mine:
                 file, line = mine[-1].group(1), int(mine[-1].group(2))
-                where = f"{sanitize(file)}:{line}: {linecache.getline(file, line).strip()}"
+                where = in_editor(f"{sanitize(file)}:{line}: {linecache.getline(file, line).strip()}")
             return message_line(e).split(" returned")[0].replace("Function ", ""), where
     return "nothing (no backward function returned NaN)", ""
 

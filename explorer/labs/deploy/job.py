@@ -20,8 +20,7 @@ from explorer.core.progress import Progress
 from explorer.labs.deploy.checks import check_inputs
 from explorer.labs.deploy.results import DeployResult, RouteResult
 from explorer.labs.deploy.routes import ROUTES, Setting
-from explorer.sources.edited import build, load
-from explorer.sources.registry import build_model, make_config
+from explorer.sources.edited import model_of
 from models.config import config_dict
 
 
@@ -38,8 +37,7 @@ class RouteJob(Job[RouteResult]):
     def run(self, ctx: WorkerContext) -> RouteResult:
         ctx.held = None  # export resets dynamo's state: nothing compiled earlier stays valid here
         dynamo.reset()
-        model = (build(load(self.source, self.model), self.model, self.config) if self.source
-                 else build_model(self.model, make_config(self.model, self.config)))
+        model = model_of(self.model, self.config, self.source)
         inputs = check_inputs(self.model, model, self.text, list(self.lengths))
         with tempfile.TemporaryDirectory(prefix="graph-explorer-deploy-") as work:
             result = ROUTES[self.route](Setting(model, inputs, Path(work), ctx.phase))

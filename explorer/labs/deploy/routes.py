@@ -24,11 +24,10 @@ from torch import nn
 from explorer.compile.observe import fx_nodes, message_line, user_line
 from explorer.compile.options import cxx_compiler
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
-from explorer.core.paths import PROJECT, relative, sanitize
+from explorer.core.paths import EDITOR, PROJECT, relative, sanitize
 from explorer.eager.compare import compare
 from explorer.labs.deploy.checks import CheckInput
 from explorer.labs.deploy.results import Check, RouteResult, Warned
-from explorer.sources.edited import EDITOR
 
 Runner = Callable[[torch.Tensor], torch.Tensor]
 T = TypeVar("T")

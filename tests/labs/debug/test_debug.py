@@ -59,6 +59,12 @@ def test_a_trace_that_raises_nothing_says_it_froze_the_length_check():
     assert "TracerWarning at models/bugs.py:" in t.note
 
 
+def test_a_verdict_without_eager_says_what_each_mode_did():
+    t = traced("transformer", {}, "shape", to_ids(LONG))
+    result = DebugResult("transformer", {}, "shape", LONG, 42, [t])
+    assert result.verdict() == f"{BUGS['shape'].title}: traced raises nothing."  # was an empty sentence
+
+
 def test_nan_bugs_raise_nothing_and_show_only_in_the_numbers():
     fwd = eager("rnn", {}, "nan_forward", to_ids(LONG))
     assert not fwd.failed and math.isnan(fwd.loss) and fwd.grad_finite is False
