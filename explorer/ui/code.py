@@ -34,7 +34,7 @@ from explorer.server import CODE_WORKER
 from explorer.ui.controls import cards_html
 from explorer.ui.labs import output_component
 from explorer.ui.stream import Updates, streamed
-from explorer.ui.theme import CODE_EDITOR_ID, CODE_RUN_ID
+from explorer.ui.theme import CODE_EDITOR_ID, CODE_ERROR_ID, CODE_RUN_ID
 from explorer.views.code import code_view, compiled_text
 from models import arch_label, make_config
 from models.bugs import BUGS
@@ -68,6 +68,7 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
                 undo = gr.Button("Undo the last edit that ran", scale=0, min_width=220)
                 back = gr.Button("Back to the original", scale=0, min_width=200)
             link = gr.HTML()  # to this edit: the changed lines, in the address
+            broke = gr.HTML(elem_id=CODE_ERROR_ID)  # the line the page marks in the editor (ui/theme.PAGE_JS)
         with gr.Column(scale=1):
             status = gr.Markdown()
             cards = gr.HTML()
@@ -110,7 +111,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             if o.run is not None:
                 s.labs["code"] = e.report(o)  # the session's report includes it
             v = code_view(o, arch)
-            shown = {status: v.status, cards: cards_html(v.cards), figure: v.figure, diff: v.diff}
+            marked = f'<span data-line="{v.error_line}"></span>' if v.error_line else ""
+            shown = {status: v.status, cards: cards_html(v.cards), figure: v.figure, diff: v.diff, broke: marked}
             return shown | ({link: _link(e, o.source)} if o.run is not None else {})
         yield from streamed(items, show, status, "Cannot run the edit", kind="code")
 
@@ -159,7 +161,7 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
     def original(e: CodeEdits | None) -> Any:
         return gr.skip() if e is None else e.original
 
-    shown = [status, cards, figure, diff, link]
+    shown = [status, cards, figure, diff, link, broke]
     running = {"concurrency_id": "code", "concurrency_limit": 1, "show_progress": "hidden",
                "api_visibility": "private"}
     editor.input(None, js=PAUSED_JS)  # typed or pasted (not set by a button): runs once the typing pauses

@@ -39,6 +39,9 @@ body.ge-presentation .ge-aside, body.ge-presentation .explain, body.ge-presentat
 /* Gradio scopes the rules above under its container's classes, which outrank a body class: hence !important.
    The Playground's eight cards in one row at 1280 px (two rows pushed its graph below the first screen). */
 body.ge-presentation .card .detail { font-size: 13px !important; }
+/* The line where the Code tab's last edit broke (marked by PAGE_JS). */
+#ge-code-editor .ge-broken { background: rgba(220, 0, 0, 0.16) !important; }
+#ge-code-editor .cm-gutterElement.ge-broken { color: #b00020 !important; font-weight: 700; }
 body.ge-presentation .cards { grid-template-columns: repeat(auto-fit, minmax(98px, 1fr)) !important;
   gap: 6px !important; }
 body.ge-presentation .card { padding: 6px 8px !important; }
@@ -57,13 +60,30 @@ PRESENT_JS = """(on) => {
     (el) => window.Plotly && window.Plotly.Plots.resize(el)));
   return [];
 }"""
-CODE_RUN_ID, CODE_EDITOR_ID = "ge-code-run", "ge-code-editor"  # the Code tab's run button and editor
+# the Code tab's run button, editor, and the element naming the line where the last edit broke
+CODE_RUN_ID, CODE_EDITOR_ID, CODE_ERROR_ID = "ge-code-run", "ge-code-editor", "ge-code-error"
 PAGE_JS = """() => {
   // Gradio 6.31 marks an empty plot or JSON with a bare <div aria-label="Empty value">: ARIA forbids a label on a div
   // without a role (axe's aria-prohibited-attr). It is an image of nothing: say so.
   const label = () => document.querySelectorAll('div.empty[aria-label]:not([role])').forEach(
     (d) => d.setAttribute('role', 'img'));
-  new MutationObserver(label).observe(document.body, {childList: true, subtree: true});
+  // The Code tab's broken line, marked in the editor's gutter and text: the editor draws only the lines in view
+  // and redraws them as it scrolls, so the mark is put back after every change of the page.
+  const markBroken = () => {
+    const line = document.querySelector('#CODE_ERROR_ID [data-line]')?.dataset.line;
+    const gutter = [...document.querySelectorAll('#CODE_EDITOR_ID .cm-lineNumbers .cm-gutterElement')];
+    gutter.forEach((g) => {
+      const on = line !== undefined && g.textContent === line;
+      if (g.classList.contains('ge-broken') !== on) g.classList.toggle('ge-broken', on);
+    });
+    const at = gutter.find((g) => g.classList.contains('ge-broken'))?.getBoundingClientRect().top;
+    document.querySelectorAll('#CODE_EDITOR_ID .cm-line').forEach((l) => {
+      const on = at !== undefined && Math.abs(l.getBoundingClientRect().top - at) < 2;
+      if (l.classList.contains('ge-broken') !== on) l.classList.toggle('ge-broken', on);
+    });
+  };
+  new MutationObserver(() => { label(); markBroken(); }).observe(  // classes too: the editor re-sets a line's own
+    document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['class']});
   label();
   const box = (t) => t instanceof HTMLInputElement && t.type === 'number';
   document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && box(e.target)) e.target.blur(); });
@@ -86,4 +106,5 @@ PAGE_JS = """() => {
     clearTimeout(window.geCodePause);
     document.getElementById('CODE_RUN_ID')?.click();
   }, true);
-}""".replace("CODE_EDITOR_ID", CODE_EDITOR_ID).replace("CODE_RUN_ID", CODE_RUN_ID)
+}""".replace("CODE_EDITOR_ID", CODE_EDITOR_ID).replace("CODE_RUN_ID", CODE_RUN_ID).replace("CODE_ERROR_ID",
+                                                                                          CODE_ERROR_ID)

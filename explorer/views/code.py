@@ -20,12 +20,14 @@ class CodeView:
     figure: go.Figure | None  # the last good code's graph
     cards: list[tuple[str, str, str]]
     diff: str  # per module, the nodes added and removed against the previous code's graph
+    error_line: int | None = None  # the editor's line where the edit broke, marked in the editor
 
 
 def code_view(o: CodeOutcome, arch: str) -> CodeView:
     if o.error is not None:
         kept = " The graph below is the last code that ran." if o.good is not None else ""
-        return CodeView(f"**{o.error.text()}**{kept}", _figure(o, arch) if o.good else None, _cards(o), "")
+        return CodeView(f"**{o.error.text()}**{kept}", _figure(o, arch) if o.good else None, _cards(o), "",
+                        o.error.line)
     assert o.run is not None
     graph = o.run.fixed.capture.graph
     timed = f"forward {o.run.forward}" if o.run.forward else "timing its forward next"

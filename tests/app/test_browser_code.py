@@ -81,6 +81,9 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     expect(broken).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("The graph below is the last code that ran")).to_be_visible()
     expect(figure).to_contain_text(f"edited code: {after} nodes")  # the last good graph stays
+    marked = page.locator("#ge-code-editor .ge-broken")  # the line, marked in the gutter and in the text
+    expect(marked.first).to_be_visible()
+    assert sorted(marked.all_inner_texts()) == sorted([str(LINE + 2), "                new = cell(x, new) +"])
     shot(page, "code-syntax-error")
 
     other = page.context.new_page()  # the link, opened by someone else: the Code tab, with the edit, built
