@@ -9,8 +9,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from models import early_exit, rnn, transformer, tree
+from models import decoder, early_exit, rnn, transformer, tree
 from models.config import ConfigError, Knob, build_config, config_dict, knobs
+from models.decoder import Decoder, DecoderConfig
 from models.early_exit import EarlyExitConfig, EarlyExitEncoder
 from models.rnn import RNNConfig, UnrolledRNN
 from models.transformer import TransformerConfig, TransformerEncoder
@@ -73,6 +74,13 @@ ZOO: dict[str, ModelEntry] = {
             TreeConfig, TreeNetwork,
             lambda calls: {"tree leaves": calls.get("leaf", 0), "compositions": calls.get("compose", 0)},
             tree.activation_bytes, tree.bracketing_text, ("leaf", "compose"),
+        ),
+        ModelEntry(
+            "decoder", "Decoder (generates)",
+            "A causal transformer with a key/value cache: it generates bytes, one forward per new token.",
+            DecoderConfig, Decoder,
+            lambda calls: {"blocks run": _count_children(calls, "blocks")},
+            decoder.activation_bytes,
         ),
     )
 }

@@ -47,6 +47,10 @@ MAX_ACTIVATION_BYTES = _limit(
     "estimated bytes a train step keeps for backward: an architecture at the token limit, a lab strategy "
     "on its whole batch")
 MAX_BATCH = _limit("max_batch", 256, int, "sentences per batch in the batching lab")
+MAX_GENERATED = _limit("max_generated", 256, int, "tokens one generation makes (the generation lab)")
+MAX_GENERATION_STEPS = _limit("max_generation_steps", 12_000, int,
+                              "decoder steps one generation request takes: tokens x cache kinds x timed runs x "
+                              "sides, and each prompt alone")
 MAX_DRAWN_NODES = _limit("max_drawn_nodes", 300, int, "graphs beyond this many nodes are drawn collapsed")
 FORWARD_BUDGET_S = _limit("forward_budget_s", 0.08, float, "seconds of timing per forward figure")
 TRAIN_BUDGET_S = _limit("train_budget_s", 0.10, float, "seconds of timing per train-step figure")

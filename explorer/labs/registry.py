@@ -5,5 +5,6 @@ from explorer.labs.contract import LabSpec
 from explorer.labs.ddp.spec import SPEC as DDP
 from explorer.labs.debug.spec import SPEC as DEBUG
 from explorer.labs.deploy.spec import SPEC as DEPLOY
+from explorer.labs.generate.spec import SPEC as GENERATE
 
-LABS: dict[str, LabSpec] = {s.name: s for s in (BATCHING, DEPLOY, DEBUG, DDP)}
+LABS: dict[str, LabSpec] = {s.name: s for s in (BATCHING, DEPLOY, DEBUG, DDP, GENERATE)}

@@ -9,7 +9,7 @@ from explorer.eager.trace import ModuleTrace
 from models import ZOO, ConfigError, build_model, make_config
 from models.config import knobs
 from models.heads import NUM_CLASSES
-from models.tokenizer import encode, to_ids, token_labels
+from models.tokenizer import VOCAB_SIZE, encode, to_ids, token_labels
 from models.tree import BRACKETINGS, TreeConfig, bracket, bracketing_text
 
 TEXT = "Hi, you 👋!"
@@ -33,7 +33,7 @@ def test_config_corner_runs_forward_and_backward(model, values):
     cfg = make_config(model, values)
     m = build_model(model, cfg)
     logits = m(to_ids(TEXT))
-    assert logits.shape == (1, NUM_CLASSES)
+    assert logits.shape == (1, VOCAB_SIZE if model == "decoder" else NUM_CLASSES)  # the decoder: the next byte
     assert torch.isfinite(logits).all()
     logits.sum().backward()
     used = [p for p in m.parameters() if p.grad is not None]

@@ -1,0 +1,70 @@
+"""The generation lab, end to end: each cache kind in the compile worker (eager, and compiled when asked), then, for
+several prompts, each generated alone against its row of the left-padded batch."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Generator, Iterator
+
+from explorer.compile.protocol import JobRunner
+from explorer.core.errors import InputError
+from explorer.core.inputs import tokenize
+from explorer.core.progress import Progress
+from explorer.labs.generate.decode import left_padded
+from explorer.labs.generate.job import CacheRun, GenerateJob
+from explorer.labs.generate.results import Alone, GenerateResult
+from models.config import config_dict
+from models.decoder import CACHES
+
+
+def prompts_of(text: str) -> list[str]:
+    """One prompt per non-empty line, each as the tokenizer keeps it (truncated to the server's limit)."""
+    prompts = [tokenize(line).text for line in text.splitlines() if line.strip()]
+    if not prompts:
+        raise InputError("type a prompt (several: one per line)")
+    return prompts
+
+
+def _run(service: JobRunner, job: GenerateJob, said: str) -> Iterator[Progress | CacheRun]:
+    for item in service.run(job):
+        yield Progress(item.elapsed_s, f"{said}: {item.phase}") if isinstance(item, Progress) else item
+
+
+def run_generate(service: JobRunner, model: str, config: object, text: str, tokens: int, caches: list[str],
+                 backend: str, repeats: int) -> Iterator[Progress | GenerateResult]:
+    if unknown := [c for c in caches if c not in CACHES]:
+        raise InputError(f"unknown cache kind(s) {unknown}; they are: {', '.join(CACHES)}")
+    if not caches:
+        raise InputError(f"name at least one cache kind: {', '.join(CACHES)}")
+    prompts = prompts_of(text)
+    ids, pads = left_padded([p.encode() for p in prompts])
+    limit = getattr(config, "max_positions", None)
+    if "static" in caches and limit is not None and ids.shape[1] + tokens > limit:
+        raise InputError(f"the static cache holds {limit} positions (max_positions); the longest prompt "
+                         f"({ids.shape[1]} bytes) and {tokens} tokens need {ids.shape[1] + tokens}")
+    values = config_dict(config)
+    runs: list[CacheRun] = []
+    for i, cache in enumerate(caches, 1):
+        job = GenerateJob(model, values, ids.tolist(), pads.tolist(), tokens, cache, backend, repeats)
+        runs += yield from _collect(_run(service, job, f"cache {i} of {len(caches)}, {cache}"))
+    result = GenerateResult(model, values, prompts, pads.tolist(), tokens, repeats, runs)
+    if len(prompts) > 1:
+        batched = runs[0]
+        for b, prompt in enumerate(prompts):
+            job = GenerateJob(model, values, [list(prompt.encode())], [0], tokens, batched.cache, "", repeats)
+            alone = (yield from _collect(_run(service, job, f"prompt {b + 1} of {len(prompts)}, alone")))[0]
+            result.alone.append(Alone(prompt, alone.tokens[0] == batched.tokens[b],
+                                      float((alone.logits[0] - batched.logits[b]).abs().max()),
+                                      statistics.median(sum(r) for r in alone.eager_s)))
+    yield result
+
+
+def _collect(items: Iterator[Progress | CacheRun]) -> Generator[Progress, None, list[CacheRun]]:
+    """Progress passed on; the runs returned."""
+    runs = []
+    for item in items:
+        if isinstance(item, Progress):
+            yield item
+        else:
+            runs.append(item)
+    return runs

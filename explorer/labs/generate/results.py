@@ -1,0 +1,97 @@
+"""What a generation run measured, and what follows from the numbers: per cache kind, the tokens against the
+first kind's (the same greedy bytes, the logits within a tolerance), the prefill and the per-token decode time,
+compiled against eager as a ratio with its interval over paired decode steps, and the tokens after which the
+compile has paid for itself, said only where the interval says compiled is faster."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from explorer.eager.compare import Comparison
+from explorer.labs.generate.job import CacheRun
+
+SAME_LOGITS = 1e-5  # cache kinds that differ by more than this do not compute the same thing
+
+
+@dataclass
+class Alone:
+    """One prompt of a batch, generated alone: its tokens against its batched row's."""
+
+    prompt: str
+    same_tokens: bool
+    max_diff: float  # max |logits| alone vs its row of the batch
+    seconds: float  # median of its warm generations, all steps
+
+
+@dataclass
+class GenerateResult:
+    model: str
+    config: dict[str, Any]
+    prompts: list[str]
+    pads: list[int]
+    tokens: int
+    repeats: int
+    runs: list[CacheRun]
+    alone: list[Alone] = field(default_factory=list)  # several prompts: each generated alone too
+
+    @property
+    def reference(self) -> CacheRun:
+        return self.runs[0]
+
+    def agreement(self, run: CacheRun) -> tuple[bool, float]:
+        """Whether `run` generated the reference's tokens, and the largest logit difference."""
+        return run.tokens == self.reference.tokens, float((run.logits - self.reference.logits).abs().max())
+
+    def per_token(self, run: CacheRun) -> Comparison | None:
+        """Eager against compiled over the decode steps (step 0, the prefill, aside), paired within a warm run."""
+        if not run.compiled_s:
+            return None
+        eager = [s * 1e3 for r in run.eager_s for s in r[1:]]
+        compiled = [s * 1e3 for r in run.compiled_s for s in r[1:]]
+        return Comparison.of("eager", "compiled", eager, compiled, threads=run.threads, cores=run.cores)
+
+    def break_even(self, run: CacheRun) -> int | None:
+        """Generated tokens after which compiling has paid for its compile seconds: only where the interval says
+        the compiled decode step is faster."""
+        c = self.per_token(run)
+        if c is None or c.faster != "compiled":
+            return None
+        saved_s = (statistics.median(c.a_ms) - statistics.median(c.b_ms)) / 1e3
+        return math.ceil(sum(x.seconds for x in run.compiles) / saved_s)
+
+    def verdict(self) -> str:
+        parts = []
+        for run in self.runs[1:]:
+            same, diff = self.agreement(run)
+            parts.append(f"the {run.cache} cache generates {'the same' if same else 'OTHER'} tokens as "
+                         f"{self.reference.cache} (logits within {diff:.1g}"
+                         f"{'' if diff <= SAME_LOGITS else f', past {SAME_LOGITS:g}'})")
+        for run in self.runs:
+            c = self.per_token(run)
+            if run.error:
+                parts.append(f"compiled with the {run.cache} cache failed: {run.error}")
+            elif c is not None:
+                k = self.break_even(run)
+                decode = [x for x in run.compiles if x.step > 0]
+                parts.append(f"compiled with the {run.cache} cache: {len(run.compiles)} compile(s), "
+                             f"{len(decode)} after the prefill; per token {c.said()}"
+                             + (f"; it pays for its compile after {k} tokens" if k is not None else ""))
+        for a in self.alone:
+            parts.append(f"{a.prompt[:20]!r} alone generates {'the same' if a.same_tokens else 'OTHER'} tokens as in "
+                         f"the padded batch (logits within {a.max_diff:.1g})")
+        return "; ".join(parts) + "." if parts else "One cache kind, eager: nothing to compare."
+
+    def as_dict(self) -> dict[str, Any]:
+        runs = []
+        for run in self.runs:
+            same, diff = self.agreement(run)
+            c = self.per_token(run)
+            runs.append({k: v for k, v in asdict(run).items() if k != "logits"}
+                        | {"same_tokens_as_reference": same, "max_logit_diff_vs_reference": diff,
+                           "per_token": c.as_dict() if c else None, "break_even_tokens": self.break_even(run)})
+        return {"model": self.model, "config": self.config, "prompts": self.prompts, "pads": self.pads,
+                "tokens": self.tokens, "repeats": self.repeats, "reference": self.reference.cache,
+                "verdict": self.verdict(), "caches": runs, "alone": [asdict(a) for a in self.alone]}

@@ -1,0 +1,125 @@
+"""The generation lab's view as plain data: per cache kind a row (the tokens against the reference's, prefill and
+decode per token, compiled against eager with its interval, the compiles, the break-even), the decode step's
+time and the cache's bytes against the position, the compiles step by step, and each prompt alone against the
+padded batch (the UI, the CLI and the API show it; tests call it)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from explorer.core import machine
+from explorer.core.machine import Machine
+from explorer.draw.style import headed
+from explorer.labs.contract import Kind, Output
+from explorer.labs.generate.job import CacheRun
+from explorer.labs.generate.results import GenerateResult
+
+CACHE_COLUMNS = ("cache", "tokens vs the first", "max |logit diff|", "prefill ms (eager)",
+                 "decode ms/token, eager (median, IQR)", "compiled: per token", "compiles (steps)",
+                 "pays off after", "cache bytes at the end", "fail_on_recompile")
+COMPILE_COLUMNS = ("cache", "step", "seconds", "why (the guard that failed)")
+ALONE_COLUMNS = ("prompt", "tokens vs its batched row", "max |logit diff|", "seconds alone (median)")
+OUTPUTS = (
+    Output("verdict", Kind.MARKDOWN),
+    Output("caches", Kind.TABLE, "per cache kind", CACHE_COLUMNS, prose=("compiled: per token", "fail_on_recompile")),
+    Output("latency", Kind.PLOT, "decode time against the position", row=1),
+    Output("memory", Kind.PLOT, "the cache's bytes against the position", row=1),
+    Output("compiles", Kind.TABLE, "compiles, step by step", COMPILE_COLUMNS, prose=("why (the guard that failed)",)),
+    Output("alone", Kind.TABLE, "each prompt alone against the padded batch", ALONE_COLUMNS),
+)
+
+
+@dataclass
+class GenerateView:
+    status: str
+    verdict: str
+    caches: list[list[Any]]
+    latency: go.Figure
+    memory: go.Figure
+    compiles: list[list[Any]]
+    alone: list[list[Any]]
+    report: dict[str, Any]
+
+
+def _ms(samples: list[float]) -> str:
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
+    return f"{statistics.median(samples):.3f} (IQR {q[2] - q[0]:.3f})"
+
+
+def _row(result: GenerateResult, run: CacheRun) -> list[Any]:
+    same, diff = result.agreement(run)
+    c = result.per_token(run)
+    k = result.break_even(run)
+    decode = [s * 1e3 for r in run.eager_s for s in r[1:]]
+    compiled = run.error or (c.said() if c else "not compiled")
+    steps = ", ".join(str(x.step) for x in run.compiles) or "—"
+    return [run.cache, "same" if same else "OTHER", f"{diff:.1g}",
+            f"{statistics.median(r[0] for r in run.eager_s) * 1e3:.2f}", _ms(decode), compiled,
+            f"{len(run.compiles)} ({steps})" if run.backend else "—",
+            f"{k} tokens" if k is not None else "—", f"{run.cache_bytes[-1]:,}", run.stance or "—"]
+
+
+def latency_figure(result: GenerateResult) -> go.Figure:
+    """Each decode step's median over the warm runs against its position (prompt length + step)."""
+    fig = go.Figure()
+    start = max(len(p.encode()) for p in result.prompts)
+    for run in result.runs:
+        for side, samples, dash in (("eager", run.eager_s, "solid"), ("compiled", run.compiled_s, "dash")):
+            if not samples:
+                continue
+            medians = [statistics.median(r[i] for r in samples) * 1e3 for i in range(1, result.tokens)]
+            fig.add_scatter(x=list(range(start + 1, start + result.tokens)), y=medians, mode="lines",
+                            name=f"{run.cache}, {side}", line={"dash": dash})
+    fig.update_layout(xaxis_title="position (prompt + generated)", yaxis_title="ms per decode step (median)")
+    headed(fig, "Each new token's forward, by cache kind")
+    return fig
+
+
+def memory_figure(result: GenerateResult) -> go.Figure:
+    fig = go.Figure()
+    start = max(len(p.encode()) for p in result.prompts)
+    for run in result.runs:
+        fig.add_scatter(x=list(range(start, start + result.tokens)), y=run.cache_bytes, mode="lines",
+                        name=run.cache)
+    fig.update_layout(xaxis_title="position (prompt + generated)", yaxis_title="cache bytes")
+    headed(fig, "The key/value cache's size (none: nothing kept)")
+    return fig
+
+
+def view_of(result: GenerateResult) -> GenerateView:
+    report = result.as_dict() | {"machine": machine.describe()}
+    first = result.runs[0]
+    status = (f"{result.model}: {len(result.prompts)} prompt(s), {result.tokens} tokens each, greedy (the weights "
+              "are random: the bytes are noise, what matters is that every cache kind generates the same ones). "
+              f"Timed: {result.repeats} warm generation(s) per cache kind and side, step by step, interleaved, on "
+              f"{machine.this_machine().line()}, {first.threads} thread(s).")
+    compiles = [[r.cache, c.step, f"{c.seconds:.2f}", c.reason] for r in result.runs for c in r.compiles]
+    alone = [[a.prompt, "same" if a.same_tokens else "OTHER", f"{a.max_diff:.1g}", f"{a.seconds:.3f}"]
+             for a in result.alone]
+    return GenerateView(status, f"**Verdict**: {result.verdict()}", [_row(result, r) for r in result.runs],
+                        latency_figure(result), memory_figure(result), compiles, alone, report)
+
+
+def format_generate(report: dict[str, Any]) -> str:
+    """The generation lab's report as text (`generate` without --json)."""
+    lines = [f"{report['model']}, {len(report['prompts'])} prompt(s), {report['tokens']} tokens, "
+             f"{report['repeats']} warm run(s) per side; {Machine.of(report['machine']).line()}"]
+    for c in report["caches"]:
+        decode = [s * 1e3 for r in c["eager_s"] for s in r[1:]]
+        lines.append(f"{c['cache']:<8} tokens {'same' if c['same_tokens_as_reference'] else 'OTHER'} "
+                     f"(logits within {c['max_logit_diff_vs_reference']:.1g}); decode {_ms(decode)} ms/token "
+                     f"eager; cache {c['cache_bytes'][-1]:,} bytes")
+        if c["per_token"]:
+            lines.append(f"{'':<9}compiled ({c['backend']}): {len(c['compiles'])} compile(s) at steps "
+                         f"{[x['step'] for x in c['compiles']]}; {c['per_token']['said']}"
+                         + (f"; pays off after {c['break_even_tokens']} tokens" if c["break_even_tokens"] else ""))
+        if c["error"]:
+            lines.append(f"{'':<9}compiled: {c['error']}")
+        if c["stance"]:
+            lines.append(f"{'':<9}{c['stance']}")
+    lines.append(f"verdict: {report['verdict']}")
+    return "\n".join(lines)

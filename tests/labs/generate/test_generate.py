@@ -1,0 +1,94 @@
+"""Generation with the decoder's three caches: the same tokens and logits for the same prompt, a left-padded batch
+generating what each prompt does alone, the static cache's decode step compiled once over 64 steps under
+fail_on_recompile while the dynamic cache's recompiles, and the lab end to end through its spec."""
+
+import itertools
+
+import pytest
+import torch
+
+from explorer.api import final, named_subject, run_lab
+from explorer.compile.protocol import Here, WorkerContext, Workers
+from explorer.core.errors import InputError
+from explorer.labs.contract import LabContext
+from explorer.labs.generate.decode import generate, left_padded
+from explorer.labs.generate.job import STANCE_FROM, GenerateJob
+from explorer.labs.registry import LABS
+from models import build_model, make_config
+from models.decoder import CACHES
+
+PROMPTS = [b"The cat sat on the mat, and then it slept.", b"Hi.", b"A dog barked twice"]
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    return build_model("decoder", make_config("decoder"))
+
+
+def _one(model, prompt: bytes, kind: str, tokens: int):
+    ids, pads = left_padded([prompt])
+    return generate(model, ids, pads, tokens, kind)
+
+
+def test_the_three_caches_generate_the_same_tokens_and_logits(decoder):
+    runs = {kind: _one(decoder, PROMPTS[0], kind, 24) for kind in CACHES}
+    for kind in CACHES[1:]:
+        assert torch.equal(runs[kind].tokens, runs["none"].tokens), kind
+        assert (runs[kind].logits - runs["none"].logits).abs().max() < 1e-5, kind
+    assert runs["none"].cache_bytes == (0,) * 24
+    dynamic = runs["dynamic"].cache_bytes  # one more position a step; the static one is allocated once, whole
+    assert all(b > a for a, b in itertools.pairwise(dynamic))
+    assert len(set(runs["static"].cache_bytes)) == 1 and runs["static"].cache_bytes[0] > dynamic[-1]
+
+
+@pytest.mark.parametrize("kind", CACHES)
+def test_a_left_padded_batch_generates_what_each_prompt_does_alone(decoder, kind):
+    ids, pads = left_padded(PROMPTS)
+    assert pads.tolist() == [0, len(PROMPTS[0]) - 3, len(PROMPTS[0]) - len(PROMPTS[2])]
+    batched = generate(decoder, ids, pads, 12, kind)
+    for row, prompt in enumerate(PROMPTS):
+        alone = _one(decoder, prompt, kind, 12)
+        assert torch.equal(batched.tokens[row], alone.tokens[0]), (kind, prompt)
+        assert (batched.logits[row] - alone.logits[0]).abs().max() < 1e-5, (kind, prompt)
+
+
+def test_padding_on_the_wrong_side_changes_the_answer(decoder):
+    """The check can fail: the short prompt padded on the right generates after its pads, not after its text."""
+    right = torch.tensor([list(PROMPTS[1]) + [0] * (len(PROMPTS[0]) - 3)])
+    wrong = generate(decoder, right, torch.zeros(1, dtype=torch.long), 12, "dynamic")
+    assert (wrong.logits[0] - _one(decoder, PROMPTS[1], "dynamic", 12).logits[0]).abs().max() > 1e-3
+
+
+def _job(cache: str, tokens: int) -> GenerateJob:
+    ids, pads = left_padded([PROMPTS[0]])
+    return GenerateJob("decoder", {}, ids.tolist(), pads.tolist(), tokens, cache, "eager", 1)
+
+
+def test_the_static_cache_decode_step_compiles_once_over_64_steps_under_fail_on_recompile():
+    run = _job("static", 64).run(WorkerContext(lambda phase: None))
+    assert run.error == "" and run.stance.startswith(f"fail_on_recompile from step {STANCE_FROM} to 63")
+    assert [c.step for c in run.compiles] == [0, 1]  # the prefill's graph, then the decode step's: no other
+    assert run.compiled_tokens == run.tokens and run.compiled_diff < 1e-5
+    assert len(run.eager_s) == len(run.compiled_s) == 1 and len(run.compiled_s[0]) == 64
+
+
+def test_the_dynamic_cache_recompiles_as_its_shapes_grow_and_says_which_guard_failed():
+    run = _job("dynamic", 12).run(WorkerContext(lambda phase: None))
+    later = [c for c in run.compiles if c.step >= STANCE_FROM]
+    assert run.error == "" and run.stance == "" and later  # no stance here: every recompile is logged
+    assert all(c.reason != "first compile" for c in run.compiles[1:])  # each later one names its guard
+
+
+def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_that_does_not_generate():
+    here = Here()
+    ctx = LabContext(Workers(here, here, here), lambda: "")
+    view = final(run_lab(LABS["generate"], named_subject("decoder", {}), {
+        "text": "Hello there\nHi", "tokens": 6, "caches": "dynamic,static", "compile": "eager", "repeats": 2}, ctx))
+    assert [row[0] for row in view.caches] == ["dynamic", "static"] and view.caches[1][1] == "same"
+    assert [row[1] for row in view.alone] == ["same", "same"]  # each prompt alone, as in the padded batch
+    assert "per token" in view.verdict and "Hello there" in view.report["prompts"][0]
+    assert view.report["caches"][1]["per_token"]["pairs"] == 2 * 5  # two warm runs x five decode steps, paired
+    with pytest.raises(InputError, match="rnn does not generate"):
+        final(run_lab(LABS["generate"], named_subject("rnn", {}), {}, ctx))
+    with pytest.raises(InputError, match="max_positions"):
+        final(run_lab(LABS["generate"], named_subject("decoder", {"max_positions": 16}), {"tokens": 8}, ctx))
