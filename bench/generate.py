@@ -1,10 +1,10 @@
 """Per-token generation latency by cache kind, eager and compiled, against the position: `python -m bench.generate`.
 
-The decoder at its default config, a 32-byte prompt and 224 generated tokens (positions 32 to 256), greedy. Per
+The decoder at its default config, a 32-byte prompt and 224 generated tokens (positions 33 to 256), greedy. Per
 cache kind, one GenerateJob (explorer/labs/generate/job.py) as the lab runs it, here in this process: the compiled
 side's first generation logs its compiles (inductor), then REPEATS warm generations of each side, interleaved on
 one measuring core and timed step by step. Writes bench/RESULTS-generate.md: per cache kind and side, the decode
-step's median over the warm runs at positions 32, 64, 128 and 255, the compiles and the seconds they took, the
+step's median over the warm runs at positions 33, 64, 128 and 256, the compiles and the seconds they took, the
 per-token comparison (its interval over the paired decode steps) and the break-even in generated tokens."""
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from explorer.labs.generate.results import GenerateResult
 from models.decoder import CACHES
 
 PROMPT = b"The cat sat on the mat, and then"  # 32 bytes
-TOKENS = 224  # to position 256
+TOKENS = 225  # the last step reads 256 positions
 REPEATS = 5
-AT = (32, 64, 128, 255)  # positions read off (the step that reads this many positions)
+AT = (33, 64, 128, 256)  # positions read off: decode step i reads the prompt and i generated tokens
 
 
 def _at(samples: list[list[float]], position: int) -> str:
-    step = position - len(PROMPT) + 1  # step i reads the prompt and i generated tokens
+    step = position - len(PROMPT)
     return f"{statistics.median(r[step] for r in samples) * 1e3:.3f}" if 0 < step < len(samples[0]) else "—"
 
 

@@ -67,6 +67,16 @@ def bar_layout(fig: go.Figure, title: str, y_title: str, height: int) -> go.Figu
     return fig
 
 
+def line_layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = 380) -> go.Figure:
+    """A lab line chart: its title and legend above the lines (`headed`), clear of Gradio's label."""
+    top = headed(fig, title, under_px=GRADIO_LABEL_PX)
+    fig.update_layout(height=height, plot_bgcolor="white", font={"size": 13},
+                      margin={"l": 10, "r": 10, "t": top, "b": 40})
+    fig.update_xaxes(title_text=x_title, gridcolor="#eee")
+    fig.update_yaxes(title_text=y_title, gridcolor="#eee", rangemode="tozero")
+    return fig
+
+
 def whole_ticks(top: float, ticks: int = 6) -> dict[str, Any]:
     """Axis ticks on whole numbers only (a count of tokens or sentences has no 41.5)."""
     return {"tick0": 0, "dtick": max(1, math.ceil(top / ticks)), "tickformat": ",d"}

@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
+from explorer.eager.capture import Capture, capture_run
 from models.decoder import Cache, Decoder
 
 Step = Callable[[torch.Tensor, Cache], torch.Tensor]  # the decoder's `step`, eager or compiled
@@ -54,3 +56,29 @@ def generate(model: Decoder, ids: torch.Tensor, pads: torch.Tensor, tokens: int,
             logits.append(last)
             sequence, new = torch.cat([sequence, nxt], dim=1), nxt
     return Generated(torch.cat(out, dim=1), torch.stack(logits, dim=1), tuple(seconds), tuple(sizes))
+
+
+class _StepOf(nn.Module):
+    """One step of generation as a module (so that the Playground's capture reads its graph): the decoder's
+    `step` on the new tokens after what `cache` holds, the last position's logits."""
+
+    def __init__(self, decoder: Decoder, cache: Cache) -> None:
+        super().__init__()
+        self.decoder, self.cache = decoder, cache
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.decoder.step(ids, self.cache)[:, -1]
+
+
+def step_graph(model: Decoder, ids: torch.Tensor, pads: torch.Tensor, generated: torch.Tensor, kind: str,
+               at: int) -> Capture:
+    """The autograd graph of generation step `at` (0: the prefill) with a cache of `kind`: the steps before it
+    replayed with the tokens `generated` (B, N), then step `at` captured with its cache as it stands."""
+    cache = model.new_cache(pads, kind)
+    sequence = torch.cat([ids, generated[:, :at]], dim=1)
+    if kind != "none" and at > 0:
+        with torch.no_grad():
+            model.step(sequence[:, :-1], cache)
+        cache.advance(sequence.shape[1] - 1)
+    new = sequence if kind == "none" or at == 0 else sequence[:, -1:]
+    return capture_run(_StepOf(model, cache), new)

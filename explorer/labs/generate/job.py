@@ -19,8 +19,9 @@ from explorer.compile.observe import CountingBackend, frame_compiles, message_li
 from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.limits import THREADS
 from explorer.core.machine import on_core
+from explorer.eager.capture import Capture
 from explorer.eager.timing import measuring_core
-from explorer.labs.generate.decode import Generated, Step, generate
+from explorer.labs.generate.decode import Generated, Step, generate, step_graph
 from explorer.sources.edited import model_of
 
 STANCE_FROM = 2  # steps 0 (the prefill) and 1 (the first decode) compile; from here on, none may (static cache)
@@ -53,6 +54,7 @@ class CacheRun:
     error: str = ""  # the compiled generation failed: its message
     cores: tuple[int, ...] = ()
     threads: int = THREADS
+    graph: Capture | None = None  # the chosen step's autograd graph (eager)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class GenerateJob(Job[CacheRun]):
     cache: str
     backend: str  # "" eager only, else torch.compile's backend too
     repeats: int
+    graph_at: int = 1  # the step whose autograd graph is captured (0: the prefill)
 
     def run(self, ctx: WorkerContext) -> CacheRun:
         ctx.held = None
@@ -76,6 +79,8 @@ class GenerateJob(Job[CacheRun]):
             eager = generate(model, ids, pads, self.tokens, self.cache)
             run = CacheRun(self.cache, eager.tokens.tolist(), eager.logits, [], list(eager.cache_bytes),
                            self.backend)
+            ctx.phase(f"{self.cache} cache: reading step {self.graph_at}'s autograd graph")
+            run.graph = step_graph(model, ids, pads, eager.tokens, self.cache, self.graph_at)
             steps: dict[str, Step] = {"eager": model.step}
             if self.backend:
                 ctx.phase(f"{self.cache} cache: compiling ({self.backend}) while generating")

@@ -31,11 +31,13 @@ def _run(service: JobRunner, job: GenerateJob, said: str) -> Iterator[Progress |
 
 
 def run_generate(service: JobRunner, model: str, config: object, text: str, tokens: int, caches: list[str],
-                 backend: str, repeats: int) -> Iterator[Progress | GenerateResult]:
+                 backend: str, repeats: int, graph_at: int = 1) -> Iterator[Progress | GenerateResult]:
     if unknown := [c for c in caches if c not in CACHES]:
         raise InputError(f"unknown cache kind(s) {unknown}; they are: {', '.join(CACHES)}")
     if not caches:
         raise InputError(f"name at least one cache kind: {', '.join(CACHES)}")
+    if not 0 <= graph_at < tokens:
+        raise InputError(f"the graph's step must be one of the {tokens} steps: 0 (the prefill) to {tokens - 1}")
     prompts = prompts_of(text)
     ids, pads = left_padded([p.encode() for p in prompts])
     limit = getattr(config, "max_positions", None)
@@ -45,13 +47,14 @@ def run_generate(service: JobRunner, model: str, config: object, text: str, toke
     values = config_dict(config)
     runs: list[CacheRun] = []
     for i, cache in enumerate(caches, 1):
-        job = GenerateJob(model, values, ids.tolist(), pads.tolist(), tokens, cache, backend, repeats)
+        job = GenerateJob(model, values, ids.tolist(), pads.tolist(), tokens, cache, backend, repeats, graph_at)
         runs += yield from _collect(_run(service, job, f"cache {i} of {len(caches)}, {cache}"))
-    result = GenerateResult(model, values, prompts, pads.tolist(), tokens, repeats, runs)
+    result = GenerateResult(model, values, prompts, pads.tolist(), tokens, repeats, runs, graph_at)
     if len(prompts) > 1:
         batched = runs[0]
         for b, prompt in enumerate(prompts):
-            job = GenerateJob(model, values, [list(prompt.encode())], [0], tokens, batched.cache, "", repeats)
+            job = GenerateJob(model, values, [list(prompt.encode())], [0], tokens, batched.cache, "", repeats,
+                              graph_at)
             alone = (yield from _collect(_run(service, job, f"prompt {b + 1} of {len(prompts)}, alone")))[0]
             result.alone.append(Alone(prompt, alone.tokens[0] == batched.tokens[b],
                                       float((alone.logits[0] - batched.logits[b]).abs().max()),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from explorer.eager.compare import Comparison
@@ -35,6 +35,7 @@ class GenerateResult:
     tokens: int
     repeats: int
     runs: list[CacheRun]
+    graph_at: int = 1  # the step whose autograd graph each cache kind's run captured
     alone: list[Alone] = field(default_factory=list)  # several prompts: each generated alone too
 
     @property
@@ -89,9 +90,12 @@ class GenerateResult:
         for run in self.runs:
             same, diff = self.agreement(run)
             c = self.per_token(run)
-            runs.append({k: v for k, v in asdict(run).items() if k != "logits"}
-                        | {"same_tokens_as_reference": same, "max_logit_diff_vs_reference": diff,
-                           "per_token": c.as_dict() if c else None, "break_even_tokens": self.break_even(run)})
+            kept = {f.name: getattr(run, f.name) for f in fields(run) if f.name not in ("logits", "graph", "compiles")}
+            runs.append(kept | {"compiles": [asdict(c) for c in run.compiles],
+                                "step_graph_nodes": len(run.graph.graph.nodes) if run.graph else None,
+                                "same_tokens_as_reference": same, "max_logit_diff_vs_reference": diff,
+                                "per_token": c.as_dict() if c else None, "break_even_tokens": self.break_even(run)})
         return {"model": self.model, "config": self.config, "prompts": self.prompts, "pads": self.pads,
                 "tokens": self.tokens, "repeats": self.repeats, "reference": self.reference.cache,
+                "graph_step": self.graph_at,
                 "verdict": self.verdict(), "caches": runs, "alone": [asdict(a) for a in self.alone]}

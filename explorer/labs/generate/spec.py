@@ -34,6 +34,8 @@ class GenerateParams:
     compile: str = knob("none", "also compile the decoder's step with this backend (inductor compiles C++)",
                         choices=BACKENDS)
     repeats: int = knob(3, "warm generations timed per cache kind and side", min=1, max=10)
+    graph_step: int = knob(1, "the step whose autograd graph is drawn for each cache kind (0: the prefill)", min=0,
+                           max=MAX_GENERATED - 1)
 
 
 def generates(subject: Subject) -> bool:
@@ -48,7 +50,7 @@ def run(subject: Subject | None, p: GenerateParams, ctx: LabContext) -> Iterator
         subject = named(OWN_MODEL)
     backend = "" if p.compile == "none" else p.compile
     yield from run_generate(ctx.workers.compile, subject.model, subject.config, p.text, p.tokens, list(p.caches),
-                            backend, p.repeats)
+                            backend, p.repeats, p.graph_step)
 
 
 def refuses(subject: Subject) -> str | None:

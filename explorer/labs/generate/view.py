@@ -13,10 +13,12 @@ import plotly.graph_objects as go
 
 from explorer.core import machine
 from explorer.core.machine import Machine
-from explorer.draw.style import headed
+from explorer.draw.graph import draw_graph
+from explorer.draw.style import line_layout
 from explorer.labs.contract import Kind, Output
 from explorer.labs.generate.job import CacheRun
 from explorer.labs.generate.results import GenerateResult
+from models.decoder import CACHES
 
 CACHE_COLUMNS = ("cache", "tokens vs the first", "max |logit diff|", "prefill ms (eager)",
                  "decode ms/token, eager (median, IQR)", "compiled: per token", "compiles (steps)",
@@ -30,6 +32,7 @@ OUTPUTS = (
     Output("memory", Kind.PLOT, "the cache's bytes against the position", row=1),
     Output("compiles", Kind.TABLE, "compiles, step by step", COMPILE_COLUMNS, prose=("why (the guard that failed)",)),
     Output("alone", Kind.TABLE, "each prompt alone against the padded batch", ALONE_COLUMNS),
+    *(Output(f"graph_{kind}", Kind.PLOT, f"the chosen step's autograd graph, {kind} cache") for kind in CACHES),
 )
 
 
@@ -42,6 +45,9 @@ class GenerateView:
     memory: go.Figure
     compiles: list[list[Any]]
     alone: list[list[Any]]
+    graph_none: go.Figure | None
+    graph_dynamic: go.Figure | None
+    graph_static: go.Figure | None
     report: dict[str, Any]
 
 
@@ -74,9 +80,8 @@ def latency_figure(result: GenerateResult) -> go.Figure:
             medians = [statistics.median(r[i] for r in samples) * 1e3 for i in range(1, result.tokens)]
             fig.add_scatter(x=list(range(start + 1, start + result.tokens)), y=medians, mode="lines",
                             name=f"{run.cache}, {side}", line={"dash": dash})
-    fig.update_layout(xaxis_title="position (prompt + generated)", yaxis_title="ms per decode step (median)")
-    headed(fig, "Each new token's forward, by cache kind")
-    return fig
+    return line_layout(fig, "Each new token's forward, by cache kind", "position (prompt + generated)",
+                       "ms per decode step (median)")
 
 
 def memory_figure(result: GenerateResult) -> go.Figure:
@@ -85,9 +90,19 @@ def memory_figure(result: GenerateResult) -> go.Figure:
     for run in result.runs:
         fig.add_scatter(x=list(range(start, start + result.tokens)), y=run.cache_bytes, mode="lines",
                         name=run.cache)
-    fig.update_layout(xaxis_title="position (prompt + generated)", yaxis_title="cache bytes")
-    headed(fig, "The key/value cache's size (none: nothing kept)")
-    return fig
+    return line_layout(fig, "The key/value cache's size (none: nothing kept)", "position (prompt + generated)",
+                       "cache bytes")
+
+
+def step_figure(result: GenerateResult, kind: str) -> go.Figure | None:
+    """The chosen step's autograd graph with a cache of `kind` (hover a node: its shapes show the cache read)."""
+    run = next((r for r in result.runs if r.cache == kind), None)
+    if run is None or run.graph is None:
+        return None
+    g = run.graph.graph
+    what = "the prefill" if result.graph_at == 0 else f"decode step {result.graph_at}"
+    return draw_graph(g, f"{kind} cache, {what}: {len(g.nodes)} nodes, {len(g.edges)} edges ({{drawn}})",
+                      height=460)
 
 
 def view_of(result: GenerateResult) -> GenerateView:
@@ -101,7 +116,8 @@ def view_of(result: GenerateResult) -> GenerateView:
     alone = [[a.prompt, "same" if a.same_tokens else "OTHER", f"{a.max_diff:.1g}", f"{a.seconds:.3f}"]
              for a in result.alone]
     return GenerateView(status, f"**Verdict**: {result.verdict()}", [_row(result, r) for r in result.runs],
-                        latency_figure(result), memory_figure(result), compiles, alone, report)
+                        latency_figure(result), memory_figure(result), compiles, alone,
+                        *(step_figure(result, kind) for kind in CACHES), report)
 
 
 def format_generate(report: dict[str, Any]) -> str:

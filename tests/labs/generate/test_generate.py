@@ -11,7 +11,7 @@ from explorer.api import final, named_subject, run_lab
 from explorer.compile.protocol import Here, WorkerContext, Workers
 from explorer.core.errors import InputError
 from explorer.labs.contract import LabContext
-from explorer.labs.generate.decode import generate, left_padded
+from explorer.labs.generate.decode import generate, left_padded, step_graph
 from explorer.labs.generate.job import STANCE_FROM, GenerateJob
 from explorer.labs.registry import LABS
 from models import build_model, make_config
@@ -52,6 +52,21 @@ def test_a_left_padded_batch_generates_what_each_prompt_does_alone(decoder, kind
         assert (batched.logits[row] - alone.logits[0]).abs().max() < 1e-5, (kind, prompt)
 
 
+def test_a_steps_graph_without_a_cache_runs_the_whole_sequence_and_with_one_a_token(decoder):
+    ids, pads = left_padded([PROMPTS[0]])
+    made = generate(decoder, ids, pads, 4, "dynamic").tokens
+    whole, one = (step_graph(decoder, ids, pads, made, kind, 3) for kind in ("none", "dynamic"))
+    def embedded(c):
+        return [n.shape for n in c.graph.nodes if n.op == "EmbeddingBackward0"]
+
+    assert embedded(one) == [(1, 1, 64)]  # one new token read, against the cache
+    static = step_graph(decoder, ids, pads, made, "static", 3)
+    ops = {kind: {n.op for n in c.graph.nodes} for kind, c in (("dynamic", one), ("static", static))}
+    assert "CatBackward0" in ops["dynamic"] - ops["static"]  # the cache grows by a concatenation...
+    assert "IndexCopyBackward0" in ops["static"] - ops["dynamic"]  # ...or is written in place at the position
+    assert embedded(whole) == [(1, ids.shape[1] + 3, 64)]  # the prompt and the three tokens before, again
+
+
 def test_padding_on_the_wrong_side_changes_the_answer(decoder):
     """The check can fail: the short prompt padded on the right generates after its pads, not after its text."""
     right = torch.tensor([list(PROMPTS[1]) + [0] * (len(PROMPTS[0]) - 3)])
@@ -83,8 +98,11 @@ def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_tha
     here = Here()
     ctx = LabContext(Workers(here, here, here), lambda: "")
     view = final(run_lab(LABS["generate"], named_subject("decoder", {}), {
-        "text": "Hello there\nHi", "tokens": 6, "caches": "dynamic,static", "compile": "eager", "repeats": 2}, ctx))
+        "text": "Hello there\nHi", "tokens": 6, "caches": "dynamic,static", "compile": "eager", "repeats": 2,
+        "graph_step": 3}, ctx))
     assert [row[0] for row in view.caches] == ["dynamic", "static"] and view.caches[1][1] == "same"
+    assert view.graph_none is None and "decode step 3" in view.graph_dynamic.layout.title.text
+    assert all(c["step_graph_nodes"] > 0 for c in view.report["caches"])
     assert [row[1] for row in view.alone] == ["same", "same"]  # each prompt alone, as in the padded batch
     assert "per token" in view.verdict and "Hello there" in view.report["prompts"][0]
     assert view.report["caches"][1]["per_token"]["pairs"] == 2 * 5  # two warm runs x five decode steps, paired
