@@ -15,7 +15,7 @@ import time
 from bench.common import parser
 from explorer.compile.protocol import WorkerContext
 from explorer.core import machine
-from explorer.labs.generate.decode import left_padded
+from explorer.eager.generation import left_padded
 from explorer.labs.generate.job import CacheRun, GenerateJob
 from explorer.labs.generate.results import GenerateResult
 from models.decoder import CACHES

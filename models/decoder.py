@@ -6,7 +6,7 @@
   decode step has the same shapes: one compiled graph serves them all).
 
 As a zoo model its forward reads a sentence and returns the next byte's logits, (batch, 256): one row per
-sentence, read at each row's last real token (`lengths`: rows right-padded). Generation (explorer/generate) calls
+sentence, read at each row's last real token (`lengths`: rows right-padded). Generation (explorer/eager/generation.py) calls
 `step` with a cache from `new_cache`; prompts of different lengths are padded on the left (`pads`), their pads
 masked out of every attention and their positions counted from each row's first real token, so a row gets the
 same logits batched as alone.
@@ -53,6 +53,13 @@ class DynamicCache:
         self.k: dict[int, torch.Tensor] = {}
         self.v: dict[int, torch.Tensor] = {}
 
+    @classmethod
+    def of(cls, pads: torch.Tensor, k: list[torch.Tensor], v: list[torch.Tensor]) -> DynamicCache:
+        """A cache holding these keys and values (B, heads, L, head_dim) per layer."""
+        cache = cls(pads)
+        cache.k, cache.v, cache.seen = dict(enumerate(k)), dict(enumerate(v)), k[0].shape[2]
+        return cache
+
     def columns(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The new queries' columns (t,) and every key's column (L,)."""
         return self.seen + torch.arange(t), torch.arange(self.seen + t)
@@ -81,6 +88,13 @@ class StaticCache:
         self.k = [torch.zeros(shape) for _ in range(layers)]
         self.v = [torch.zeros(shape) for _ in range(layers)]
         self.max_positions = max_positions
+
+    @classmethod
+    def of(cls, pads: torch.Tensor, k: list[torch.Tensor], v: list[torch.Tensor], seen: torch.Tensor) -> StaticCache:
+        """A cache over these buffers (B, heads, max_positions, head_dim) per layer, `seen` columns written."""
+        cache = cls.__new__(cls)
+        cache.pads, cache.k, cache.v, cache.seen, cache.max_positions = pads, k, v, seen, k[0].shape[2]
+        return cache
 
     def columns(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
         return self.seen + torch.arange(t), torch.arange(self.max_positions)
@@ -176,6 +190,37 @@ class Decoder(nn.Module):
         logits = self.step(ids, DynamicCache(torch.zeros(ids.shape[0], dtype=torch.long)))
         last = (lengths - 1) if lengths is not None else torch.full((ids.shape[0],), ids.shape[1] - 1)
         return logits[torch.arange(ids.shape[0]), last]
+
+
+class StaticStep(nn.Module):
+    """One decode step over a static cache given as tensors (what an exported program takes): the new token per
+    row (B, 1), the columns written so far (a 0-d tensor), each row's pads, then every layer's key buffers and
+    every layer's value buffers, written in place at the position. Returns the token's logits (B, 256)."""
+
+    def __init__(self, decoder: Decoder) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, token: torch.Tensor, seen: torch.Tensor, pads: torch.Tensor, *kv: torch.Tensor
+                ) -> torch.Tensor:
+        layers = len(kv) // 2
+        return self.decoder.step(token, StaticCache.of(pads, list(kv[:layers]), list(kv[layers:]), seen))[:, -1]
+
+
+class DynamicStep(nn.Module):
+    """One decode step over a dynamic cache given as tensors: the new token per row (B, 1), each row's pads, then
+    every layer's keys and every layer's values so far (B, heads, L, head_dim). Returns the token's logits and
+    the caches one column longer."""
+
+    def __init__(self, decoder: Decoder) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, token: torch.Tensor, pads: torch.Tensor, *kv: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        layers = len(kv) // 2
+        cache = DynamicCache.of(pads, list(kv[:layers]), list(kv[layers:]))
+        logits = self.decoder.step(token, cache)[:, -1]
+        return (logits, *cache.k.values(), *cache.v.values())
 
 
 def activation_bytes(cfg: DecoderConfig, tokens: int, batch: int = 1) -> int:

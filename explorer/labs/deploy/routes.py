@@ -26,8 +26,10 @@ from explorer.compile.options import cxx_compiler
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_TOKENS
 from explorer.core.paths import EDITOR, PROJECT, relative, sanitize
 from explorer.eager.compare import compare
+from explorer.eager.generation import generate
 from explorer.labs.deploy.checks import CheckInput
 from explorer.labs.deploy.results import Check, RouteResult, Warned
+from models.decoder import DynamicStep, StaticStep
 
 Runner = Callable[[torch.Tensor], torch.Tensor]
 T = TypeVar("T")
@@ -283,8 +285,82 @@ def aoti(s: Setting) -> RouteResult:
     return _finish(r, s, runner, path, 'm = torch._inductor.aoti_load_package("model-aoti.pt2"); m(ids)')
 
 
+DECODE_STEPS = 16  # decode steps of an exported decode step checked against eager generation
+
+
+def _decode_step(s: Setting, kind: str) -> RouteResult:
+    """torch.export of a decoder's decode step, its cache of `kind` as inputs, at the cache the current input
+    leaves; checked over DECODE_STEPS steps against eager generation from that input, fed back its own cache."""
+    route = f"export ({kind}-cache decode)"
+    model = s.model
+    if not callable(getattr(model, "new_cache", None)):
+        return RouteResult(route, skipped="the model does not generate: a decode step is a decoder's (the zoo's "
+                                          "decoder)")
+    ids, pads = s.example, torch.zeros(1, dtype=torch.long)
+    layers = model.cfg.layers
+    with torch.no_grad():
+        want = generate(model, ids, pads, DECODE_STEPS + 1, kind).logits[0, 1:]
+        cache = model.new_cache(pads, kind)
+        token = model.step(ids, cache)[:, -1].argmax(-1, keepdim=True)
+        cache.advance(ids.shape[1])
+    kv = [t.clone() for t in [*(cache.k[i] for i in range(layers)), *(cache.v[i] for i in range(layers))]]
+    if kind == "static":
+        step, state = StaticStep(model), (cache.seen.clone(), pads)
+        shapes = None
+    else:
+        step, state = DynamicStep(model), (pads,)
+        columns = torch.export.Dim("cache", min=1, max=model.cfg.max_positions - 1)
+        shapes = (None, None, tuple({2: columns} for _ in kv))  # the keys and values: one dynamic length
+    r = RouteResult(route)
+    s.phase(f"{route}: exporting the decode step at {ids.shape[1]} cached positions")
+    ep = _build(r, lambda: torch.export.export(step, (token, *state, *kv), dynamic_shapes=shapes), True)
+    if ep is None:
+        return r
+    ranges = {str(k): str(v) for k, v in ep.range_constraints.items()}
+    r.notes.append(f"range constraints: {ranges}" if ranges else "range constraints: none: every shape is fixed")
+    gm = ep.graph_module
+    r.graph_ops = dict(Counter(str(n.target) for n in gm.graph.nodes if n.op == "call_function").most_common())
+    r.graph_code, r.fx = sanitize(gm.print_readable(print_output=False)), fx_nodes(gm)
+    path = s.workdir / f"decode-{kind}.pt2"
+    torch.export.save(ep, str(path))
+    run = ep.module()
+    s.phase(f"{route}: {DECODE_STEPS} decode steps of the program against eager generation")
+    got, first = [], (token, *state, *kv)
+    try:
+        with torch.no_grad():
+            args = tuple(t.clone() for t in first)
+            for _ in range(DECODE_STEPS):
+                out = run(*args)
+                logits = out if kind == "static" else out[0]
+                got.append(logits[0])
+                nxt = logits.argmax(-1, keepdim=True)
+                args = (nxt, args[1] + 1, *args[2:]) if kind == "static" else (nxt, pads, *out[1:])
+        r.checks = [Check(f"{DECODE_STEPS} decode steps after the current input", DECODE_STEPS,
+                          float((torch.stack(got) - want).abs().max()))]
+    except Exception as e:  # the program refused a later step (a shape past what it was exported for)
+        r.checks = [Check(f"decode step {len(got) + 1} after the current input", len(got) + 1, None, _one_line(e))]
+    r.artefact, r.artefact_bytes = str(path), path.stat().st_size
+    r.load_snippet = f'step = torch.export.load("{path.name}").module(); step(token, ...)  # see the notes'
+    if r.checks[0].correct:
+        s.phase(f"{route}: timing the program and eager at this position, in interleaved pairs")
+        with torch.no_grad():
+            r.comparison = compare("eager", lambda: step(*first), route, lambda: run(*first), 2 * FORWARD_BUDGET_S)
+        r.eager, r.latency = r.comparison.measurement("eager"), r.comparison.measurement(route)
+    return r
+
+
+def export_static_decode(s: Setting) -> RouteResult:
+    return _decode_step(s, "static")
+
+
+def export_dynamic_decode(s: Setting) -> RouteResult:
+    return _decode_step(s, "dynamic")
+
+
 ROUTES: dict[str, Callable[[Setting], RouteResult]] = {
     "jit.trace": jit_trace, "jit.script": jit_script, "export": export, "export (Dim.AUTO)": export_auto,
     "export (draft)": draft_export, "onnx": onnx, "aoti": aoti,
+    "export (static-cache decode)": export_static_decode, "export (dynamic-cache decode)": export_dynamic_decode,
 }
+DECODE_ROUTES = ("export (static-cache decode)", "export (dynamic-cache decode)")  # a decoder's, asked for
 

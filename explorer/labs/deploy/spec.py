@@ -16,7 +16,7 @@ from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS, MAX_LENGTHS, parse_lengths
 from explorer.labs.deploy.job import run_deploy
 from explorer.labs.deploy.results import DeployResult
-from explorer.labs.deploy.routes import ROUTES
+from explorer.labs.deploy.routes import DECODE_ROUTES, ROUTES
 from explorer.labs.deploy.view import OUTPUTS, DeployOutcome, format_deploy, view_of
 from explorer.sources.contract import Subject
 from models.config import knob
@@ -28,10 +28,11 @@ class DeployParams:
     lengths: tuple[int, ...] = knob(DEFAULT_LENGTHS, f"other lengths to check the artefacts at, 1 to {MAX_TOKENS} "
                                     "tokens; the current input is always checked, and another text of its length",
                                     min=1, max=MAX_TOKENS, most=MAX_LENGTHS)
-    # AOTInductor generates and compiles C++: asked for, not a default
-    routes: tuple[str, ...] = knob(tuple(r for r in ROUTES if r != "aoti"), "the routes to freeze by (aoti, which "
-                                   "compiles C++ and takes the longest, only when ticked: its build seconds are in "
-                                   "the table)",
+    # AOTInductor generates and compiles C++, and a decode step is only a decoder's: asked for, not defaults
+    routes: tuple[str, ...] = knob(tuple(r for r in ROUTES if r != "aoti" and r not in DECODE_ROUTES),
+                                   "the routes to freeze by (aoti, which compiles C++ and takes the longest, only "
+                                   "when ticked: its build seconds are in the table; the decode step's exports, "
+                                   "for the decoder)",
                                    choices=tuple(ROUTES))
 
 

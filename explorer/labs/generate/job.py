@@ -20,8 +20,8 @@ from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.limits import THREADS
 from explorer.core.machine import on_core
 from explorer.eager.capture import Capture
+from explorer.eager.generation import Generated, Step, generate, step_graph
 from explorer.eager.timing import measuring_core
-from explorer.labs.generate.decode import Generated, Step, generate, step_graph
 from explorer.sources.edited import model_of
 
 STANCE_FROM = 2  # steps 0 (the prefill) and 1 (the first decode) compile; from here on, none may (static cache)

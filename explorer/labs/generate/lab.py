@@ -10,7 +10,7 @@ from explorer.compile.protocol import JobRunner
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.core.progress import Progress
-from explorer.labs.generate.decode import left_padded
+from explorer.eager.generation import left_padded
 from explorer.labs.generate.job import CacheRun, GenerateJob
 from explorer.labs.generate.results import Alone, GenerateResult
 from models.config import config_dict

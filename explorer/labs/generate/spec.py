@@ -39,7 +39,7 @@ class GenerateParams:
 
 
 def generates(subject: Subject) -> bool:
-    """Whether the model generates: a decoder with a cache and a step (explorer/labs/generate/decode.py)."""
+    """Whether the model generates: a decoder with a cache and a step (explorer/eager/generation.py)."""
     model = subject.build()
     return callable(getattr(model, "new_cache", None)) and callable(getattr(model, "step", None))
 

@@ -7,7 +7,7 @@ from explorer.core.errors import InputError
 from explorer.core.paths import PROJECT
 from explorer.labs.deploy.checks import check_inputs, parse_lengths
 from explorer.labs.deploy.results import LOUD, SILENT, TOLERANCE, WORKS
-from explorer.labs.deploy.routes import ROUTES, Setting, check_against_eager
+from explorer.labs.deploy.routes import DECODE_ROUTES, DECODE_STEPS, ROUTES, Setting, check_against_eager
 from models import build_model, make_config
 from tests.helpers import early_exit_branch, source_line
 
@@ -152,3 +152,20 @@ def test_a_draft_export_of_the_rnn_reports_the_guard_that_fixed_its_length(tmp_p
     r = ROUTES["export (draft)"](Setting(m, check_inputs("rnn", m, TEXT, LENGTHS), tmp_path, lambda _: None))
     assert "draft report, GUARD_ADDED: Eq(s27, 23)" in r.notes  # what export would have refused, said
     assert r.outcome == LOUD and r.checks[0].correct and "Guard failed" in r.checks[1].error
+
+
+def test_a_decoders_decode_step_exports_with_its_cache_as_inputs_and_generates_what_eager_does(tmp_path):
+    """The static cache: every shape fixed; the dynamic one: the cache's length symbolic. Each program, fed back
+    its own cache, generates DECODE_STEPS tokens with eager's logits; another model has no decode step."""
+    m = build_model("decoder", make_config("decoder"))
+    setting = Setting(m, check_inputs("decoder", m, TEXT, [5]), tmp_path, lambda _: None)
+    static, dynamic = (ROUTES[r](setting) for r in DECODE_ROUTES)
+    for r in (static, dynamic):
+        assert r.outcome == WORKS, r.first_problem()
+        assert r.checks[0].tokens == DECODE_STEPS and r.checks[0].max_abs_diff <= TOLERANCE
+    assert static.notes[0] == "range constraints: none: every shape is fixed"
+    assert "index_copy" in " ".join(static.graph_ops) and "cat" in " ".join(dynamic.graph_ops)
+    assert f"VR[1, {m.cfg.max_positions - 1}]" in dynamic.notes[0]  # one program for every cache length
+    rnn = build_model("rnn", make_config("rnn"))
+    skipped = ROUTES[DECODE_ROUTES[0]](Setting(rnn, check_inputs("rnn", rnn, TEXT, [5]), tmp_path, lambda _: None))
+    assert skipped.outcome == "skipped" and "does not generate" in skipped.skipped

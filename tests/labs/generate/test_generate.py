@@ -10,8 +10,8 @@ import torch
 from explorer.api import final, named_subject, run_lab
 from explorer.compile.protocol import Here, WorkerContext, Workers
 from explorer.core.errors import InputError
+from explorer.eager.generation import generate, left_padded, step_graph
 from explorer.labs.contract import LabContext
-from explorer.labs.generate.decode import generate, left_padded, step_graph
 from explorer.labs.generate.job import STANCE_FROM, GenerateJob
 from explorer.labs.registry import LABS
 from models import build_model, make_config
