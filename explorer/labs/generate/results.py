@@ -63,6 +63,19 @@ class GenerateResult:
         saved_s = (statistics.median(c.a_ms) - statistics.median(c.b_ms)) / 1e3
         return math.ceil(sum(x.seconds for x in run.compiles) / saved_s)
 
+    def batching(self) -> str:
+        """The padded batch against its prompts one at a time: tokens per second (medians of the warm runs, not
+        paired: figures, not a "faster"), and the positions the left pads take in every row's cache."""
+        made = len(self.prompts) * self.tokens
+        batched_s = statistics.median(sum(r) for r in self.reference.eager_s)
+        alone_s = sum(a.seconds for a in self.alone)
+        longest = max(len(p.encode()) for p in self.prompts)
+        padded = sum(self.pads)
+        return (f"the batch of {len(self.prompts)} generates {made / batched_s:,.0f} tokens/s, one at a time "
+                f"{made / alone_s:,.0f} tokens/s ({self.reference.cache} cache, eager, medians of {self.repeats} "
+                f"runs); its left pads take {padded} of {len(self.prompts) * longest} prompt positions "
+                f"({padded / (len(self.prompts) * longest):.0%}), read and masked at every step")
+
     def verdict(self) -> str:
         parts = []
         for run in self.runs[1:]:
@@ -80,6 +93,8 @@ class GenerateResult:
                 parts.append(f"compiled with the {run.cache} cache: {len(run.compiles)} compile(s), "
                              f"{len(decode)} after the prefill; per token {c.said()}"
                              + (f"; it pays for its compile after {k} tokens" if k is not None else ""))
+        if self.alone:
+            parts.append(self.batching())
         for a in self.alone:
             parts.append(f"{a.prompt[:20]!r} alone generates {'the same' if a.same_tokens else 'OTHER'} tokens as in "
                          f"the padded batch (logits within {a.max_diff:.1g})")
@@ -98,4 +113,5 @@ class GenerateResult:
         return {"model": self.model, "config": self.config, "prompts": self.prompts, "pads": self.pads,
                 "tokens": self.tokens, "repeats": self.repeats, "reference": self.reference.cache,
                 "graph_step": self.graph_at,
-                "verdict": self.verdict(), "caches": runs, "alone": [asdict(a) for a in self.alone]}
+                "verdict": self.verdict(), "caches": runs, "alone": [asdict(a) for a in self.alone],
+                "batching": self.batching() if self.alone else None}

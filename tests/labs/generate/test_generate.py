@@ -104,6 +104,7 @@ def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_tha
     assert view.graph_none is None and "decode step 3" in view.graph_dynamic.layout.title.text
     assert all(c["step_graph_nodes"] > 0 for c in view.report["caches"])
     assert [row[1] for row in view.alone] == ["same", "same"]  # each prompt alone, as in the padded batch
+    assert "left pads take 9 of 22 prompt positions (41%)" in view.report["batching"]  # "Hi" padded to 11 bytes
     assert "per token" in view.verdict and "Hello there" in view.report["prompts"][0]
     assert view.report["caches"][1]["per_token"]["pairs"] == 2 * 5  # two warm runs x five decode steps, paired
     with pytest.raises(InputError, match="rnn does not generate"):
