@@ -6,10 +6,10 @@
   decode step has the same shapes: one compiled graph serves them all).
 
 As a zoo model its forward reads a sentence and returns the next byte's logits, (batch, 256): one row per
-sentence, read at each row's last real token (`lengths`: rows right-padded). Generation (explorer/eager/generation.py) calls
-`step` with a cache from `new_cache`; prompts of different lengths are padded on the left (`pads`), their pads
-masked out of every attention and their positions counted from each row's first real token, so a row gets the
-same logits batched as alone.
+sentence, read at each row's last real token (`lengths`: rows right-padded). Generation
+(explorer/eager/generation.py) calls `step` with a cache from `new_cache`; prompts of different lengths are padded
+on the left (`pads`), their pads masked out of every attention and their positions counted from each row's first
+real token, so a row gets the same logits batched as alone.
 """
 
 from __future__ import annotations

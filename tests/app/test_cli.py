@@ -32,7 +32,8 @@ def test_models_lists_every_config_field():
     out = _cli("models", "--json")
     assert out.returncode == 0, out.stderr
     listing = {m["name"]: m for m in json.loads(out.stdout)}
-    assert set(listing) == {"rnn", "transformer", "early_exit", "tree", "gpt2", "bert", "llama", "t5"}
+    assert set(listing) == {"rnn", "transformer", "early_exit", "tree", "decoder", "gpt2", "bert", "llama",
+                            "t5"}
     layers = next(f for f in listing["rnn"]["config"] if f["name"] == "layers")
     assert layers == {"name": "layers", "type": "int", "default": 1, "min": 1, "max": 4,
                       "help": "Stacked recurrent layers; each unrolls over all tokens."}
