@@ -223,6 +223,11 @@ class DynamicStep(nn.Module):
         return (logits, *cache.k.values(), *cache.v.values())
 
 
+def cache_bytes(cfg: DecoderConfig, batch: int, positions: int) -> int:
+    """Bytes of a cache holding `positions` columns for `batch` rows (float32 keys and values, every layer)."""
+    return 4 * 2 * cfg.layers * batch * positions * cfg.width
+
+
 def activation_bytes(cfg: DecoderConfig, tokens: int, batch: int = 1) -> int:
     """Upper bound of the bytes a train step saves for backward (float32; checked in tests/test_limits.py): per
     block, the linear and norm inputs, residuals and the FFN's hidden layer grow with tokens x width, the masked

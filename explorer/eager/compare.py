@@ -88,7 +88,7 @@ class Comparison:
 
     def measurement(self, side: str) -> Measurement:
         """One side's samples as a Measurement (median, IQR, range), for the figures that show one timing."""
-        return _measurement(side, self.a_ms if side == self.a else self.b_ms, self.calls, self.threads, self.cores,
+        return measurement_of(side, self.a_ms if side == self.a else self.b_ms, self.calls, self.threads, self.cores,
                             self.node)
 
     def as_dict(self) -> dict[str, Any]:
@@ -127,11 +127,12 @@ class Rounds:
                              node=self.node)
 
     def measurement(self, name: str) -> Measurement:
-        return _measurement(name, self.ms[name], self.calls, self.threads, self.cores, self.node)
+        return measurement_of(name, self.ms[name], self.calls, self.threads, self.cores, self.node)
 
 
-def _measurement(label: str, ms: Sequence[float], calls: int, threads: int, cores: tuple[int, ...],
-                 node: str) -> Measurement:
+def measurement_of(label: str, ms: Sequence[float], calls: int, threads: int, cores: tuple[int, ...],
+                   node: str) -> Measurement:
+    """Samples (ms each) timed elsewhere as a Measurement: median, IQR, range."""
     xs = sorted(ms)
     q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
     return Measurement(label, statistics.median(xs), q[2] - q[0], xs[0], xs[-1], len(xs), calls, threads, cores=cores,

@@ -82,8 +82,11 @@ PAGE_JS = """() => {
       if (l.classList.contains('ge-broken') !== on) l.classList.toggle('ge-broken', on);
     });
   };
-  new MutationObserver(() => { label(); markBroken(); }).observe(  // classes too: the editor re-sets a line's own
-    document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['class']});
+  const code = (r) => r.target instanceof Element && r.target.closest('#CODE_EDITOR_ID, #CODE_ERROR_ID');
+  new MutationObserver((records) => {
+    if (records.some((r) => r.type === 'childList')) label();
+    if (records.some(code)) markBroken();  // classes too: the editor re-sets a line's own as the cursor moves
+  }).observe(document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['class']});
   label();
   const box = (t) => t instanceof HTMLInputElement && t.type === 'number';
   document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && box(e.target)) e.target.blur(); });

@@ -340,7 +340,9 @@ def _decode_step(s: Setting, kind: str) -> RouteResult:
     except Exception as e:  # the program refused a later step (a shape past what it was exported for)
         r.checks = [Check(f"decode step {len(got) + 1} after the current input", len(got) + 1, None, _one_line(e))]
     r.artefact, r.artefact_bytes = str(path), path.stat().st_size
-    r.load_snippet = f'step = torch.export.load("{path.name}").module(); step(token, ...)  # see the notes'
+    r.load_snippet = (f'step = torch.export.load("{path.name}").module(); ' + (
+        "logits = step(token, seen, pads, *k_buffers, *v_buffers)  # buffers written at column seen"
+        if kind == "static" else "logits, *kv = step(token, pads, *k, *v)  # each layer's keys, then values"))
     if r.checks[0].correct:
         s.phase(f"{route}: timing the program and eager at this position, in interleaved pairs")
         with torch.no_grad():

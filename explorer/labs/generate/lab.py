@@ -7,14 +7,16 @@ import statistics
 from collections.abc import Generator, Iterator
 
 from explorer.compile.protocol import JobRunner
+from explorer.core.budget import gib
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
+from explorer.core.limits import MAX_ACTIVATION_BYTES, MAX_BATCH
 from explorer.core.progress import Progress
 from explorer.eager.generation import left_padded
 from explorer.labs.generate.job import CacheRun, GenerateJob
 from explorer.labs.generate.results import Alone, GenerateResult
 from models.config import config_dict
-from models.decoder import CACHES
+from models.decoder import CACHES, DecoderConfig, cache_bytes
 
 
 def prompts_of(text: str) -> list[str]:
@@ -22,6 +24,8 @@ def prompts_of(text: str) -> list[str]:
     prompts = [tokenize(line).text for line in text.splitlines() if line.strip()]
     if not prompts:
         raise InputError("type a prompt (several: one per line)")
+    if len(prompts) > MAX_BATCH:
+        raise InputError(f"{len(prompts)} prompts; at most {MAX_BATCH:,} in one batch (GE_MAX_BATCH)")
     return prompts
 
 
@@ -44,6 +48,13 @@ def run_generate(service: JobRunner, model: str, config: object, text: str, toke
     if "static" in caches and limit is not None and ids.shape[1] + tokens > limit:
         raise InputError(f"the static cache holds {limit} positions (max_positions); the longest prompt "
                          f"({ids.shape[1]} bytes) and {tokens} tokens need {ids.shape[1] + tokens}")
+    if isinstance(config, DecoderConfig):  # the largest cache this run would hold, refused before it is built
+        positions = config.max_positions if "static" in caches else ids.shape[1] + tokens
+        need = cache_bytes(config, ids.shape[0], positions)
+        if need > MAX_ACTIVATION_BYTES:
+            raise InputError(f"this run's key/value cache would hold {gib(need)} ({ids.shape[0]} prompts x "
+                             f"{positions} positions); the limit is {gib(MAX_ACTIVATION_BYTES)} "
+                             "(GE_MAX_ACTIVATION_BYTES). Fewer prompts, a smaller max_positions or a narrower model.")
     values = config_dict(config)
     runs: list[CacheRun] = []
     for i, cache in enumerate(caches, 1):

@@ -15,13 +15,14 @@ from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.draw.graph import draw_graph
 from explorer.draw.style import line_layout
+from explorer.eager.compare import measurement_of
 from explorer.labs.contract import Kind, Output
 from explorer.labs.generate.job import CacheRun
 from explorer.labs.generate.results import GenerateResult
 from models.decoder import CACHES
 
 CACHE_COLUMNS = ("cache", "tokens vs the first", "max |logit diff|", "prefill ms (eager)",
-                 "decode ms/token, eager (median, IQR)", "compiled: per token", "compiles (steps)",
+                 "decode per token, eager (median, IQR)", "compiled: per token", "compiles (steps)",
                  "pays off after", "cache bytes at the end", "fail_on_recompile")
 COMPILE_COLUMNS = ("cache", "step", "seconds", "why (the guard that failed)")
 ALONE_COLUMNS = ("prompt", "tokens vs its batched row", "max |logit diff|", "seconds alone (median)")
@@ -51,20 +52,21 @@ class GenerateView:
     report: dict[str, Any]
 
 
-def _ms(samples: list[float]) -> str:
-    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
-    return f"{statistics.median(samples):.3f} (IQR {q[2] - q[0]:.3f})"
+def _decode(run_s: list[list[float]], threads: int, cores: tuple[int, ...]) -> str:
+    """Every warm run's decode steps (the prefill aside) as one measurement: 'median (IQR), N steps'."""
+    m = measurement_of("decode", [s * 1e3 for r in run_s for s in r[1:]], 1, threads, cores, "")
+    return f"{m.median_ms:.3f} ms (IQR {m.iqr_ms:.3f}), {m.runs} steps"
 
 
 def _row(result: GenerateResult, run: CacheRun) -> list[Any]:
     same, diff = result.agreement(run)
     c = result.per_token(run)
     k = result.break_even(run)
-    decode = [s * 1e3 for r in run.eager_s for s in r[1:]]
     compiled = run.error or (c.said() if c else "not compiled")
     steps = ", ".join(str(x.step) for x in run.compiles) or "—"
     return [run.cache, "same" if same else "OTHER", f"{diff:.1g}",
-            f"{statistics.median(r[0] for r in run.eager_s) * 1e3:.2f}", _ms(decode), compiled,
+            f"{statistics.median(r[0] for r in run.eager_s) * 1e3:.2f}", _decode(run.eager_s, run.threads, run.cores),
+            compiled,
             f"{len(run.compiles)} ({steps})" if run.backend else "—",
             f"{k} tokens" if k is not None else "—", f"{run.cache_bytes[-1]:,}", run.stance or "—"]
 
@@ -125,9 +127,9 @@ def format_generate(report: dict[str, Any]) -> str:
     lines = [f"{report['model']}, {len(report['prompts'])} prompt(s), {report['tokens']} tokens, "
              f"{report['repeats']} warm run(s) per side; {Machine.of(report['machine']).line()}"]
     for c in report["caches"]:
-        decode = [s * 1e3 for r in c["eager_s"] for s in r[1:]]
         lines.append(f"{c['cache']:<8} tokens {'same' if c['same_tokens_as_reference'] else 'OTHER'} "
-                     f"(logits within {c['max_logit_diff_vs_reference']:.1g}); decode {_ms(decode)} ms/token "
+                     f"(logits within {c['max_logit_diff_vs_reference']:.1g}); decode per token "
+                     f"{_decode(c['eager_s'], c['threads'], tuple(c['cores']))} "
                      f"eager; cache {c['cache_bytes'][-1]:,} bytes")
         if c["per_token"]:
             lines.append(f"{'':<9}compiled ({c['backend']}): {len(c['compiles'])} compile(s) at steps "

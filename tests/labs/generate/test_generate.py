@@ -109,5 +109,9 @@ def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_tha
     assert view.report["caches"][1]["per_token"]["pairs"] == 2 * 5  # two warm runs x five decode steps, paired
     with pytest.raises(InputError, match="rnn does not generate"):
         final(run_lab(LABS["generate"], named_subject("rnn", {}), {}, ctx))
+    with pytest.raises(InputError, match="GE_MAX_ACTIVATION_BYTES"):  # 200 prompts x 4,096 columns x 12 layers
+        final(run_lab(LABS["generate"], named_subject("decoder", {"layers": 12, "width": 512,
+                                                                  "max_positions": 4096}),
+                      {"text": "\n".join(["a prompt"] * 200), "tokens": 3, "repeats": 1}, ctx))
     with pytest.raises(InputError, match="max_positions"):
         final(run_lab(LABS["generate"], named_subject("decoder", {"max_positions": 16}), {"tokens": 8}, ctx))
