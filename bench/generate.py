@@ -1,11 +1,13 @@
 """Per-token generation latency by cache kind, eager and compiled, against the position: `python -m bench.generate`.
 
-The decoder at its default config, a 32-byte prompt and 224 generated tokens (positions 33 to 256), greedy. Per
-cache kind, one GenerateJob (explorer/labs/generate/job.py) as the lab runs it, here in this process: the compiled
-side's first generation logs its compiles (inductor), then REPEATS warm generations of each side, interleaved on
-one measuring core and timed step by step. Writes bench/RESULTS-generate.md: per cache kind and side, the decode
-step's median over the warm runs at positions 33, 64, 128 and 256, the compiles and the seconds they took, the
-per-token comparison (its interval over the paired decode steps) and the break-even in generated tokens."""
+The decoder (its three caches with inductor, its static cache in mode="reduce-overhead" too) and GPT-2 from
+`transformers` (the library's DynamicCache and StaticCache, inductor) at their default configs, a 32-byte prompt
+and 225 generated tokens (positions 33 to 256), greedy. Per row, one GenerateJob (explorer/labs/generate/job.py)
+as the lab runs it, here in this process: the compiled side's first generation logs its compiles, then REPEATS
+warm generations of each side, interleaved on one measuring core and timed step by step. Writes
+bench/RESULTS-generate.md: per row and side, the decode step's median over the warm runs at positions 33, 64, 128
+and 256, the compiles and the seconds they took, the per-token comparison (its interval over the paired decode
+steps), the break-even in generated tokens, and what reduce-overhead did with CUDA graphs."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from bench.common import parser
 from explorer.compile.protocol import WorkerContext
 from explorer.core import machine
 from explorer.eager.generation import left_padded
-from explorer.labs.generate.job import CacheRun, GenerateJob
+from explorer.labs.generate.job import REDUCE_OVERHEAD, CacheRun, GenerateJob
 from explorer.labs.generate.results import GenerateResult
 from models.decoder import CACHES
 
@@ -31,43 +33,56 @@ def _at(samples: list[list[float]], position: int) -> str:
     return f"{statistics.median(r[step] for r in samples) * 1e3:.3f}" if 0 < step < len(samples[0]) else "—"
 
 
+def _runs(quick: bool) -> list[tuple[str, str, str]]:
+    """(model, cache, backend) per GenerateJob: the decoder's three caches with inductor, its static cache in
+    mode="reduce-overhead", and GPT-2 from `transformers` with the library's own caches."""
+    if quick:
+        return [("decoder", "none", "eager"), ("decoder", "static", "eager"), ("gpt2", "static", "eager")]
+    return [*(("decoder", c, "inductor") for c in CACHES), ("decoder", "static", REDUCE_OVERHEAD),
+            ("gpt2", "dynamic", "inductor"), ("gpt2", "static", "inductor")]
+
+
 def main() -> None:
     args = parser(__doc__, "RESULTS-generate.md").parse_args()
-    tokens, repeats, backend = (6, 1, "eager") if args.quick else (TOKENS, REPEATS, "inductor")
+    tokens, repeats = (6, 1) if args.quick else (TOKENS, REPEATS)
     ids, pads = left_padded([PROMPT])
-    runs: list[CacheRun] = []
-    for cache in ("none", "static") if args.quick else CACHES:
-        job = GenerateJob("decoder", {}, ids.tolist(), pads.tolist(), tokens, cache, backend, repeats)
-        runs.append(job.run(WorkerContext(lambda phase: print(phase, flush=True))))
-    result = GenerateResult("decoder", {}, [PROMPT.decode()], pads.tolist(), tokens, repeats, runs)
+    runs: list[tuple[str, CacheRun]] = []
+    for model, cache, backend in _runs(args.quick):
+        job = GenerateJob(model, {}, ids.tolist(), pads.tolist(), tokens, cache, backend, repeats)
+        runs.append((model, job.run(WorkerContext(lambda phase: print(phase, flush=True)))))
+    results = {model: GenerateResult(model, {}, [PROMPT.decode()], pads.tolist(), tokens, repeats,
+                                     [r for m, r in runs if m == model]) for model, _ in runs}
     m = machine.describe()
-    rows = []
-    for run in runs:
+    rows, said = [], []
+    for model, run in runs:
+        result = results[model]
         c = result.per_token(run)
         k = result.break_even(run)
         compiles = (f"{len(run.compiles)} at steps {[x.step for x in run.compiles]}, "
                     f"{sum(x.seconds for x in run.compiles):.1f} s")
-        for side, samples in (("eager", run.eager_s), (f"compiled ({backend})", run.compiled_s)):
+        for side, samples in (("eager", run.eager_s), (f"compiled ({run.backend})", run.compiled_s)):
             if not samples:
                 continue
             compiled = side != "eager"
-            rows.append(f"| {run.cache} | {side} | " + " | ".join(_at(samples, p) for p in AT)
+            rows.append(f"| {model} | {run.cache} | {side} | " + " | ".join(_at(samples, p) for p in AT)
                         + f" | {compiles if compiled else '—'} | {c.said() if compiled and c else run.error or '—'} | "
                         f"{(f'{k} tokens' if k is not None else 'none') if compiled else '—'} | "
                         f"{run.stance if compiled and run.stance else '—'} |")
-    same = ", ".join(f"{r.cache}: {'same' if result.agreement(r)[0] else 'OTHER'} tokens, logits within "
-                     f"{result.agreement(r)[1]:.1g}" for r in runs[1:])
+        said += filter(None, [result.cuda_graphs(run)])
+    same = ", ".join(f"{model} {r.cache} ({r.backend}): {'same' if same else 'OTHER'} tokens, logits within "
+                     f"{diff:.1g}" for model, r in runs if r is not results[model].reference
+                     for same, diff in [results[model].agreement(r)])
     lines = ["# Generation: per-token latency by cache kind, eager and compiled", "",
              f"Measured by `python -m bench.generate{' --quick' if args.quick else ''}` on {m['device']} "
-             f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, {runs[0].threads} thread(s), measuring core "
-             f"{list(runs[0].cores)}, {time.strftime('%Y-%m-%d')}. The decoder at its default config, the prompt "
-             f"{PROMPT.decode()!r} ({len(PROMPT)} bytes) and {tokens} generated tokens, greedy; per cache kind the "
-             f"compiled side's first generation compiles, then {repeats} warm generations of each side, interleaved, "
-             "timed step by step. Each figure: the decode step's median over the warm runs, in ms, at the position "
-             "it reads. Against the `none` cache's tokens: " + same + ".", "",
-             "| cache | side | " + " | ".join(f"ms at {p}" for p in AT)
+             f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, {runs[0][1].threads} thread(s), measuring core "
+             f"{list(runs[0][1].cores)}, {time.strftime('%Y-%m-%d')}. The decoder and GPT-2 (`transformers`, its own "
+             f"caches) at their default configs, the prompt {PROMPT.decode()!r} ({len(PROMPT)} bytes) and {tokens} "
+             f"generated tokens, greedy; per row the compiled side's first generation compiles, then {repeats} warm "
+             "generations of each side, interleaved, timed step by step. Each figure: the decode step's median over "
+             "the warm runs, in ms, at the position it reads. Against each model's first row's tokens: " + same + ".",
+             "", "| model | cache | side | " + " | ".join(f"ms at {p}" for p in AT)
              + " | compiles | compiled vs eager per token (decode steps paired) | pays off after | recompiles |",
-             "|---|---|" + "---:|" * len(AT) + "---|---|---|---|", *rows]
+             "|---|---|---|" + "---:|" * len(AT) + "---|---|---|---|", *rows, "", *(f"- {s}." for s in said)]
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 

@@ -223,9 +223,10 @@ class DynamicStep(nn.Module):
         return (logits, *cache.k.values(), *cache.v.values())
 
 
-def cache_bytes(cfg: DecoderConfig, batch: int, positions: int) -> int:
-    """Bytes of a cache holding `positions` columns for `batch` rows (float32 keys and values, every layer)."""
-    return 4 * 2 * cfg.layers * batch * positions * cfg.width
+def cache_bytes(layers: int, width: int, batch: int, positions: int) -> int:
+    """Bytes of a cache holding `positions` columns for `batch` rows (float32 keys and values of `width` per
+    position, every layer)."""
+    return 4 * 2 * layers * batch * positions * width
 
 
 def activation_bytes(cfg: DecoderConfig, tokens: int, batch: int = 1) -> int:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
+from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Claim, ClaimResult, run_claim
 from explorer.compile.protocol import Workers
@@ -25,7 +25,8 @@ from models.config import config_dict, echoed
 log = logging.getLogger("graph_explorer")
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in (shape.CLAIM, padding.CLAIM, rebuild.CLAIM, debugging.CLAIM,
-                                              speed.CLAIM, overhead.CLAIM, deploying.CLAIM, distributed.CLAIM)}
+                                              speed.CLAIM, overhead.CLAIM, deploying.CLAIM, distributed.CLAIM,
+                                              generation.CLAIM)}
 
 
 def claim(claim_id: str) -> Claim:

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from explorer.core.limits import MAX_TOKENS
+from explorer.core.limits import MAX_GENERATED, MAX_TOKENS
 from explorer.sources.contract import Supports
 from explorer.sources.probe import ProbedSource
 from models.config import ConfigError, Knob, build_config, knob, knobs
 
+if TYPE_CHECKING:
+    from explorer.sources.library_cache import LibraryCache
+
 VOCAB = 256  # the byte tokenizer's ids; the special tokens are bytes too (0), since the default ids (50256) are not
+POSITIONS = MAX_TOKENS + MAX_GENERATED  # a decoder's positions: a prompt at the token limit, then a whole generation
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class LibraryConfig:
 
 def _gpt2(c: LibraryConfig) -> nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel
-    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=MAX_TOKENS, n_embd=c.width, n_layer=c.layers,
+    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=POSITIONS, n_embd=c.width, n_layer=c.layers,
                                       n_head=c.heads, bos_token_id=0, eos_token_id=0))
 
 
@@ -53,7 +57,7 @@ def _llama(c: LibraryConfig) -> nn.Module:
     from transformers import LlamaConfig, LlamaForCausalLM
     return LlamaForCausalLM(LlamaConfig(
         vocab_size=VOCAB, hidden_size=c.width, intermediate_size=4 * c.width, num_hidden_layers=c.layers,
-        num_attention_heads=c.heads, num_key_value_heads=c.heads, max_position_embeddings=MAX_TOKENS,
+        num_attention_heads=c.heads, num_key_value_heads=c.heads, max_position_embeddings=POSITIONS,
         bos_token_id=0, eos_token_id=0, pad_token_id=0))
 
 
@@ -84,6 +88,20 @@ class LibraryModel(nn.Module):
         return logits[torch.arange(ids.shape[0]), lengths - 1]  # each sentence's own last token, not the padding
 
 
+class LibraryDecoder(LibraryModel):
+    """A library decoder that also generates, with the library's own caches (explorer/sources/library_cache.py)."""
+
+    def new_cache(self, pads: torch.Tensor, kind: str | None = None) -> LibraryCache:
+        from explorer.sources.library_cache import LibraryCache  # imports transformers' caches: only to generate
+
+        return LibraryCache(self.net.config, pads, kind or "dynamic", POSITIONS)
+
+    def step(self, ids: torch.Tensor, cache: LibraryCache) -> torch.Tensor:
+        """The logits (B, t, 256) of the new tokens `ids` after what `cache` holds; the cache holds them after."""
+        return self.net(input_ids=ids, past_key_values=cache.held, use_cache=True, **cache.inputs(ids.shape[1])
+                        ).logits
+
+
 def _offline() -> None:
     """HF_HUB_OFFLINE=1 (explorer/__init__.py) is read when huggingface_hub is imported; a process that imported it
     before the engine (gradio does; a notebook may) reads it here too. Nothing is ever fetched: every model is
@@ -101,15 +119,16 @@ class Architecture:
     make: Callable[[LibraryConfig], nn.Module]
     seq2seq: bool = False
     cache: bool = True  # its forward takes use_cache
+    generates: bool = False  # a decoder: the generation lab runs it with the library's caches
 
 
 ARCHITECTURES = (
     Architecture("gpt2", "GPT-2 (transformers)", "Hugging Face's GPT-2, built from GPT2Config with random weights: "
-                 "causal attention through SDPA, learned positions, tied embeddings.", _gpt2),
+                 "causal attention through SDPA, learned positions, tied embeddings.", _gpt2, generates=True),
     Architecture("bert", "BERT (transformers)", "Hugging Face's BERT classifier, built from BertConfig: a padding "
                  "mask from the lengths, a pooler over the first token.", _bert, cache=False),
     Architecture("llama", "Llama (transformers)", "Hugging Face's Llama, built from LlamaConfig: rotary positions, "
-                 "RMSNorm, a gated MLP.", _llama),
+                 "RMSNorm, a gated MLP.", _llama, generates=True),
     Architecture("t5", "T5 (transformers)", "Hugging Face's T5, built from T5Config: an encoder-decoder with "
                  "relative position buckets and cross-attention.", _t5, seq2seq=True),
 )
@@ -134,7 +153,8 @@ class LibrarySource(ProbedSource):
 
     def _model(self, config: LibraryConfig) -> LibraryModel:
         _offline()
-        return LibraryModel(self.arch.make(config), self.arch.seq2seq, self.arch.cache)
+        kind = LibraryDecoder if self.arch.generates else LibraryModel
+        return kind(self.arch.make(config), self.arch.seq2seq, self.arch.cache)
 
     def build(self, config: LibraryConfig) -> nn.Module:
         with torch.random.fork_rng(devices=[]):

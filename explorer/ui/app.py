@@ -25,6 +25,7 @@ from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.code import code_tab
 from explorer.ui.downloads import Downloads
 from explorer.ui.endpoints import add_endpoints
+from explorer.ui.generation import generation_panel
 from explorer.ui.labs import cancel_runs_of, lab_tab
 from explorer.ui.panels import downloads_panel, header, limits_panel
 from explorer.ui.playground import playground_tab, wire_playground
@@ -48,6 +49,7 @@ def build_app(code: bool = False) -> gr.Blocks:
         with gr.Tabs() as tabs:
             with gr.Tab("Playground", id="playground"):
                 playground = playground_tab()
+                generation_panel(session)
             for spec in LABS.values():
                 with gr.Tab(spec.title, id=spec.name):
                     lab_tab(spec, session)

@@ -4,11 +4,13 @@ the spec's `outputs` (plus the status line and the raw report); its run streamed
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from explorer.api import run_lab, workers
+from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.queues import Queue
 from explorer.labs.contract import Kind, LabContext, LabSpec, Needs, Output
 from explorer.labs.registry import LABS
@@ -69,39 +71,57 @@ def playground_subject(session: Session, needs: Needs) -> Subject | None:
     return None if r is None else Subject(source(r.model), r.config, r.input.text, playground=True)
 
 
-def lab_tab(spec: LabSpec, session: gr.State) -> None:
-    gr.Markdown(spec.intro)
-    knobs = spec.shown()
+@dataclass
+class LabPanel:
+    """A lab's controls and outputs, and the last view shown (for a handler that redraws part of it)."""
+
+    controls: dict[str, gr.components.Component]
+    outputs: dict[str, gr.components.Component]
+    last: gr.State
+
+
+def lab_tab(spec: LabSpec, session: gr.State, only: tuple[str, ...] | None = None,
+            playground_text: bool = False) -> LabPanel:
+    """The lab's intro, controls, button and outputs; `only` these knobs as controls (the others at their
+    defaults), and with `playground_text` the text of the Playground's latest run (a panel inside the Playground)."""
+    if only is None:
+        gr.Markdown(spec.intro)
+    knobs = [k for k in spec.shown() if only is None or k.name in only]
     with gr.Row():
         with gr.Column(scale=1, min_width=280):
             go = gr.Button(spec.button, variant="primary")  # above its controls: a long list hid it below the fold
-            controls = [control(k) for k in knobs]
+            controls = {k.name: control(k) for k in knobs}
         with gr.Column(scale=3):
             status = gr.Markdown()
             shown = _outputs(spec.outputs)
             raw = gr.JSON(label=f"raw numbers (the same report as `python -m explorer {spec.name} --json`)",
                           open=False)
+    last = gr.State(None)
 
     def show(s: Session, view: Any) -> Updates:
         s.labs[spec.name] = view.report  # the session's report includes it
-        return {status: view.status, raw: view.report, **{c: getattr(view, name) for name, c in shown.items()}}
+        return {status: view.status, raw: view.report, last: view,
+                **{c: getattr(view, name) for name, c in shown.items()}}
 
     def run(request: gr.Request, s: Session, *values: Any) -> Iterator[Updates]:
         RESIDENCY.attach(request.session_hash, s)
         if spec.queue in OWN_WORKER:
             OWNERS[spec.name] = request.session_hash
         try:
-            items = run_lab(spec, playground_subject(s, spec.needs), dict(zip([k.name for k in knobs], values,
-                                                                                   strict=True)),
-                            LabContext(workers(s.id), EXPORTS.job_dir))
+            subject = playground_subject(s, spec.needs)
+            chosen = dict(zip(controls, values, strict=True))
+            if playground_text:
+                chosen["text"] = subject.text if subject is not None and subject.text else DEFAULT_TEXT
+            items = run_lab(spec, subject, chosen, LabContext(workers(s.id), EXPORTS.job_dir))
             yield from streamed(items, lambda view: show(s, view), status, f"Cannot run the {spec.title.lower()}",
                                 kind=spec.name)
         finally:
             OWNERS.pop(spec.name, None)
 
-    go.click(run, [session, *controls], [status, raw, *shown.values()], api_visibility="private",
+    go.click(run, [session, *controls.values()], [status, raw, last, *shown.values()], api_visibility="private",
              concurrency_id=spec.queue.value, concurrency_limit=concurrency(spec.queue),
              show_progress="hidden")  # the status line says what runs, every second
+    return LabPanel(controls, shown, last)
 
 
 def cancel_runs_of(page: str) -> None:

@@ -3,12 +3,13 @@ verdict follows its numbers (change one and the verdict changes); the server's b
 everyone; the lessons step through every claim."""
 
 import json
+import math
 import threading
 import time
 
 import pytest
 
-from explorer.claims import debugging, deploying, distributed, overhead, padding, rebuild, shape, speed
+from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult
@@ -48,8 +49,8 @@ def _result(claim_id: str, board: ClaimBoard) -> ClaimResult:
 
 def test_the_claims_are_the_issues_eight_in_order_and_each_lesson_step_is_one_of_them():
     assert list(CLAIMS) == ["shape", "padding", "rebuild", "debugging", "speed", "overhead", "deploying",
-                            "distributed"]
-    assert [s.claim for s in STEPS] == list(CLAIMS) and sum(s.minutes for s in STEPS) == 45
+                            "distributed", "generation"]  # the generation issue's claim, after the eight
+    assert [s.claim for s in STEPS] == list(CLAIMS)[:8] and sum(s.minutes for s in STEPS) == 45
     assert "Step 3 of 8" in step_markdown(3) and CLAIMS["rebuild"].statement in step_markdown(3)
     assert "has not run on this server yet" in step_markdown(3)  # said before anyone presses the button
     assert "last took 29 s on this server, within this step's" in step_markdown(3, 29.0)
@@ -274,6 +275,37 @@ def test_distributed_verdict_follows_its_numbers():
     assert distributed.judge(x).kind == HOLDS
     assert distributed.judge(x | {"find_unused.raised": 1.0}).kind == CONDITION
     assert distributed.judge(x | {"depths_differ": 0.0}).kind == NOT_HERE
+
+
+def test_generation_claim_measures_both_caches_and_the_static_ones_recompile_proof(measured):
+    r = _result("generation", measured)
+    x = r.evidence.numbers
+    for cache in ("static", "dynamic"):
+        assert x[f"{cache}.per_token_low"] <= x[f"{cache}.per_token"] <= x[f"{cache}.per_token_high"]
+        assert x[f"{cache}.compile_s"] > 0 and x[f"{cache}.per_token_pairs"] == 5  # 6 tokens: 5 decode steps
+    assert x["static.compiles"] == 2 and "fail_on_recompile from step 2 to 5: no recompile" in r.evidence.shown[0][2]
+    assert [s.x for s in r.evidence.chart.series] == [["static cache", "dynamic cache"]] * 2
+
+
+def _generation(cache: str, ratio: float, low: float, high: float, eager_ms: float = 0.5) -> dict[str, float]:
+    x = {f"{cache}.per_token": ratio, f"{cache}.per_token_low": low, f"{cache}.per_token_high": high,
+         f"{cache}.per_token_pairs": 100.0, f"{cache}.compile_s": 2.0, f"{cache}.compiles": 2.0,
+         f"{cache}.eager_ms": eager_ms, f"{cache}.compiled_ms": eager_ms / ratio}
+    for bound, r in (("k", ratio), ("k_low", high), ("k_high", low)):
+        if math.isfinite(k := generation.tokens_to_pay(2.0, eager_ms, r)):
+            x[f"{cache}.{bound}"] = k
+    return x
+
+
+def test_generation_verdict_gives_k_with_its_interval_only_when_compiled_is_faster_by_it():
+    assert generation.tokens_to_pay(2.0, 0.5, 2.0) == 8000  # 2 s over 0.25 ms saved a token
+    assert generation.tokens_to_pay(2.0, 0.5, 0.9) == math.inf
+    v = generation.judge(_generation("static", 2.5, 2.4, 2.6) | _generation("dynamic", 2.0, 1.9, 2.1))
+    assert v.kind == HOLDS and "after 6,667 tokens (95% interval 6,500-6,858)" in v.why
+    assert "the dynamic cache (2 compiles, 2.0 s) after 8,000 tokens" in v.why
+    assert generation.judge(_generation("static", 1.1, 0.9, 1.3)).kind == UNRESOLVED
+    assert generation.judge(_generation("static", 0.8, 0.7, 0.9)).kind == NOT_HERE
+    assert generation.judge({}).kind == NOT_HERE
 
 
 def test_the_start_up_warm_up_measures_each_claim_for_the_board(workers, monkeypatch):

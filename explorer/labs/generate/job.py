@@ -13,6 +13,8 @@ from typing import Any
 import torch
 import torch._dynamo as dynamo
 import torch._dynamo.utils as dynamo_utils
+import torch._inductor as inductor
+import torch._inductor.config as inductor_config
 from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.compile.observe import CountingBackend, frame_compiles, message_line
@@ -25,6 +27,7 @@ from explorer.eager.timing import measuring_core
 from explorer.sources.edited import model_of
 
 STANCE_FROM = 2  # steps 0 (the prefill) and 1 (the first decode) compile; from here on, none may (static cache)
+REDUCE_OVERHEAD = "reduce-overhead"  # inductor with torch.compile's mode="reduce-overhead": CUDA graphs
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class CacheRun:
     cores: tuple[int, ...] = ()
     threads: int = THREADS
     graph: Capture | None = None  # the chosen step's autograd graph (eager)
+    cudagraph_skips: int | None = None  # reduce-overhead: the compiled graphs inductor ran without CUDA graphs
 
 
 @dataclass(frozen=True)
@@ -114,17 +118,24 @@ class GenerateJob(Job[CacheRun]):
             if i == STANCE_FROM and self.cache == "static":
                 torch.compiler.set_stance("fail_on_recompile")
 
-        step = torch.compile(model.step, backend=CountingBackend(self.backend, on_graph),
+        backend = "inductor" if self.backend == REDUCE_OVERHEAD else self.backend
+        step = torch.compile(model.step, backend=CountingBackend(backend, on_graph),
                              dynamic=False if self.cache == "static" else None)
+        # the mode's options (CUDA graphs) patched around the compiles: a wrapped backend does not get torch.compile's
+        mode = inductor.list_mode_options(REDUCE_OVERHEAD) if self.backend == REDUCE_OVERHEAD else {}
+        skips = dynamo_utils.counters["inductor"]["cudagraph_skips"]
         began = time.time()
         try:
-            first = generate(model, ids, pads, self.tokens, self.cache, step, on_step)
+            with inductor_config.patch(mode):
+                first = generate(model, ids, pads, self.tokens, self.cache, step, on_step)
         except Exception as e:  # a recompile under fail_on_recompile, or a compile that failed
             run.error = f"{type(e).__name__} at step {at['step']}: {message_line(e)[:300]}"
             return None
         finally:
             torch.compiler.set_stance("default")
             run.first_run_s = time.time() - began
+            if mode:
+                run.cudagraph_skips = dynamo_utils.counters["inductor"]["cudagraph_skips"] - skips
             seconds = [c.seconds for c in frame_compiles(began)]
             run.compiles = [Compile(c.step, s, c.reason) for c, s in zip(run.compiles, seconds, strict=False)]
         run.compiled_tokens = first.tokens.tolist()

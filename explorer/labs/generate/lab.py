@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Generator, Iterator
+from typing import Any
+
+import torch
 
 from explorer.compile.protocol import JobRunner
 from explorer.core.budget import gib
@@ -12,11 +15,14 @@ from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.core.limits import MAX_ACTIVATION_BYTES, MAX_BATCH
 from explorer.core.progress import Progress
-from explorer.eager.generation import left_padded
+from explorer.eager.capture import Capture
+from explorer.eager.generation import left_padded, step_graph
 from explorer.labs.generate.job import CacheRun, GenerateJob
 from explorer.labs.generate.results import Alone, GenerateResult
+from explorer.sources.edited import model_of
+from explorer.sources.library import POSITIONS
 from models.config import config_dict
-from models.decoder import CACHES, DecoderConfig, cache_bytes
+from models.decoder import CACHES, cache_bytes
 
 
 def prompts_of(text: str) -> list[str]:
@@ -48,9 +54,10 @@ def run_generate(service: JobRunner, model: str, config: object, text: str, toke
     if "static" in caches and limit is not None and ids.shape[1] + tokens > limit:
         raise InputError(f"the static cache holds {limit} positions (max_positions); the longest prompt "
                          f"({ids.shape[1]} bytes) and {tokens} tokens need {ids.shape[1] + tokens}")
-    if isinstance(config, DecoderConfig):  # the largest cache this run would hold, refused before it is built
-        positions = config.max_positions if "static" in caches else ids.shape[1] + tokens
-        need = cache_bytes(config, ids.shape[0], positions)
+    layers, width = getattr(config, "layers", None), getattr(config, "width", None)
+    if layers and width:  # the zoo's or the library's decoder: its largest cache, refused before it is built
+        positions = getattr(config, "max_positions", POSITIONS) if "static" in caches else ids.shape[1] + tokens
+        need = cache_bytes(layers, width, ids.shape[0], positions)
         if need > MAX_ACTIVATION_BYTES:
             raise InputError(f"this run's key/value cache would hold {gib(need)} ({ids.shape[0]} prompts x "
                              f"{positions} positions); the limit is {gib(MAX_ACTIVATION_BYTES)} "
@@ -71,6 +78,20 @@ def run_generate(service: JobRunner, model: str, config: object, text: str, toke
                                       float((alone.logits[0] - batched.logits[b]).abs().max()),
                                       statistics.median(sum(r) for r in alone.eager_s)))
     yield result
+
+
+def step_graphs(report: dict[str, Any], at: int) -> dict[str, Capture]:
+    """Each cache kind's autograd graph at step `at` of a run this lab reported, captured here: the model rebuilt
+    from its config replays the steps before `at` with the tokens that cache kind generated (the Playground's step
+    slider, without generating again)."""
+    tokens = report["tokens"]
+    if not isinstance(at, int) or not 0 <= at < tokens:
+        raise InputError(f"the graph's step must be one of the {tokens} steps: 0 (the prefill) to {tokens - 1}; "
+                         f"got {at!r}")
+    model = model_of(report["model"], report["config"])
+    ids, pads = left_padded([p.encode() for p in report["prompts"]])
+    return {run["cache"]: step_graph(model, ids, pads, torch.tensor(run["tokens"]), run["cache"], at)
+            for run in report["caches"]}
 
 
 def _collect(items: Iterator[Progress | CacheRun]) -> Generator[Progress, None, list[CacheRun]]:

@@ -63,6 +63,18 @@ class GenerateResult:
         saved_s = (statistics.median(c.a_ms) - statistics.median(c.b_ms)) / 1e3
         return math.ceil(sum(x.seconds for x in run.compiles) / saved_s)
 
+    @staticmethod
+    def cuda_graphs(run: CacheRun) -> str | None:
+        """What mode="reduce-overhead" did, from inductor's count of the graphs it ran without CUDA graphs."""
+        if run.cudagraph_skips is None:
+            return None
+        graphs = len(run.compiles)
+        if run.cudagraph_skips >= graphs:
+            return (f"mode='reduce-overhead' with the {run.cache} cache: all {graphs} compiled graphs ran without "
+                    "CUDA graphs (inductor skips them for a graph on the CPU), so this is inductor's default code")
+        return (f"mode='reduce-overhead' with the {run.cache} cache: {graphs - run.cudagraph_skips} of {graphs} "
+                "compiled graphs captured as CUDA graphs")
+
     def batching(self) -> str:
         """The padded batch against its prompts one at a time: tokens per second (medians of the warm runs, not
         paired: figures, not a "faster"), and the positions the left pads take in every row's cache."""
@@ -93,6 +105,7 @@ class GenerateResult:
                 parts.append(f"compiled with the {run.cache} cache: {len(run.compiles)} compile(s), "
                              f"{len(decode)} after the prefill; per token {c.said()}"
                              + (f"; it pays for its compile after {k} tokens" if k is not None else ""))
+                parts += filter(None, [self.cuda_graphs(run)])
         if self.alone:
             parts.append(self.batching())
         for a in self.alone:
@@ -109,7 +122,8 @@ class GenerateResult:
             runs.append(kept | {"compiles": [asdict(c) for c in run.compiles],
                                 "step_graph_nodes": len(run.graph.graph.nodes) if run.graph else None,
                                 "same_tokens_as_reference": same, "max_logit_diff_vs_reference": diff,
-                                "per_token": c.as_dict() if c else None, "break_even_tokens": self.break_even(run)})
+                                "per_token": c.as_dict() if c else None, "break_even_tokens": self.break_even(run),
+                                "cuda_graphs": self.cuda_graphs(run)})
         return {"model": self.model, "config": self.config, "prompts": self.prompts, "pads": self.pads,
                 "tokens": self.tokens, "repeats": self.repeats, "reference": self.reference.cache,
                 "graph_step": self.graph_at,

@@ -12,6 +12,7 @@ from explorer.core.limits import MAX_GENERATED, MAX_TEXT_CHARS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
+from explorer.labs.generate.job import REDUCE_OVERHEAD
 from explorer.labs.generate.lab import run_generate
 from explorer.labs.generate.results import GenerateResult
 from explorer.labs.generate.view import OUTPUTS, format_generate, view_of
@@ -20,7 +21,7 @@ from explorer.sources.registry import subject as named
 from models.config import knob
 from models.decoder import CACHES
 
-BACKENDS = ("none", "eager", "aot_eager", "inductor")
+BACKENDS = ("none", "eager", "aot_eager", "inductor", REDUCE_OVERHEAD)
 OWN_MODEL = "decoder"  # the lab's own, where the Playground's model does not generate
 
 
@@ -31,15 +32,17 @@ class GenerateParams:
     tokens: int = knob(32, "tokens generated after the prompt (greedy)", min=3, max=MAX_GENERATED)
     caches: tuple[str, ...] = knob(CACHES, "the key/value cache kinds compared (the first is the reference)",
                                    choices=CACHES, flag="--cache")
-    compile: str = knob("none", "also compile the decoder's step with this backend (inductor compiles C++)",
-                        choices=BACKENDS)
+    compile: str = knob("none", "also compile the decoder's step with this backend (inductor compiles C++; "
+                        "reduce-overhead: inductor with torch.compile's mode='reduce-overhead', CUDA graphs, which "
+                        "the lab counts as skipped where the model runs on the CPU)", choices=BACKENDS)
     repeats: int = knob(3, "warm generations timed per cache kind and side", min=1, max=10)
     graph_step: int = knob(1, "the step whose autograd graph is drawn for each cache kind (0: the prefill)", min=0,
                            max=MAX_GENERATED - 1)
 
 
 def generates(subject: Subject) -> bool:
-    """Whether the model generates: a decoder with a cache and a step (explorer/eager/generation.py)."""
+    """Whether the model generates: a decoder with a cache and a step (explorer/eager/generation.py): the zoo's,
+    a library decoder (explorer/sources/library_cache.py), or a file's that has both."""
     model = subject.build()
     return callable(getattr(model, "new_cache", None)) and callable(getattr(model, "step", None))
 
@@ -57,7 +60,7 @@ def refuses(subject: Subject) -> str | None:
     if subject.playground or generates(subject):
         return None
     return (f"{subject.model} does not generate: the generation lab needs a decoder with a key/value cache "
-            f"({OWN_MODEL})")
+            f"({OWN_MODEL}, gpt2, llama, or a file's model with new_cache and step)")
 
 
 def work(p: GenerateParams) -> Work:
@@ -73,12 +76,14 @@ SPEC = LabSpec(
     name="generate", title="Generation lab",
     summary="generate token by token with each key/value cache, eager and compiled",
     intro="Generation is the dynamic graph most people run today: every new token runs a forward whose attention "
-          "reads a key/value cache one step longer than the last. This lab generates with **the decoder** (the "
-          "Playground's, or its defaults) and each cache: *none* (the whole sequence again every step), *dynamic* "
-          "(grows a token at a time: shapes change every step) and *static* (preallocated, masked: the same shapes "
-          "every step). Shown: that all three generate the same tokens, each step's time against the position, the "
-          "cache's bytes, and with a compiler, which step compiled and why, whether compiled is faster per token "
-          "(by its interval) and after how many tokens it pays for its compile. Several prompts, one per line, "
-          "are generated as one batch padded on the left and each alone: the same tokens, or the padding is wrong.",
+          "reads a key/value cache one step longer than the last. This lab generates with **a decoder** (the "
+          "Playground's, else the zoo's at its defaults; GPT-2 and Llama from `transformers` with the library's own "
+          "`DynamicCache` and `StaticCache`) and each cache: *none* (the whole sequence again every step), "
+          "*dynamic* (grows a token at a time: shapes change every step) and *static* (preallocated, masked: the "
+          "same shapes every step). Shown: that all three generate the same tokens, each step's time against the "
+          "position, the cache's bytes, and with a compiler, which step compiled and why, whether compiled is "
+          "faster per token (by its interval) and after how many tokens it pays for its compile. Several prompts, "
+          "one per line, are generated as one batch padded on the left and each alone: the same tokens, or the "
+          "padding is wrong.",
     button="Generate", params=GenerateParams, needs=Needs.ANY_MODEL, run=run, view=view_of, outputs=OUTPUTS,
     text=format_generate, worker=lambda w: w.compile, queue=Queue.COMPILE, work=work, refuses=refuses)

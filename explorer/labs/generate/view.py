@@ -15,6 +15,7 @@ from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.draw.graph import draw_graph
 from explorer.draw.style import line_layout
+from explorer.eager.capture import Capture
 from explorer.eager.compare import measurement_of
 from explorer.labs.contract import Kind, Output
 from explorer.labs.generate.job import CacheRun
@@ -101,8 +102,12 @@ def step_figure(result: GenerateResult, kind: str) -> go.Figure | None:
     run = next((r for r in result.runs if r.cache == kind), None)
     if run is None or run.graph is None:
         return None
-    g = run.graph.graph
-    what = "the prefill" if result.graph_at == 0 else f"decode step {result.graph_at}"
+    return graph_figure(run.graph, kind, result.graph_at)
+
+
+def graph_figure(capture: Capture, kind: str, at: int) -> go.Figure:
+    g = capture.graph
+    what = "the prefill" if at == 0 else f"decode step {at}"
     return draw_graph(g, f"{kind} cache, {what}: {len(g.nodes)} nodes, {len(g.edges)} edges ({{drawn}})",
                       height=460)
 
@@ -135,6 +140,8 @@ def format_generate(report: dict[str, Any]) -> str:
             lines.append(f"{'':<9}compiled ({c['backend']}): {len(c['compiles'])} compile(s) at steps "
                          f"{[x['step'] for x in c['compiles']]}; {c['per_token']['said']}"
                          + (f"; pays off after {c['break_even_tokens']} tokens" if c["break_even_tokens"] else ""))
+        if c["cuda_graphs"]:
+            lines.append(f"{'':<9}{c['cuda_graphs']}")
         if c["error"]:
             lines.append(f"{'':<9}compiled: {c['error']}")
         if c["stance"]:

@@ -12,7 +12,9 @@ from explorer.compile.protocol import Here, WorkerContext, Workers
 from explorer.core.errors import InputError
 from explorer.eager.generation import generate, left_padded, step_graph
 from explorer.labs.contract import LabContext
-from explorer.labs.generate.job import STANCE_FROM, GenerateJob
+from explorer.labs.generate.job import REDUCE_OVERHEAD, STANCE_FROM, GenerateJob
+from explorer.labs.generate.lab import step_graphs
+from explorer.labs.generate.results import GenerateResult
 from explorer.labs.registry import LABS
 from models import build_model, make_config
 from models.decoder import CACHES
@@ -74,17 +76,22 @@ def test_padding_on_the_wrong_side_changes_the_answer(decoder):
     assert (wrong.logits[0] - _one(decoder, PROMPTS[1], "dynamic", 12).logits[0]).abs().max() > 1e-3
 
 
-def _job(cache: str, tokens: int) -> GenerateJob:
+def _job(cache: str, tokens: int, model: str = "decoder", backend: str = "eager") -> GenerateJob:
     ids, pads = left_padded([PROMPTS[0]])
-    return GenerateJob("decoder", {}, ids.tolist(), pads.tolist(), tokens, cache, "eager", 1)
+    return GenerateJob(model, {}, ids.tolist(), pads.tolist(), tokens, cache, backend, 1)
 
 
 def test_the_static_cache_decode_step_compiles_once_over_64_steps_under_fail_on_recompile():
-    run = _job("static", 64).run(WorkerContext(lambda phase: None))
+    """With inductor in mode="reduce-overhead" (one inductor compile in this file): on the CPU, its CUDA graphs
+    are skipped for every graph, and the lab says so from inductor's own count."""
+    run = _job("static", 64, backend=REDUCE_OVERHEAD).run(WorkerContext(lambda phase: None))
     assert run.error == "" and run.stance.startswith(f"fail_on_recompile from step {STANCE_FROM} to 63")
     assert [c.step for c in run.compiles] == [0, 1]  # the prefill's graph, then the decode step's: no other
     assert run.compiled_tokens == run.tokens and run.compiled_diff < 1e-5
     assert len(run.eager_s) == len(run.compiled_s) == 1 and len(run.compiled_s[0]) == 64
+    assert run.cudagraph_skips == 2
+    assert "all 2 compiled graphs ran without CUDA graphs" in GenerateResult.cuda_graphs(run)
+    assert _job("static", 4).run(WorkerContext(lambda phase: None)).cudagraph_skips is None  # not asked: not said
 
 
 def test_the_dynamic_cache_recompiles_as_its_shapes_grow_and_says_which_guard_failed():
@@ -92,6 +99,28 @@ def test_the_dynamic_cache_recompiles_as_its_shapes_grow_and_says_which_guard_fa
     later = [c for c in run.compiles if c.step >= STANCE_FROM]
     assert run.error == "" and run.stance == "" and later  # no stance here: every recompile is logged
     assert all(c.reason != "first compile" for c in run.compiles[1:])  # each later one names its guard
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_a_library_decoder_generates_with_the_librarys_own_caches(arch):
+    """transformers' DynamicCache and StaticCache behind the same step: the same tokens as no cache, a padded
+    batch as each prompt alone, and the static cache's decode step compiled once under fail_on_recompile."""
+    from transformers import DynamicCache, StaticCache
+
+    model = named_subject(arch, {}).build()
+    ids, pads = left_padded(PROMPTS)
+    runs = {kind: generate(model, ids, pads, 6, kind) for kind in CACHES}
+    for kind in CACHES[1:]:
+        assert torch.equal(runs[kind].tokens, runs["none"].tokens), kind
+        assert (runs[kind].logits - runs["none"].logits).abs().max() < 1e-5, kind
+    assert isinstance(model.new_cache(pads, "static").held, StaticCache)
+    assert isinstance(model.new_cache(pads, "dynamic").held, DynamicCache)
+    for row, prompt in enumerate(PROMPTS):
+        alone = _one(model, prompt, "static", 6)
+        assert (runs["static"].logits[row] - alone.logits[0]).abs().max() < 1e-5, (arch, prompt)
+    run = _job("static", 16, arch).run(WorkerContext(lambda phase: None))
+    assert run.error == "" and [c.step for c in run.compiles] == [0, 1] and run.stance
+    assert run.compiled_tokens == run.tokens
 
 
 def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_that_does_not_generate():
@@ -107,6 +136,12 @@ def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_tha
     assert "left pads take 9 of 22 prompt positions (41%)" in view.report["batching"]  # "Hi" padded to 11 bytes
     assert "per token" in view.verdict and "Hello there" in view.report["prompts"][0]
     assert view.report["caches"][1]["per_token"]["pairs"] == 2 * 5  # two warm runs x five decode steps, paired
+    later = step_graphs(view.report, 5)  # the Playground's step slider: from the report, without generating again
+    assert set(later) == {"dynamic", "static"} and later["static"].graph.nodes
+    grown = {n.shape[2] for n in later["dynamic"].graph.nodes if n.op == "CatBackward0"}
+    assert grown == {11 + 5}  # at step 5: 11 prompt columns (the short one left-padded), 4 tokens, the new one
+    with pytest.raises(InputError, match="0 \\(the prefill\\) to 5"):
+        step_graphs(view.report, 6)
     with pytest.raises(InputError, match="rnn does not generate"):
         final(run_lab(LABS["generate"], named_subject("rnn", {}), {}, ctx))
     with pytest.raises(InputError, match="GE_MAX_ACTIVATION_BYTES"):  # 200 prompts x 4,096 columns x 12 layers
