@@ -24,6 +24,7 @@ from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
 from explorer.labs.generate.lab import run_generate
 from explorer.labs.generate.results import GenerateResult
+from explorer.sources.registry import subject
 
 MODEL = "decoder"
 PROMPT = "The cat sat on the mat, and then"  # 32 bytes
@@ -61,7 +62,9 @@ def evidence_of(result: GenerateResult) -> Evidence:
             series.y.append(statistics.median(ms))
             series.spread.append(q[2] - q[0])  # type: ignore[union-attr]
         k = numbers.get(f"{key}.k")
-        shown.append((f"{key} cache: pays off after", f"{k:,.0f} tokens" if k else "never here",
+        paid = (f"{k:,.0f} tokens" if c.faster == "compiled" and k else "never (eager is faster)"
+                if c.faster == "eager" else "not resolved")  # a K only where compiled is faster by its interval
+        shown.append((f"{key} cache: pays off after", paid,
                       f"{compile_s:.1f} s of {len(run.compiles)} compile(s); per token "
                       f"{interval(numbers, f'{key}.per_token')}" + (f"; {run.stance}" if run.stance else "")))
     chart = Chart("bar", "A decode step, eager and compiled", "key/value cache", "ms per token (median, bars = IQR)",
@@ -70,15 +73,17 @@ def evidence_of(result: GenerateResult) -> Evidence:
              f"greedy; per cache, its first compiled generation compiles (the static one under fail_on_recompile from "
              f"its second decode step), then {result.repeats} warm generations of each side, interleaved on one core, "
              "timed step by step, each decode step an eager/compiled pair. K is the compile's seconds (one "
-             "measurement, inductor's on-disk cache as this server has it) over the median time a compiled step "
-             "saves; its interval comes from the per-token ratio's 95% interval.",
+             "measurement, in the compile worker as it was: the first inductor compile of a fresh worker also pays "
+             "its toolchain's start, and inductor's on-disk cache may serve a graph compiled before) over the "
+             "median time a compiled step saves; its interval comes from the per-token ratio's 95% interval.",
              *(f"compiling with the {r.cache} cache failed: {r.error}" for r in result.runs if r.error)]
     return Evidence(numbers, shown, chart, notes)
 
 
 def measure(w: Workers) -> Iterator[Progress | Evidence]:
     tokens, repeats, backend = (6, 1, "eager") if w.quick else (TOKENS, 3, "inductor")
-    for item in run_generate(w.compile, MODEL, {}, PROMPT, tokens, list(CACHES), backend, repeats):
+    config = subject(MODEL).config  # its defaults
+    for item in run_generate(w.compile, MODEL, config, PROMPT, tokens, list(CACHES), backend, repeats):
         yield item if isinstance(item, Progress) else evidence_of(item)
 
 
@@ -93,8 +98,9 @@ def judge(x: dict[str, float]) -> Verdict:
         return Verdict(NOT_HERE, f"with a static cache, compiled decoding is slower than eager here: {said}")
     if x["static.per_token_low"] <= 1 or "static.k_high" not in x:
         return Verdict(UNRESOLVED, f"with a static cache, {said}: the interval includes 1, so no K")
-    k = (f"after {x['static.k']:,.0f} tokens (95% interval {x['static.k_low']:,.0f}-{x['static.k_high']:,.0f}), "
-         f"its {x['static.compile_s']:.1f} s of {x['static.compiles']:.0f} compiles paid back by decode steps "
+    k = (f"after {x['static.k']:,.0f} tokens (95% interval {x['static.k_low']:,.0f}-{x['static.k_high']:,.0f} from "
+         f"the per-token ratio's; the compile's seconds are one measurement), its {x['static.compile_s']:.1f} s of "
+         f"{x['static.compiles']:.0f} compiles paid back by decode steps "
          f"{x['static.eager_ms']:.3f} -> {x['static.compiled_ms']:.3f} ms ({said})")
     if "dynamic.per_token" not in x:
         other = ""

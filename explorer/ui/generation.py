@@ -16,7 +16,7 @@ from explorer.ui.endpoints import refusing
 from explorer.ui.labs import lab_tab
 from models.decoder import CACHES
 
-SHOWN = ("tokens", "caches", "compile", "graph_step")  # the prompt is the Playground's input; repeats its default
+SHOWN = ("prompts", "tokens", "caches", "compile", "graph_step")  # the text is the Playground's input
 
 
 def generation_panel(session: gr.State) -> None:

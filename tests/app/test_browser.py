@@ -249,3 +249,25 @@ def test_a_collapsed_module_opens_from_the_menu_under_the_graph(page: Page, app_
     expect(title).to_contain_text("686 nodes")  # the counts are the whole graph's, opened or not
     shot(page, "graph-opened")
 
+
+
+def test_the_playground_generates_from_its_input_and_the_step_slider_redraws_each_caches_graph(page: Page, app_url):
+    loaded(page, app_url)
+    page.get_by_text("Generation: this input as a prompt").click()
+    tokens = page.get_by_role("spinbutton", name="tokens").filter(visible=True)
+    tokens.fill("12")  # a dozen tokens: the run stays short
+    page.get_by_role("button", name="Generate", exact=True).filter(visible=True).click()
+    # the Playground's input as the prompt, three caches: the verdict, then the raw report under it
+    verdict = page.get_by_text(re.compile("^Verdict: the dynamic cache generates the same tokens as none"))
+    expect(verdict).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("svg text", has_text="static cache, decode step 1:")).to_be_visible()
+    step = page.get_by_role("spinbutton", name="graph_step").filter(visible=True)
+    expect(step).to_have_attribute("max", "11")  # the slider spans this run's 12 steps
+    step.click()
+    step.press("Control+A")
+    step.press_sequentially("9")
+    step.press("Enter")  # settles the slider: the graphs are redrawn from the run, not generated again
+    for kind in ("none", "dynamic", "static"):
+        expect(page.locator("svg text", has_text=f"{kind} cache, decode step 9:")).to_be_visible(timeout=TIMEOUT)
+    expect(verdict).to_be_visible()
+    shot(page, "playground-generation")

@@ -21,7 +21,7 @@ ENDPOINTS = {
     "deploy": ["model", "config_json", "text", "lengths", "routes"],
     "debug": ["model", "config_json", "bug", "text", "modes"],
     "ddp": ["scenario", "model", "config_json", "world_size", "steps", "backend"],
-    "generate": ["model", "config_json", "text", "tokens", "caches", "compile", "repeats", "graph_step"],
+    "generate": ["model", "config_json", "text", "prompts", "tokens", "caches", "compile", "repeats", "graph_step"],
 }
 
 

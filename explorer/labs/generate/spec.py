@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from explorer.core.batches import generate_batch
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.limits import MAX_GENERATED, MAX_TEXT_CHARS
 from explorer.core.progress import Progress
@@ -23,12 +24,16 @@ from models.decoder import CACHES
 
 BACKENDS = ("none", "eager", "aot_eager", "inductor", REDUCE_OVERHEAD)
 OWN_MODEL = "decoder"  # the lab's own, where the Playground's model does not generate
+GENERATED_LENGTHS = (5, 60)  # bytes: short and long prompts in one batch, the long ones rare (Zipf)
 
 
 @dataclass(frozen=True)
 class GenerateParams:
     text: str = knob(DEFAULT_TEXT, "the prompt; several prompts, one per line, are generated as one batch padded "
                      "on the left, and each alone", most=MAX_TEXT_CHARS)
+    prompts: int = knob(0, "generate this many prompts of different lengths instead (Zipf lengths of "
+                        f"{GENERATED_LENGTHS[0]}-{GENERATED_LENGTHS[1]} bytes, seeded), as one left-padded batch; 0: "
+                        "the text's lines", min=0, max=64)
     tokens: int = knob(32, "tokens generated after the prompt (greedy)", min=3, max=MAX_GENERATED)
     caches: tuple[str, ...] = knob(CACHES, "the key/value cache kinds compared (the first is the reference)",
                                    choices=CACHES, flag="--cache")
@@ -52,8 +57,13 @@ def run(subject: Subject | None, p: GenerateParams, ctx: LabContext) -> Iterator
     if subject is None or (subject.playground and not generates(subject)):
         subject = named(OWN_MODEL)
     backend = "" if p.compile == "none" else p.compile
-    yield from run_generate(ctx.workers.compile, subject.model, subject.config, p.text, p.tokens, list(p.caches),
-                            backend, p.repeats, p.graph_step)
+    yield from run_generate(ctx.workers.compile, subject.model, subject.config, _prompts(p), p.tokens,
+                            list(p.caches), backend, p.repeats, p.graph_step)
+
+
+def _prompts(p: GenerateParams) -> str:
+    """The prompts, one per line: the text's, or `prompts` generated ones."""
+    return "\n".join(generate_batch(p.prompts, "zipf", *GENERATED_LENGTHS)) if p.prompts else p.text
 
 
 def refuses(subject: Subject) -> str | None:
@@ -65,7 +75,7 @@ def refuses(subject: Subject) -> str | None:
 
 def work(p: GenerateParams) -> Work:
     sides = 2 if p.compile != "none" else 1
-    prompts = len([line for line in p.text.splitlines() if line.strip()])
+    prompts = len([line for line in _prompts(p).splitlines() if line.strip()])
     alone = prompts if prompts > 1 else 0
     steps = p.tokens * (1 + p.repeats) * (len(p.caches) * sides + alone)
     return Work(steps, f"{p.tokens} tokens x {1 + p.repeats} runs x ({len(p.caches)} cache kinds x {sides} "

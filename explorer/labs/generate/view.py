@@ -73,18 +73,33 @@ def _row(result: GenerateResult, run: CacheRun) -> list[Any]:
 
 
 def latency_figure(result: GenerateResult) -> go.Figure:
-    """Each decode step's median over the warm runs against its position (prompt length + step)."""
+    """Each step's median over the warm runs against the position it reads, its IQR as bars: the prefill a marker
+    at the prompt's length, the decode steps a line."""
     fig = go.Figure()
     start = max(len(p.encode()) for p in result.prompts)
     for run in result.runs:
         for side, samples, dash in (("eager", run.eager_s, "solid"), ("compiled", run.compiled_s, "dash")):
             if not samples:
                 continue
-            medians = [statistics.median(r[i] for r in samples) * 1e3 for i in range(1, result.tokens)]
-            fig.add_scatter(x=list(range(start + 1, start + result.tokens)), y=medians, mode="lines",
-                            name=f"{run.cache}, {side}", line={"dash": dash})
-    return line_layout(fig, "Each new token's forward, by cache kind", "position (prompt + generated)",
-                       "ms per decode step (median)")
+            spread = [_quartiles([r[i] * 1e3 for r in samples]) for i in range(result.tokens)]
+            med = [m for _, m, _ in spread]
+            bars = {"type": "data", "symmetric": False, "array": [q3 - m for _, m, q3 in spread],
+                    "arrayminus": [m - q1 for q1, m, _ in spread], "thickness": 1, "width": 0}
+            fig.add_scatter(x=list(range(start + 1, start + result.tokens)), y=med[1:], mode="lines",
+                            name=f"{run.cache}, {side}", line={"dash": dash},
+                            error_y={**bars, "array": bars["array"][1:], "arrayminus": bars["arrayminus"][1:]})
+            fig.add_scatter(x=[start], y=med[:1], mode="markers", name=f"{run.cache}, {side}: prefill",
+                            error_y={**bars, "array": bars["array"][:1], "arrayminus": bars["arrayminus"][:1]})
+    return line_layout(fig, "Each step's forward, by cache kind (bars: IQR over the warm runs)",
+                       "position (prompt + generated)", "ms per step (median)")
+
+
+def _quartiles(ms: list[float]) -> tuple[float, float, float]:
+    """(Q1, median, Q3) of one step's warm runs; a single run is its own spread."""
+    if len(ms) < 2:
+        return ms[0], ms[0], ms[0]
+    q1, med, q3 = statistics.quantiles(ms, n=4)
+    return q1, med, q3
 
 
 def memory_figure(result: GenerateResult) -> go.Figure:

@@ -142,6 +142,8 @@ def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_tha
     assert grown == {11 + 5}  # at step 5: 11 prompt columns (the short one left-padded), 4 tokens, the new one
     with pytest.raises(InputError, match="0 \\(the prefill\\) to 5"):
         step_graphs(view.report, 6)
+    many = LABS["generate"].parse({"prompts": 5, "caches": "static"})  # generated prompts: one batch of 5
+    assert "+ 5 prompts alone" in LABS["generate"].work(many).counted
     with pytest.raises(InputError, match="rnn does not generate"):
         final(run_lab(LABS["generate"], named_subject("rnn", {}), {}, ctx))
     with pytest.raises(InputError, match="GE_MAX_ACTIVATION_BYTES"):  # 200 prompts x 4,096 columns x 12 layers
