@@ -82,16 +82,23 @@ def _job(cache: str, tokens: int, model: str = "decoder", backend: str = "eager"
 
 
 def test_the_static_cache_decode_step_compiles_once_over_64_steps_under_fail_on_recompile():
-    """With inductor in mode="reduce-overhead" (one inductor compile in this file): on the CPU, its CUDA graphs
-    are skipped for every graph, and the lab says so from inductor's own count."""
-    run = _job("static", 64, backend=REDUCE_OVERHEAD).run(WorkerContext(lambda phase: None))
+    run = _job("static", 64).run(WorkerContext(lambda phase: None))
     assert run.error == "" and run.stance.startswith(f"fail_on_recompile from step {STANCE_FROM} to 63")
     assert [c.step for c in run.compiles] == [0, 1]  # the prefill's graph, then the decode step's: no other
     assert run.compiled_tokens == run.tokens and run.compiled_diff < 1e-5
     assert len(run.eager_s) == len(run.compiled_s) == 1 and len(run.compiled_s[0]) == 64
-    assert run.cudagraph_skips == 2
+    assert run.cudagraph_skips is None  # not asked: not said
+
+
+def test_reduce_overhead_on_the_cpu_skips_cuda_graphs_for_every_graph_and_says_so_from_inductors_count():
+    """The file's one inductor compile, of the smallest decoder: on the CPU, CUDA graphs are skipped for both
+    graphs, and the lab says so from inductor's own count."""
+    ids, pads = left_padded([PROMPTS[1]])
+    job = GenerateJob("decoder", {"layers": 1, "width": 8, "heads": 1}, ids.tolist(), pads.tolist(), 3, "static",
+                      REDUCE_OVERHEAD, 1)
+    run = job.run(WorkerContext(lambda phase: None))
+    assert run.error == "" and [c.step for c in run.compiles] == [0, 1] and run.cudagraph_skips == 2
     assert "all 2 compiled graphs ran without CUDA graphs" in GenerateResult.cuda_graphs(run)
-    assert _job("static", 4).run(WorkerContext(lambda phase: None)).cudagraph_skips is None  # not asked: not said
 
 
 def test_the_dynamic_cache_recompiles_as_its_shapes_grow_and_says_which_guard_failed():
