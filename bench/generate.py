@@ -58,7 +58,7 @@ def main() -> None:
         result = results[model]
         c = result.per_token(run)
         k = result.break_even(run)
-        compiles = (f"{len(run.compiles)} at steps {[x.step for x in run.compiles]}, "
+        compiles = (f"{len(run.compiles)} at steps {[x.at for x in run.compiles]}, "
                     f"{sum(x.seconds for x in run.compiles):.1f} s")
         for side, samples in (("eager", run.eager_s), (f"compiled ({run.backend})", run.compiled_s)):
             if not samples:

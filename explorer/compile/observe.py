@@ -190,6 +190,37 @@ class CountingBackend:
         return run
 
 
+@dataclass(frozen=True)
+class CompileAt:
+    """One compile along a run: where it asked (a generation step, a request of a stream), dynamo's seconds, and
+    the guard that failed ("first compile" for the first)."""
+
+    at: int
+    seconds: float
+    reason: str
+
+
+class CompileLog:
+    """The compiles a run triggers, each with where it was (`at`, set by the caller as the run goes) and the guard
+    whose failure asked for it: pass `on_graph` to CountingBackend, then read `since(began)` at the end."""
+
+    def __init__(self) -> None:
+        self.at = 0
+        self._asked: list[tuple[int, str]] = []
+        self._failures = sum(len(v) for v in dynamo_utils.guard_failures.values())
+
+    def on_graph(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
+        reasons = [r for v in dynamo_utils.guard_failures.values() for r in v]
+        new, self._failures = reasons[self._failures:], len(reasons)
+        self._asked.append((self.at, "; ".join(new)[:300] if new else "first compile"))
+
+    def since(self, began: float) -> list[CompileAt]:
+        """Each graph compiled, with dynamo's seconds for its frame (time.time() `began` before the run)."""
+        seconds = [c.seconds for c in frame_compiles(began)]
+        return [CompileAt(at, s, why) for (at, why), s in zip(self._asked, seconds + [0.0] * len(self._asked),
+                                                                strict=False)]
+
+
 _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 

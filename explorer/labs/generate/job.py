@@ -17,7 +17,7 @@ import torch._inductor as inductor
 import torch._inductor.config as inductor_config
 from torch.utils.benchmark.utils.common import set_torch_threads
 
-from explorer.compile.observe import CountingBackend, frame_compiles, message_line
+from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line
 from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.limits import THREADS
 from explorer.core.machine import on_core
@@ -28,13 +28,6 @@ from explorer.sources.edited import model_of
 
 STANCE_FROM = 2  # steps 0 (the prefill) and 1 (the first decode) compile; from here on, none may (static cache)
 REDUCE_OVERHEAD = "reduce-overhead"  # inductor with torch.compile's mode="reduce-overhead": CUDA graphs
-
-
-@dataclass(frozen=True)
-class Compile:
-    step: int  # the generation step that asked for it (0: the prefill)
-    seconds: float  # dynamo's whole-frame compile time
-    reason: str  # the guard that failed, or "first compile"
 
 
 @dataclass
@@ -51,7 +44,7 @@ class CacheRun:
     compiled_tokens: list[list[int]] = field(default_factory=list)
     compiled_diff: float | None = None  # max |logits| compiled vs eager
     compiled_s: list[list[float]] = field(default_factory=list)
-    compiles: list[Compile] = field(default_factory=list)
+    compiles: list[CompileAt] = field(default_factory=list)  # `at`: the generation step that asked for it
     first_run_s: float = 0.0  # the compiled side's first generation, its compiles included
     stance: str = ""
     error: str = ""  # the compiled generation failed: its message
@@ -106,20 +99,15 @@ class GenerateJob(Job[CacheRun]):
     def _compile(self, model: Any, ids: torch.Tensor, pads: torch.Tensor, run: CacheRun) -> Step | None:
         """The decoder's step compiled (static shapes for the static cache) and its first generation, each
         compile logged in `run`; None if it failed (said in `run.error`)."""
-        at = {"step": 0, "failures": sum(len(v) for v in dynamo_utils.guard_failures.values())}
-
-        def on_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> None:
-            reasons = [r for v in dynamo_utils.guard_failures.values() for r in v]
-            new, at["failures"] = reasons[at["failures"]:], len(reasons)
-            run.compiles.append(Compile(at["step"], 0.0, "; ".join(new)[:300] if new else "first compile"))
+        log = CompileLog()
 
         def on_step(i: int) -> None:
-            at["step"] = i
+            log.at = i
             if i == STANCE_FROM and self.cache == "static":
                 torch.compiler.set_stance("fail_on_recompile")
 
         backend = "inductor" if self.backend == REDUCE_OVERHEAD else self.backend
-        step = torch.compile(model.step, backend=CountingBackend(backend, on_graph),
+        step = torch.compile(model.step, backend=CountingBackend(backend, log.on_graph),
                              dynamic=False if self.cache == "static" else None)
         # the mode's options (CUDA graphs) patched around the compiles: a wrapped backend does not get torch.compile's
         mode = inductor.list_mode_options(REDUCE_OVERHEAD) if self.backend == REDUCE_OVERHEAD else {}
@@ -129,15 +117,14 @@ class GenerateJob(Job[CacheRun]):
             with inductor_config.patch(mode):
                 first = generate(model, ids, pads, self.tokens, self.cache, step, on_step)
         except Exception as e:  # a recompile under fail_on_recompile, or a compile that failed
-            run.error = f"{type(e).__name__} at step {at['step']}: {message_line(e)[:300]}"
+            run.error = f"{type(e).__name__} at step {log.at}: {message_line(e)[:300]}"
             return None
         finally:
             torch.compiler.set_stance("default")
             run.first_run_s = time.time() - began
             if mode:
                 run.cudagraph_skips = dynamo_utils.counters["inductor"]["cudagraph_skips"] - skips
-            seconds = [c.seconds for c in frame_compiles(began)]
-            run.compiles = [Compile(c.step, s, c.reason) for c, s in zip(run.compiles, seconds, strict=False)]
+            run.compiles = log.since(began)
         run.compiled_tokens = first.tokens.tolist()
         run.compiled_diff = float((first.logits - run.logits).abs().max())
         if self.cache == "static" and self.tokens > STANCE_FROM:

@@ -101,7 +101,7 @@ class GenerateResult:
                 parts.append(f"compiled with the {run.cache} cache failed: {run.error}")
             elif c is not None:
                 k = self.break_even(run)
-                decode = [x for x in run.compiles if x.step > 0]
+                decode = [x for x in run.compiles if x.at > 0]
                 parts.append(f"compiled with the {run.cache} cache: {len(run.compiles)} compile(s), "
                              f"{len(decode)} after the prefill; per token {c.said()}"
                              + (f"; it pays for its compile after {k} tokens" if k is not None else ""))

@@ -64,7 +64,7 @@ def _row(result: GenerateResult, run: CacheRun) -> list[Any]:
     c = result.per_token(run)
     k = result.break_even(run)
     compiled = run.error or (c.said() if c else "not compiled")
-    steps = ", ".join(str(x.step) for x in run.compiles) or "—"
+    steps = ", ".join(str(x.at) for x in run.compiles) or "—"
     return [run.cache, "same" if same else "OTHER", f"{diff:.1g}",
             f"{statistics.median(r[0] for r in run.eager_s) * 1e3:.2f}", _decode(run.eager_s, run.threads, run.cores),
             compiled,
@@ -134,7 +134,7 @@ def view_of(result: GenerateResult) -> GenerateView:
               "are random: the bytes are noise, what matters is that every cache kind generates the same ones). "
               f"Timed: {result.repeats} warm generation(s) per cache kind and side, step by step, interleaved, on "
               f"{machine.this_machine().line()}, {first.threads} thread(s).")
-    compiles = [[r.cache, c.step, f"{c.seconds:.2f}", c.reason] for r in result.runs for c in r.compiles]
+    compiles = [[r.cache, c.at, f"{c.seconds:.2f}", c.reason] for r in result.runs for c in r.compiles]
     alone = [[a.prompt, "same" if a.same_tokens else "OTHER", f"{a.max_diff:.1g}", f"{a.seconds:.3f}"]
              for a in result.alone]
     return GenerateView(status, f"**Verdict**: {result.verdict()}", [_row(result, r) for r in result.runs],
@@ -153,7 +153,7 @@ def format_generate(report: dict[str, Any]) -> str:
                      f"eager; cache {c['cache_bytes'][-1]:,} bytes")
         if c["per_token"]:
             lines.append(f"{'':<9}compiled ({c['backend']}): {len(c['compiles'])} compile(s) at steps "
-                         f"{[x['step'] for x in c['compiles']]}; {c['per_token']['said']}"
+                         f"{[x['at'] for x in c['compiles']]}; {c['per_token']['said']}"
                          + (f"; pays off after {c['break_even_tokens']} tokens" if c["break_even_tokens"] else ""))
         if c["cuda_graphs"]:
             lines.append(f"{'':<9}{c['cuda_graphs']}")

@@ -84,7 +84,7 @@ def _job(cache: str, tokens: int, model: str = "decoder", backend: str = "eager"
 def test_the_static_cache_decode_step_compiles_once_over_64_steps_under_fail_on_recompile():
     run = _job("static", 64).run(WorkerContext(lambda phase: None))
     assert run.error == "" and run.stance.startswith(f"fail_on_recompile from step {STANCE_FROM} to 63")
-    assert [c.step for c in run.compiles] == [0, 1]  # the prefill's graph, then the decode step's: no other
+    assert [c.at for c in run.compiles] == [0, 1]  # the prefill's graph, then the decode step's: no other
     assert run.compiled_tokens == run.tokens and run.compiled_diff < 1e-5
     assert len(run.eager_s) == len(run.compiled_s) == 1 and len(run.compiled_s[0]) == 64
     assert run.cudagraph_skips is None  # not asked: not said
@@ -97,13 +97,13 @@ def test_reduce_overhead_on_the_cpu_skips_cuda_graphs_for_every_graph_and_says_s
     job = GenerateJob("decoder", {"layers": 1, "width": 8, "heads": 1}, ids.tolist(), pads.tolist(), 3, "static",
                       REDUCE_OVERHEAD, 1)
     run = job.run(WorkerContext(lambda phase: None))
-    assert run.error == "" and [c.step for c in run.compiles] == [0, 1] and run.cudagraph_skips == 2
+    assert run.error == "" and [c.at for c in run.compiles] == [0, 1] and run.cudagraph_skips == 2
     assert "all 2 compiled graphs ran without CUDA graphs" in GenerateResult.cuda_graphs(run)
 
 
 def test_the_dynamic_cache_recompiles_as_its_shapes_grow_and_says_which_guard_failed():
     run = _job("dynamic", 12).run(WorkerContext(lambda phase: None))
-    later = [c for c in run.compiles if c.step >= STANCE_FROM]
+    later = [c for c in run.compiles if c.at >= STANCE_FROM]
     assert run.error == "" and run.stance == "" and later  # no stance here: every recompile is logged
     assert all(c.reason != "first compile" for c in run.compiles[1:])  # each later one names its guard
 
@@ -126,7 +126,7 @@ def test_a_library_decoder_generates_with_the_librarys_own_caches(arch):
         alone = _one(model, prompt, "static", 6)
         assert (runs["static"].logits[row] - alone.logits[0]).abs().max() < 1e-5, (arch, prompt)
     run = _job("static", 16, arch).run(WorkerContext(lambda phase: None))
-    assert run.error == "" and [c.step for c in run.compiles] == [0, 1] and run.stance
+    assert run.error == "" and [c.at for c in run.compiles] == [0, 1] and run.stance
     assert run.compiled_tokens == run.tokens
 
 
