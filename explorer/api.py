@@ -22,6 +22,7 @@ from explorer.core.progress import Progress
 from explorer.labs.contract import LabContext, LabSpec, Needs
 from explorer.labs.ddp.job import ddp_service
 from explorer.labs.deploy.job import deploy_service
+from explorer.labs.optimize.job import optimize_service
 from explorer.runs.session import Session
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.sources.contract import Subject
@@ -37,7 +38,7 @@ MAX_CONFIG_DEPTH = 2  # {"field": value}: nothing nests deeper
 
 def workers(session: str = "") -> Workers:
     """The worker processes a run may use: the session's compile worker, the deployment and distributed ones."""
-    return Workers(compile_service(session), deploy_service(), ddp_service())
+    return Workers(compile_service(session), deploy_service(), ddp_service(), fresh=optimize_service)
 
 
 def _depth(value: Any) -> int:

@@ -74,3 +74,6 @@ class Workers:
     deploy: JobRunner
     ddp: JobRunner
     quick: bool = False
+    # A runner that starts a fresh process for its job, with this time bound (the optimization lab serves each
+    # strategy in one, as after a deploy); None: jobs that ask for one run on `compile` instead.
+    fresh: Callable[[float], JobRunner] | None = None

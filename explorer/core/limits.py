@@ -109,6 +109,9 @@ MAX_RANK_STEPS = _limit("max_rank_steps", 160, int,
 MAX_BATCH_TOKENS = _limit("max_batch_tokens", 256 * 512, int,
                           "sentences x longest sentence (tokens, padded) one batching request may run, refused "
                           "before it runs")
+MAX_SERVED_TOKENS = _limit("max_served_tokens", 500_000, int,
+                           "tokens one optimization request serves, summed over its strategies (each request served "
+                           "and its eager pair), refused before it runs")
 RECOMPILE_LIMIT = _limit("recompile_limit", 8, int, "dynamo's recompile_limit in the compile worker")
 
 

@@ -6,5 +6,6 @@ from explorer.labs.ddp.spec import SPEC as DDP
 from explorer.labs.debug.spec import SPEC as DEBUG
 from explorer.labs.deploy.spec import SPEC as DEPLOY
 from explorer.labs.generate.spec import SPEC as GENERATE
+from explorer.labs.optimize.spec import SPEC as OPTIMIZE
 
-LABS: dict[str, LabSpec] = {s.name: s for s in (BATCHING, DEPLOY, DEBUG, DDP, GENERATE)}
+LABS: dict[str, LabSpec] = {s.name: s for s in (BATCHING, DEPLOY, DEBUG, DDP, GENERATE, OPTIMIZE)}

@@ -22,6 +22,8 @@ ENDPOINTS = {
     "debug": ["model", "config_json", "bug", "text", "modes"],
     "ddp": ["scenario", "model", "config_json", "world_size", "steps", "backend"],
     "generate": ["model", "config_json", "text", "prompts", "tokens", "caches", "compile", "repeats", "graph_step"],
+    "optimize": ["model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "strategies",
+                 "backend", "bound_s"],
 }
 
 

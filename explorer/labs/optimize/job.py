@@ -1,0 +1,152 @@
+"""One strategy serving the whole workload in a fresh worker process, as a server would after a deploy: the model
+built, the strategy applied, then every request in order, answered and timed (compiles included where they
+happen), each followed by the eager forward of the same request (its pair, and the reference its output is checked
+against). The compiles are logged with the request that asked for each; the process's peak resident memory is read
+at the end (a fresh process: its peak is this strategy's)."""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch._dynamo as dynamo
+from torch.utils.benchmark.utils.common import set_torch_threads
+
+from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line
+from explorer.compile.protocol import Job, WorkerContext
+from explorer.compile.worker import CompileService
+from explorer.core.limits import THREADS
+from explorer.core.machine import on_core
+from explorer.eager.timing import measure, measuring_core
+from explorer.labs.optimize.planner import plan_of
+from explorer.labs.optimize.strategies import ONE_OP, STRATEGIES, Setting
+from explorer.labs.optimize.workload import Workload
+from explorer.sources.edited import model_of
+from models.tokenizer import encode
+
+OPTIMIZE_TIMEOUT_S = 300.0  # a strategy's time bound by default: past it, it is stopped and reported as such
+
+
+@dataclass
+class Served:
+    """One strategy over the workload: each request's seconds (its own, and eager's right after it), the
+    compiles along the stream, the tokens computed (pads included), its outputs against eager's."""
+
+    strategy: str
+    seconds: list[float] = field(default_factory=list)  # per request, compiles included where they happened
+    eager_s: list[float] = field(default_factory=list)  # per request, the eager forward right after it
+    compiles: list[CompileAt] = field(default_factory=list)  # `at`: the request that asked for it
+    compiled: list[bool] = field(default_factory=list)  # per request: whether compiled code ran for it
+    computed_tokens: int = 0
+    max_diff: float = 0.0  # max |output - eager's| over the requests
+    build_s: float = 0.0  # applying the strategy before the first request (compiles come later, lazily)
+    peak_rss_mb: float = 0.0  # the worker process's peak resident memory after serving
+    skipped: str = ""  # why the strategy does not apply to this model
+    error: str = ""  # it failed while serving: the message
+    cores: tuple[int, ...] = ()
+    threads: int = THREADS
+
+    @property
+    def total_s(self) -> float:
+        """Serving the whole stream: the set-up and every request, compiles included."""
+        return self.build_s + sum(self.seconds)
+
+
+@dataclass(frozen=True)
+class ServeJob(Job[Served]):
+    model: str
+    config: dict
+    lengths: tuple[int, ...]
+    strategy: str
+    backend: str
+    plans: dict[str, tuple[int, ...]]  # bucket plan name -> boundaries
+    takes_lengths: bool
+
+    def run(self, ctx: WorkerContext) -> Served:
+        ctx.held = None
+        dynamo.reset()
+        strategy = STRATEGIES[self.strategy]
+        served = Served(self.strategy)
+        reference = model_of(self.model, self.config).eval()  # eager, the shipped config: what must not change
+        config = self.config
+        if strategy.one_op:
+            config = config | {k: v for k, v in ONE_OP.items() if hasattr(reference.cfg, k)}
+        model = model_of(self.model, config).eval()  # its own copy: regional compilation changes it in place
+        log = CompileLog()
+        plans = {name: plan_of(self.lengths, b) for name, b in self.plans.items()}
+        plan = plans.get(strategy.pads_to)
+        counter = CountingBackend(self.backend, log.on_graph)
+        setting = Setting(counter, min(self.lengths), max(self.lengths), plan, self.takes_lengths)
+        if reason := strategy.applies(model, setting):
+            served.skipped = reason
+            return served
+        requests = [torch.tensor([encode(text)]) for text in Workload(self.lengths, "").texts]
+        with set_torch_threads(THREADS), torch.no_grad(), measuring_core() as core, on_core(core) as cores:
+            began = time.time()
+            start = time.perf_counter()
+            serve = strategy.build(model, setting)
+            served.build_s = time.perf_counter() - start
+            ctx.phase(f"{strategy.title}: serving {len(requests)} requests")
+            try:
+                with torch.compiler.set_stance(strategy.stance):
+                    for i, ids in enumerate(requests):
+                        log.at, calls = i, counter.calls
+                        start = time.perf_counter()
+                        out = serve(ids)
+                        served.seconds.append(time.perf_counter() - start)
+                        served.compiled.append(counter.calls > calls)
+                        start = time.perf_counter()
+                        expected = reference(ids)
+                        served.eager_s.append(time.perf_counter() - start)
+                        served.max_diff = max(served.max_diff, float((out - expected).abs().max()))
+                        served.computed_tokens += plan.bucket(ids.shape[1]) if plan else ids.shape[1]
+                        if i % 20 == 19:
+                            ctx.phase(f"{strategy.title}: request {i + 1} of {len(requests)}")
+            except Exception as e:  # a compile or a forward that failed: said, with the request it failed at
+                served.error = f"{type(e).__name__} at request {log.at + 1}: {message_line(e)[:300]}"
+            served.compiles = log.since(began)
+        served.cores = cores
+        served.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        dynamo.reset()
+        return served
+
+
+@dataclass(frozen=True)
+class Costs:
+    """The planner's weights, measured: one static compile at the workload's longest request, and the compiled
+    forward's seconds per token there."""
+
+    compile_s: float
+    token_s: float
+
+
+@dataclass(frozen=True)
+class ProbeJob(Job[Costs]):
+    model: str
+    config: dict
+    length: int
+    backend: str
+
+    def run(self, ctx: WorkerContext) -> Costs:
+        ctx.held = None
+        dynamo.reset()
+        model = model_of(self.model, self.config).eval()
+        ids = torch.tensor([encode(Workload((self.length,), "").texts[0])])
+        compiled = torch.compile(model, backend=self.backend, dynamic=False)
+        with set_torch_threads(THREADS), torch.no_grad():
+            ctx.phase(f"compiling at {self.length} tokens (the planner's compile cost)")
+            start = time.perf_counter()
+            compiled(ids)
+            compile_s = time.perf_counter() - start
+            ctx.phase("timing the compiled forward (the planner's cost per token)")
+            forward = measure("probe", lambda: compiled(ids), 1.0)
+        dynamo.reset()
+        return Costs(compile_s, forward.median_ms / 1e3 / self.length)
+
+
+def optimize_service(timeout_s: float = OPTIMIZE_TIMEOUT_S) -> CompileService:
+    """A worker that serves one strategy and is then replaced: each strategy starts in a fresh process."""
+    return CompileService(timeout_s, name="optimization", max_jobs=1,
+                          advice="Give the strategy a longer time bound, or serve fewer requests.")

@@ -1,0 +1,51 @@
+"""The optimization lab, end to end: the planner's weights measured (one static compile and the compiled forward's
+cost per token, in the compile worker), the bucket plans, then each strategy serving the whole workload in a fresh
+worker process within its time bound (one past it is stopped and reported as such)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from explorer.compile.protocol import CompileFailure, Job, JobRunner, Workers
+from explorer.core.errors import InputError
+from explorer.core.progress import Progress
+from explorer.labs.optimize.job import Costs, ProbeJob, Served, ServeJob
+from explorer.labs.optimize.planner import planned, powers_of_two
+from explorer.labs.optimize.results import OptimizeResult
+from explorer.labs.optimize.strategies import STRATEGIES
+from explorer.labs.optimize.workload import Workload
+from models.config import config_dict
+
+
+def _run(runner: JobRunner, job: Job, said: str) -> Iterator[Progress | object]:
+    for item in runner.run(job):
+        yield Progress(item.elapsed_s, f"{said}: {item.phase}") if isinstance(item, Progress) else item
+
+
+def run_optimize(workers: Workers, model: str, config: object, workload: Workload, strategies: list[str],
+                 backend: str, bound_s: float, takes_lengths: bool) -> Iterator[Progress | OptimizeResult]:
+    if unknown := [s for s in strategies if s not in STRATEGIES]:
+        raise InputError(f"unknown strategy {unknown}; they are: {', '.join(STRATEGIES)}")
+    if not strategies:
+        raise InputError(f"name at least one strategy: {', '.join(STRATEGIES)}")
+    values = config_dict(config)
+    *_, costs = _run(workers.compile, ProbeJob(model, values, max(workload.lengths), backend),
+                     "measuring the planner's weights")
+    assert isinstance(costs, Costs)
+    plans = {"planned": planned(workload.lengths, costs.compile_s, costs.token_s),
+             "pow2": powers_of_two(workload.lengths)}
+    result = OptimizeResult(model, values, workload, backend, costs, plans, fresh=workers.fresh is not None)
+    boundaries = {name: p.boundaries for name, p in plans.items()}
+    for i, name in enumerate(strategies, 1):
+        runner = workers.fresh(bound_s) if workers.fresh is not None else workers.compile
+        job = ServeJob(model, values, workload.lengths, name, backend, boundaries, takes_lengths)
+        try:
+            *_, served = _run(runner, job, f"strategy {i} of {len(strategies)}, {name}")
+        except CompileFailure as e:  # past its time bound, or its worker died: said, and the next one runs
+            served = Served(name, error=f"stopped: {e}")
+        finally:
+            if runner is not workers.compile:
+                runner.stop()
+        assert isinstance(served, Served)
+        result.served.append(served)
+        yield result  # the table so far, after each strategy

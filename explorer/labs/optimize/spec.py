@@ -1,0 +1,74 @@
+"""The optimization lab: how to make this dynamic model fast on this workload. A stream of requests of varying
+length, served whole by each of PyTorch 2's strategies in a fresh worker process, compiles included; the
+recommendation computed from the numbers, and the code that applies it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from explorer.core.limits import MAX_TOKENS
+from explorer.core.progress import Progress
+from explorer.core.queues import Queue
+from explorer.labs.contract import LabContext, LabSpec, Needs, Work
+from explorer.labs.optimize.job import OPTIMIZE_TIMEOUT_S
+from explorer.labs.optimize.lab import run_optimize
+from explorer.labs.optimize.results import OptimizeResult
+from explorer.labs.optimize.strategies import STRATEGIES
+from explorer.labs.optimize.view import OUTPUTS, format_optimize, view_of
+from explorer.labs.optimize.workload import MAX_REQUESTS, SOURCES, Workload, workload
+from explorer.sources.contract import Subject
+from models.config import knob
+
+BACKENDS = ("inductor", "aot_eager", "eager")
+DEFAULT_STRATEGIES = tuple(STRATEGIES)
+
+
+@dataclass(frozen=True)
+class OptimizeParams:
+    lengths_from: str = knob("zipf", "where the requests' lengths come from: a distribution, or typed (the lengths "
+                             "box: a file of token counts, one per line)", choices=SOURCES)
+    n: int = knob(200, "requests in the stream (a distribution's)", min=1, max=MAX_REQUESTS)
+    min_len: int = knob(5, "the shortest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
+    max_len: int = knob(120, "the longest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
+    seed: int = knob(0, "the distribution's seed: the same stream every time", min=0, max=2**31 - 1)
+    lengths: str = knob("", "typed lengths, in the order served: numbers separated by commas, spaces or lines (paste "
+                        "a dataset's token counts)", most=20_000, file=True)
+    strategies: tuple[str, ...] = knob(DEFAULT_STRATEGIES, "the strategies to serve the stream with, each in a "
+                                       "fresh worker process", choices=tuple(STRATEGIES))
+    backend: str = knob("inductor", "torch.compile's backend for every compiling strategy (inductor generates C++; "
+                        "aot_eager and eager only trace: fast to compile, for trying the lab)", choices=BACKENDS)
+    bound_s: int = knob(int(OPTIMIZE_TIMEOUT_S), "each strategy's time bound, seconds: past it, it is stopped and "
+                        "reported as such", min=10, max=1800)
+
+
+def workload_of(p: OptimizeParams) -> Workload:
+    return workload(p.lengths_from, p.n, p.min_len, p.max_len, p.lengths, p.seed)
+
+
+def run(subject: Subject | None, p: OptimizeParams, ctx: LabContext) -> Iterator[Progress | OptimizeResult]:
+    assert subject is not None, "the optimization lab needs a model"
+    yield from run_optimize(ctx.workers, subject.model, subject.config, workload_of(p), list(p.strategies),
+                            p.backend, float(p.bound_s), subject.source.supports.batched)
+
+
+def work(p: OptimizeParams) -> Work:
+    served = sum(workload_of(p).lengths)
+    return Work(2 * served * len(p.strategies), f"{served:,} tokens x 2 (each request and its eager pair) x "
+                f"{len(p.strategies)} strategies", "max_served_tokens")
+
+
+SPEC = LabSpec(
+    name="optimize", title="Optimization lab", summary="serve a stream of requests with every strategy and say "
+    "which makes this model fastest on it",
+    intro="How do you make a dynamic model fast? PyTorch 2 has several answers, and which one wins depends on the "
+          "model and on the **lengths your requests have**. This lab makes a workload (a stream of requests whose "
+          "lengths follow a distribution, or yours, typed or pasted) and serves the whole stream with each "
+          "strategy, **each in a fresh worker process** as a server would after a deploy: eager; `torch.compile` "
+          "with `dynamic=None`, `dynamic=True` or `mark_dynamic`; padding to buckets (planned for this workload, or "
+          "powers of two); regional compilation of the repeated block; `set_stance('eager_then_compile')`; the "
+          "loop written as one operator (the RNN's `loop=scan`, early exit's `exit_with=cond`). Shown: the time to "
+          "serve the stream with its compiles, when each compile happened, the latency after warm-up, the padded "
+          "work, the memory, the answers against eager, the recommendation, and the code that applies it.",
+    button="Serve the stream", params=OptimizeParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
+    text=format_optimize, worker=lambda w: w.compile, queue=Queue.COMPILE, work=work)

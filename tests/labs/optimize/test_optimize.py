@@ -1,0 +1,89 @@
+"""The optimization lab: each strategy serves a real workload (compile events counted), its answers are checked
+against eager's or flagged, the generated code runs, and the lab runs end to end through its spec."""
+
+import pytest
+import torch
+
+from explorer.api import final, named_subject, run_lab
+from explorer.compile.protocol import Here, WorkerContext, Workers
+from explorer.core.errors import InputError
+from explorer.labs.contract import LabContext
+from explorer.labs.optimize.job import Costs, Served, ServeJob
+from explorer.labs.optimize.planner import plan_of
+from explorer.labs.optimize.results import OptimizeResult
+from explorer.labs.optimize.snippet import snippet
+from explorer.labs.optimize.workload import Workload, workload
+from explorer.labs.registry import LABS
+from explorer.sources.registry import build_model, make_config
+from models.tokenizer import encode
+
+LENGTHS = (9, 23, 9, 14, 23, 30)
+
+
+def _served(model: str, config: dict, strategy: str, lengths=LENGTHS, boundaries=(16, 30)) -> Served:
+    job = ServeJob(model, config, lengths, strategy, "eager", {"planned": boundaries, "pow2": (16, 30)}, True)
+    return job.run(WorkerContext(lambda phase: None))
+
+
+def test_regional_compilation_compiles_the_repeated_block_once_for_every_block():
+    served = _served("transformer", {"layers": 4}, "regional", lengths=(12, 12, 12))
+    assert served.error == "" and len(served.compiles) == 1  # one graph, reused by the four blocks
+    whole = _served("transformer", {"layers": 4}, "auto", lengths=(12, 12, 12))
+    assert len(whole.compiles) == 1 and all(served.compiled) and served.max_diff < 1e-5
+
+
+def test_padding_to_buckets_compiles_once_per_bucket_and_answers_as_eager_at_each_request():
+    served = _served("rnn", {"hidden": 16, "embed": 8}, "buckets")
+    assert [c.at for c in served.compiles] == [0, 1]  # 9 -> bucket 16, 23 -> bucket 30; then no more
+    assert served.computed_tokens == 16 + 30 + 16 + 16 + 30 + 30 and served.max_diff < 1e-4
+    auto = _served("rnn", {"hidden": 16, "embed": 8}, "auto")  # the unrolled loop: a graph per length
+    assert len(auto.compiles) == 4 and auto.compiles[1].reason != "first compile"
+    skipped = ServeJob("tree", {}, LENGTHS, "buckets", "eager", {"planned": (30,)}, False)
+    assert "forward(ids, lengths=None)" in skipped.run(WorkerContext(lambda phase: None)).skipped
+
+
+def test_a_strategy_that_changes_answers_is_flagged_and_never_ranked():
+    plan = plan_of(LENGTHS, (30,))
+    result = OptimizeResult("rnn", {}, Workload(LENGTHS, "typed"), "eager", Costs(1.0, 1e-5), {"planned": plan}, True)
+    fast_wrong = Served("auto", [1e-4] * 6, [1e-3] * 6, computed_tokens=sum(LENGTHS), max_diff=0.5)
+    slow_right = Served("eager", [1e-3] * 6, [1e-3] * 6, computed_tokens=sum(LENGTHS))
+    result.served += [fast_wrong, slow_right]
+    assert result.ranked() == [slow_right]
+    assert "changes answers (not ranked): auto" in result.recommendation()
+    assert result.row(fast_wrong)["same_answers"] is False
+
+
+@pytest.mark.parametrize(("model", "strategy"), [("rnn", "buckets"), ("rnn", "one_op_loop"),
+                                                 ("transformer", "regional"), ("transformer", "mark_dynamic"),
+                                                 ("transformer", "auto")])
+def test_the_generated_code_runs_and_answers_as_eager(model, strategy):
+    config = {"rnn": {"hidden": 16, "embed": 8}, "transformer": {"layers": 2}}[model]
+    full = dict(vars(make_config(model, config)))
+    code = snippet(model, full, strategy, "eager", build_model(model, make_config(model, config)), (16, 30),
+                   (9, 30))
+    space: dict = {}
+    exec(compile(code, f"<{strategy} snippet>", "exec"), space)
+    reference = build_model(model, make_config(model, config)).eval()
+    for n in LENGTHS:
+        ids = torch.tensor([encode("The cat sat on the mat, and then it slept."[:n])])
+        with torch.no_grad():
+            assert (space["serve"](ids) - reference(ids)).abs().max() < 1e-4, (strategy, n)
+    torch._dynamo.reset()
+
+
+def test_the_lab_through_its_spec_serves_the_stream_with_each_strategy_and_refuses_bad_workloads():
+    here = Here()
+    ctx = LabContext(Workers(here, here, here), lambda: "")
+    view = final(run_lab(LABS["optimize"], named_subject("transformer", {"layers": 1}), {
+        "n": 12, "max_len": 40, "strategies": "eager,auto,buckets,pow2", "backend": "eager"}, ctx))
+    assert [r[0] for r in view.strategies] == ["eager", "auto", "buckets", "pow2"]
+    report = view.report
+    assert report["fresh"] is False and "one after another in this process" in view.status
+    assert all(r["same_answers"] for r in report["strategies"]) and report["plans"]["pow2"]["boundaries"]
+    assert report["strategies"][1]["compiles"] >= 1 and "Fastest to serve this workload" in view.recommendation
+    assert "def serve" in view.code or "serve =" in view.code
+    with pytest.raises(InputError, match="a length is a whole number"):
+        final(run_lab(LABS["optimize"], named_subject("rnn", {}), {"lengths_from": "typed", "lengths": "4, x"}, ctx))
+    with pytest.raises(InputError, match="this server takes at most"):
+        LABS["optimize"].parse({"lengths_from": "uniform", "n": 1000, "min_len": 400, "max_len": 500})
+    assert workload("typed", 0, 1, 1, "3\n5,7 9").lengths == (3, 5, 7, 9)
