@@ -21,7 +21,7 @@ from explorer.sources.edited import model_of
 
 STRATEGY_COLUMNS = ("strategy", "serves the stream in (s)", "compiles (s)", "requests run compiled",
                     "after warm-up: p50 / p95 ms (IQR)", "warm, against eager", "catches up with eager at",
-                    "padded", "peak memory (MB)", "max |diff| vs eager", "note")
+                    "padded", "peak memory (MB)", "max abs diff vs eager", "note")
 PALETTE = qualitative.Plotly  # a strategy's line and its compile markers share a colour
 PLAN_COLUMNS = ("buckets", "boundaries", "compiles", "padded", "predicted cost (s)")
 OUTPUTS = (
@@ -46,7 +46,7 @@ class OptimizeView:
 
 
 def _row(r: dict[str, Any]) -> list[Any]:
-    if r["skipped"] or (r["error"] and not r["total_s"]):
+    if r["skipped"] or (r["error"] and not r["requests"]):
         return [r["strategy"], *["—"] * 9, r["skipped"] or r["error"]]
     warm = (f"{r['p50_ms']:.3f} / {r['p95_ms']:.3f} ({r['iqr_ms']:.3f})" if r["iqr_ms"] is not None else
             f"{r['p50_ms']:.3f} / {r['p95_ms']:.3f}" if r["p50_ms"] is not None else "no request after its compiles")
@@ -81,11 +81,10 @@ def timeline_figure(result: OptimizeResult) -> go.Figure:
 def view_of(result: OptimizeResult) -> OptimizeView:
     report = result.as_dict() | {"machine": machine.describe()}
     done = len(result.served)
-    first = next((s for s in result.served if s.seconds), None)
     where = "each in a fresh worker process" if result.fresh else "one after another in this process"
     status = (f"{result.model} on {result.workload.describe()}; {done} strateg{'y' if done == 1 else 'ies'} served "
               f"it, {where}, compiled with {result.backend}; "
-              f"on {machine.this_machine().line()}, {first.threads if first else 1} thread(s). The planner's "
+              f"on {machine.this_machine().line()}. The planner's "
               f"weights: a static compile {result.costs.compile_s:.2f} s, {result.costs.token_s * 1e6:.2f} µs per "
               "token compiled.")
     plans = [[name, ", ".join(map(str, p.boundaries)), len(p.boundaries), f"{p.padded_share:.0%}",

@@ -1,0 +1,74 @@
+"""Every strategy of the optimization lab on each zoo model: `python -m bench.optimize`.
+
+Each model at its default config serves the same stream of 200 requests, their lengths drawn from a Zipf
+distribution of 5 to 120 tokens (seed 0), with every strategy, each in a fresh worker process (inductor, the
+lab's default time bound), exactly as the lab's tab, `python -m explorer optimize` and `/optimize` run it. Writes
+bench/RESULTS-optimize.md: per model the planner's weights and plans, a row per strategy (the time to serve the
+stream with its compiles, the warm latency, eager against it request by request, the padded share, the memory,
+the answers) and the recommendation with its interval."""
+
+from __future__ import annotations
+
+import time
+
+from bench.common import parser
+from explorer.compile.protocol import Here, Workers
+from explorer.compile.worker import CompileService
+from explorer.core import machine
+from explorer.labs.optimize.job import optimize_service
+from explorer.labs.optimize.lab import run_optimize
+from explorer.labs.optimize.results import OptimizeResult
+from explorer.labs.optimize.strategies import STRATEGIES
+from explorer.labs.optimize.view import PLAN_COLUMNS, STRATEGY_COLUMNS, view_of
+from explorer.labs.optimize.workload import workload
+from explorer.sources.registry import source
+from models import ZOO
+
+N, SHORTEST, LONGEST = 200, 5, 120
+
+
+def _table(columns: tuple[str, ...], rows: list[list[object]]) -> list[str]:
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in rows)]
+
+
+def main() -> None:
+    args = parser(__doc__, "RESULTS-optimize.md").parse_args()
+    if args.quick:  # the script's path in one process, a tracing backend, three strategies, a short stream
+        here = Here()
+        workers, models, n, backend, chosen = Workers(here, here, here), ["transformer"], 8, "eager", \
+            ["eager", "auto", "buckets"]
+    else:
+        probe = CompileService()  # the planner's weights; the strategies each get a fresh one
+        workers = Workers(probe, probe, probe, fresh=optimize_service)
+        models, n, backend, chosen = list(ZOO), N, "inductor", None
+    stream = workload("zipf", n, SHORTEST, LONGEST, seed=0)
+    m = machine.describe()
+    began = time.monotonic()
+    lines = ["# The optimization lab on each zoo model", ""]
+    sections: list[str] = []
+    for name in models:
+        result = None
+        for item in run_optimize(workers, name, source(name).config({}), stream, chosen or list(STRATEGIES),
+                                 backend, 300.0, source(name).supports.batched):
+            if isinstance(item, OptimizeResult):
+                result = item
+            else:
+                print(name, item.phase, flush=True)
+        assert result is not None
+        view = view_of(result)
+        sections += [f"## {name}", "", view.status, "", *_table(STRATEGY_COLUMNS, view.strategies), "",
+                     *_table(PLAN_COLUMNS, view.plans), "", f"**Recommendation**: {view.recommendation}", ""]
+    workers.compile.stop()
+    lines += [f"Measured by `python -m bench.optimize{' --quick' if args.quick else ''}` on {m['device']} "
+              f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, {time.strftime('%Y-%m-%d')}, in "
+              f"{time.monotonic() - began:.0f} s: {stream.describe()}, every model at its default config, "
+              f"backend {backend}. Each strategy served the whole stream in "
+              f"{'a fresh worker process' if workers.fresh else 'this process'}; per request its own seconds and "
+              "eager's, timed back to back; a strategy's compiles are counted where they happened.", "", *sections]
+    args.out.write_text("\n".join(lines))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
