@@ -7,7 +7,7 @@ from typing import Any
 
 from torch import nn
 
-from explorer.labs.optimize.strategies import ONE_OP, repeated_blocks
+from explorer.labs.optimize.strategies import ONE_OP, STRATEGIES, repeated_blocks
 
 
 def _blocks_path(model: nn.Module) -> str:
@@ -32,8 +32,8 @@ def snippet(name: str, config: dict[str, Any], strategy: str, backend: str, mode
         body = [f"serve = {compiled})  # dynamic=None: static first, symbolic after a length changes"]
     elif strategy == "dynamic":
         body = [f"serve = {compiled}, dynamic=True)"]
-    elif strategy == "eager_then_compile":
-        body = [f"serve = {compiled})", 'torch.compiler.set_stance("eager_then_compile")  # first calls eager']
+    elif (stance := STRATEGIES[strategy].stance) != "default":
+        body = [f"serve = {compiled})", f"torch.compiler.set_stance({stance!r})  # for every call from here on"]
     elif strategy == "mark_dynamic":
         body = [f"compiled = {compiled})", "", "", "def serve(ids):",
                 f"    torch._dynamo.mark_dynamic(ids, 1, min={max(2, span[0])}, max={max(3, span[1])})",

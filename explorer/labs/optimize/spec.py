@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from explorer.core.batches import DISTRIBUTIONS
 from explorer.core.limits import MAX_TOKENS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
@@ -16,7 +17,7 @@ from explorer.labs.optimize.lab import run_optimize
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.strategies import STRATEGIES
 from explorer.labs.optimize.view import OUTPUTS, format_optimize, view_of
-from explorer.labs.optimize.workload import MAX_REQUESTS, SOURCES, Workload, workload
+from explorer.labs.optimize.workload import MAX_REQUESTS, Workload, workload
 from explorer.sources.contract import Subject
 from models.config import knob
 
@@ -26,14 +27,15 @@ DEFAULT_STRATEGIES = tuple(STRATEGIES)
 
 @dataclass(frozen=True)
 class OptimizeParams:
-    lengths_from: str = knob("zipf", "where the requests' lengths come from: a distribution, or typed (the lengths "
-                             "box: a file of token counts, one per line)", choices=SOURCES)
+    lengths_from: str = knob("zipf", "the distribution the requests' lengths are drawn from (typed lengths, below, "
+                             "take its place)", choices=DISTRIBUTIONS)
     n: int = knob(200, "requests in the stream (a distribution's)", min=1, max=MAX_REQUESTS)
     min_len: int = knob(5, "the shortest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
     max_len: int = knob(120, "the longest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
     seed: int = knob(0, "the distribution's seed: the same stream every time", min=0, max=2**31 - 1)
-    lengths: str = knob("", "typed lengths, in the order served: numbers separated by commas, spaces or lines (paste "
-                        "a dataset's token counts)", most=20_000, file=True)
+    lengths: str = knob("", "your requests' lengths in the order served, numbers separated by commas, spaces or "
+                        "lines: a dataset's token counts (the CLI reads a file); empty: drawn from the distribution",
+                        most=20_000, file=True)
     strategies: tuple[str, ...] = knob(DEFAULT_STRATEGIES, "the strategies to serve the stream with, each in a "
                                        "fresh worker process", choices=tuple(STRATEGIES))
     backend: str = knob("inductor", "torch.compile's backend for every compiling strategy (inductor generates C++; "

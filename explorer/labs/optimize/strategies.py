@@ -108,6 +108,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "eager", _regional, _no_blocks),
     Strategy("eager_then_compile", "set_stance(eager_then_compile)", "the first call of each shape eager, "
              "compiled from the second", lambda m, s: s.compile(m, dynamic=None), stance="eager_then_compile"),
+    Strategy("eager_on_recompile", "set_stance(eager_on_recompile)", "the first shape compiled, every shape that "
+             "would recompile run eagerly", lambda m, s: s.compile(m, dynamic=None), stance="eager_on_recompile"),
     Strategy("one_op_loop", "the loop as one operator, compiled", "the RNN's loop=scan or early exit's "
              "exit_with=cond: the data-dependent part is one graph", lambda m, s: s.compile(m, dynamic=None),
              _one_op_loop, one_op=True),

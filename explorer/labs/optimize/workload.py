@@ -12,7 +12,6 @@ from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.limits import MAX_TOKENS
 
-SOURCES = (*DISTRIBUTIONS, "typed")  # where the lengths come from
 MAX_REQUESTS = 1_000
 
 
@@ -32,12 +31,12 @@ class Workload:
 
 
 def workload(source: str, n: int, min_len: int, max_len: int, typed: str = "", seed: int = 0) -> Workload:
-    """`n` requests of lengths drawn from `source` (uniform, zipf, bimodal) between `min_len` and `max_len`, or
-    `typed` (numbers separated by commas, spaces or lines: a file's lines too)."""
-    if source == "typed":
+    """The lengths `typed` (numbers separated by commas, spaces or lines: a file's lines too), when there are any;
+    else `n` requests of lengths drawn from `source` (uniform, zipf, bimodal) between `min_len` and `max_len`."""
+    if typed.strip():
         return Workload(_typed(typed), "typed")
     if source not in DISTRIBUTIONS:
-        raise InputError(f"lengths come from one of {', '.join(SOURCES)}; got {source!r}")
+        raise InputError(f"lengths come from one of {', '.join(DISTRIBUTIONS)}; got {source!r}")
     if not 1 <= n <= MAX_REQUESTS:
         raise InputError(f"a workload is 1 to {MAX_REQUESTS:,} requests; got {n}")
     lengths: list[int] = []
@@ -48,9 +47,6 @@ def workload(source: str, n: int, min_len: int, max_len: int, typed: str = "", s
 
 def _typed(text: str) -> tuple[int, ...]:
     words = text.replace(",", " ").split()
-    if not words:
-        raise InputError("type the requests' lengths (numbers separated by commas, spaces or lines), or choose a "
-                         "distribution")
     if len(words) > MAX_REQUESTS:
         raise InputError(f"a workload is at most {MAX_REQUESTS:,} requests; got {len(words):,}")
     try:
