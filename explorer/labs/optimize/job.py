@@ -6,12 +6,17 @@ at the end (a fresh process: its peak is this strategy's)."""
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 import torch._dynamo as dynamo
+import torch._dynamo.config as dynamo_config
+import torch._functorch.config as functorch_config
+import torch._inductor.config as inductor_config
 from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line
@@ -27,6 +32,16 @@ from explorer.sources.edited import model_of
 from models.tokenizer import encode
 
 OPTIMIZE_TIMEOUT_S = 300.0  # a strategy's time bound by default: past it, it is stopped and reported as such
+
+
+@contextlib.contextmanager
+def cold() -> Iterator[None]:
+    """Compiles as on a fresh deploy: no graph served by inductor's FX-graph or AOT-autograd caches from an earlier
+    run (another strategy's, or the last request's), no automatic-dynamic profile carried from another process.
+    (Inductor's toolchain stays warm in its cache directory: that cost is the machine's, not a strategy's.)"""
+    with dynamo_config.patch(automatic_dynamic_local_pgo=False), inductor_config.patch(fx_graph_cache=False), \
+            functorch_config.patch(enable_autograd_cache=False):
+        yield
 
 
 @dataclass
@@ -83,7 +98,7 @@ class ServeJob(Job[Served]):
             served.skipped = reason
             return served
         requests = [torch.tensor([encode(text)]) for text in Workload(self.lengths, "").texts]
-        with set_torch_threads(THREADS), torch.no_grad(), measuring_core() as core, on_core(core) as cores:
+        with set_torch_threads(THREADS), torch.no_grad(), cold(), measuring_core() as core, on_core(core) as cores:
             began = time.time()
             start = time.perf_counter()
             serve = strategy.build(model, setting)
@@ -135,7 +150,7 @@ class ProbeJob(Job[Costs]):
         model = model_of(self.model, self.config).eval()
         ids = torch.tensor([encode(Workload((self.length,), "").texts[0])])
         compiled = torch.compile(model, backend=self.backend, dynamic=False)
-        with set_torch_threads(THREADS), torch.no_grad():
+        with set_torch_threads(THREADS), torch.no_grad(), cold():
             ctx.phase(f"compiling at {self.length} tokens (the planner's compile cost)")
             start = time.perf_counter()
             compiled(ids)
