@@ -7,7 +7,7 @@ next to the code it runs, so the worker imports no lab."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -45,6 +45,18 @@ class JobRunner(Protocol):
     def cancel(self) -> None: ...
 
     def stop(self) -> None: ...
+
+
+def run_said(runner: JobRunner, job: Job[R], said: str) -> Generator[Progress, None, R]:
+    """`job` on `runner`: its progress passed on, each phase prefixed with `said` (which job of several this is);
+    its reply returned (`reply = yield from run_said(...)`)."""
+    reply: Any = None
+    for item in runner.run(job):
+        if isinstance(item, Progress):
+            yield Progress(item.elapsed_s, f"{said}: {item.phase}")
+        else:
+            reply = item
+    return reply
 
 
 class Here:

@@ -4,12 +4,12 @@ several prompts, each generated alone against its row of the left-padded batch."
 from __future__ import annotations
 
 import statistics
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-from explorer.compile.protocol import JobRunner
+from explorer.compile.protocol import JobRunner, run_said
 from explorer.core.budget import gib
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
@@ -33,11 +33,6 @@ def prompts_of(text: str) -> list[str]:
     if len(prompts) > MAX_BATCH:
         raise InputError(f"{len(prompts)} prompts; at most {MAX_BATCH:,} in one batch (GE_MAX_BATCH)")
     return prompts
-
-
-def _run(service: JobRunner, job: GenerateJob, said: str) -> Iterator[Progress | CacheRun]:
-    for item in service.run(job):
-        yield Progress(item.elapsed_s, f"{said}: {item.phase}") if isinstance(item, Progress) else item
 
 
 def run_generate(service: JobRunner, model: str, config: object, text: str, tokens: int, caches: list[str],
@@ -66,14 +61,14 @@ def run_generate(service: JobRunner, model: str, config: object, text: str, toke
     runs: list[CacheRun] = []
     for i, cache in enumerate(caches, 1):
         job = GenerateJob(model, values, ids.tolist(), pads.tolist(), tokens, cache, backend, repeats, graph_at)
-        runs += yield from _collect(_run(service, job, f"cache {i} of {len(caches)}, {cache}"))
+        runs.append((yield from run_said(service, job, f"cache {i} of {len(caches)}, {cache}")))
     result = GenerateResult(model, values, prompts, pads.tolist(), tokens, repeats, runs, graph_at)
     if len(prompts) > 1:
         batched = runs[0]
         for b, prompt in enumerate(prompts):
             job = GenerateJob(model, values, [list(prompt.encode())], [0], tokens, batched.cache, "", repeats,
                               graph_at)
-            alone = (yield from _collect(_run(service, job, f"prompt {b + 1} of {len(prompts)}, alone")))[0]
+            alone = yield from run_said(service, job, f"prompt {b + 1} of {len(prompts)}, alone")
             result.alone.append(Alone(prompt, alone.tokens[0] == batched.tokens[b],
                                       float((alone.logits[0] - batched.logits[b]).abs().max()),
                                       statistics.median(sum(r) for r in alone.eager_s)))
@@ -92,14 +87,3 @@ def step_graphs(report: dict[str, Any], at: int) -> dict[str, Capture]:
     ids, pads = left_padded([p.encode() for p in report["prompts"]])
     return {run["cache"]: step_graph(model, ids, pads, torch.tensor(run["tokens"]), run["cache"], at)
             for run in report["caches"]}
-
-
-def _collect(items: Iterator[Progress | CacheRun]) -> Generator[Progress, None, list[CacheRun]]:
-    """Progress passed on; the runs returned."""
-    runs = []
-    for item in items:
-        if isinstance(item, Progress):
-            yield item
-        else:
-            runs.append(item)
-    return runs

@@ -6,20 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.compile.protocol import CompileFailure, Job, JobRunner, Workers
+from explorer.compile.protocol import CompileFailure, Workers, run_said
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.labs.optimize.job import Costs, ProbeJob, Served, ServeJob
+from explorer.labs.optimize.job import ProbeJob, Served, ServeJob
 from explorer.labs.optimize.planner import planned, powers_of_two
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.strategies import STRATEGIES
 from explorer.labs.optimize.workload import Workload
 from models.config import config_dict
-
-
-def _run(runner: JobRunner, job: Job, said: str) -> Iterator[Progress | object]:
-    for item in runner.run(job):
-        yield Progress(item.elapsed_s, f"{said}: {item.phase}") if isinstance(item, Progress) else item
 
 
 def run_optimize(workers: Workers, model: str, config: object, workload: Workload, strategies: list[str],
@@ -29,9 +24,8 @@ def run_optimize(workers: Workers, model: str, config: object, workload: Workloa
     if not strategies:
         raise InputError(f"name at least one strategy: {', '.join(STRATEGIES)}")
     values = config_dict(config)
-    *_, costs = _run(workers.compile, ProbeJob(model, values, max(workload.lengths), backend),
-                     "measuring the planner's weights")
-    assert isinstance(costs, Costs)
+    costs = yield from run_said(workers.compile, ProbeJob(model, values, max(workload.lengths), backend),
+                            "measuring the planner's weights")
     plans = {"planned": planned(workload.lengths, costs.compile_s, costs.token_s),
              "pow2": powers_of_two(workload.lengths)}
     result = OptimizeResult(model, values, workload, backend, costs, plans, fresh=workers.fresh is not None)
@@ -40,12 +34,11 @@ def run_optimize(workers: Workers, model: str, config: object, workload: Workloa
         runner = workers.fresh(bound_s) if workers.fresh is not None else workers.compile
         job = ServeJob(model, values, workload.lengths, name, backend, boundaries, takes_lengths)
         try:
-            *_, served = _run(runner, job, f"strategy {i} of {len(strategies)}, {name}")
+            served = yield from run_said(runner, job, f"strategy {i} of {len(strategies)}, {name}")
         except CompileFailure as e:  # past its time bound, or its worker died: said, and the next one runs
             served = Served(name, error=f"stopped: {e}")
         finally:
             if runner is not workers.compile:
                 runner.stop()
-        assert isinstance(served, Served)
         result.served.append(served)
         yield result  # the table so far, after each strategy

@@ -24,6 +24,13 @@ def _q(ms: list[float], p: float) -> float:
     return ranked[max(0, math.ceil(p * len(ranked)) - 1)]
 
 
+def _iqr(ms: list[float]) -> float | None:
+    if len(ms) < 2:
+        return None
+    q1, _, q3 = statistics.quantiles(ms, n=4)
+    return q3 - q1
+
+
 @dataclass(frozen=True)
 class Totals:
     """Strategy `a` against `b` over the whole stream, request by request: the ratio of their totals (above 1: `b`
@@ -129,7 +136,7 @@ class OptimizeResult:
                 "requests": len(s.seconds), "compiled_requests": sum(s.compiled), "warm_requests": len(warm_ms),
                 "p50_ms": statistics.median(warm_ms) if warm_ms else None,
                 "p95_ms": _q(warm_ms, 0.95) if warm_ms else None,
-                "iqr_ms": (lambda q: q[2] - q[0])(statistics.quantiles(warm_ms, n=4)) if len(warm_ms) > 1 else None,
+                "iqr_ms": _iqr(warm_ms),
                 "padded_share": 1 - real / s.computed_tokens if s.computed_tokens else None,
                 "peak_rss_mb": s.peak_rss_mb, "max_diff": s.max_diff, "same_answers": s.max_diff <= SAME_ANSWERS,
                 "steady_vs_eager": steady.as_dict() if steady else None, "catches_up_at": self.catches_up(s)}
