@@ -17,6 +17,7 @@ import torch._dynamo as dynamo
 import torch._dynamo.config as dynamo_config
 import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
+import torch.compiler.config as compiler_config
 from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line
@@ -35,11 +36,14 @@ OPTIMIZE_TIMEOUT_S = 300.0  # a strategy's time bound by default: past it, it is
 
 
 @contextlib.contextmanager
-def cold() -> Iterator[None]:
+def cold(profile: str = "") -> Iterator[None]:
     """Compiles as on a fresh deploy: no graph served by inductor's FX-graph or AOT-autograd caches from an earlier
-    run (another strategy's, or the last request's), no automatic-dynamic profile carried from another process.
-    (Inductor's toolchain stays warm in its cache directory: that cost is the machine's, not a strategy's.)"""
-    with dynamo_config.patch(automatic_dynamic_local_pgo=False), inductor_config.patch(fx_graph_cache=False), \
+    run (another strategy's, or the last request's), and no automatic-dynamic profile carried from another
+    process, unless `profile` names one (dynamo's job id: the profile a recording run left under it is read, and
+    this run's shape decisions are written back). Inductor's toolchain stays warm in its cache directory: that cost
+    is the machine's, not a strategy's."""
+    with dynamo_config.patch(automatic_dynamic_local_pgo=bool(profile)), \
+            compiler_config.patch(job_id=profile or None), inductor_config.patch(fx_graph_cache=False), \
             functorch_config.patch(enable_autograd_cache=False):
         yield
 
@@ -78,6 +82,7 @@ class ServeJob(Job[Served]):
     backend: str
     plans: dict[str, tuple[int, ...]]  # bucket plan name -> boundaries
     takes_lengths: bool
+    profile: str = ""  # the automatic-dynamic profile's job id (the pgo strategy: recorded, then read)
 
     def run(self, ctx: WorkerContext) -> Served:
         ctx.held = None
@@ -98,7 +103,8 @@ class ServeJob(Job[Served]):
             served.skipped = reason
             return served
         requests = [torch.tensor([encode(text)]) for text in Workload(self.lengths, "").texts]
-        with set_torch_threads(THREADS), torch.no_grad(), cold(), measuring_core() as core, on_core(core) as cores:
+        with set_torch_threads(THREADS), torch.no_grad(), cold(self.profile), measuring_core() as core, \
+                on_core(core) as cores:
             began = time.time()
             start = time.perf_counter()
             serve = strategy.build(model, setting)

@@ -4,7 +4,8 @@ worker process within its time bound (one past it is stopped and reported as suc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Generator, Iterator
 
 from explorer.compile.protocol import CompileFailure, Workers, run_said
 from explorer.core.errors import InputError
@@ -31,14 +32,24 @@ def run_optimize(workers: Workers, model: str, config: object, workload: Workloa
     result = OptimizeResult(model, values, workload, backend, costs, plans, fresh=workers.fresh is not None)
     boundaries = {name: p.boundaries for name, p in plans.items()}
     for i, name in enumerate(strategies, 1):
-        runner = workers.fresh(bound_s) if workers.fresh is not None else workers.compile
-        job = ServeJob(model, values, workload.lengths, name, backend, boundaries, takes_lengths)
+        said = f"strategy {i} of {len(strategies)}, {name}"
+        profile = f"graph-explorer-optimize-{uuid.uuid4().hex}" if STRATEGIES[name].recorded else ""
+        job = ServeJob(model, values, workload.lengths, name, backend, boundaries, takes_lengths, profile)
         try:
-            served = yield from run_said(runner, job, f"strategy {i} of {len(strategies)}, {name}")
+            if profile:  # the recording run, in a process of its own: it leaves the profile the measured one reads
+                yield from _served(workers, bound_s, job, f"{said}, recording its profile")
+            served = yield from _served(workers, bound_s, job, said)
         except CompileFailure as e:  # past its time bound, or its worker died: said, and the next one runs
             served = Served(name, error=f"stopped: {e}")
-        finally:
-            if runner is not workers.compile:
-                runner.stop()
         result.served.append(served)
         yield result  # the table so far, after each strategy
+
+
+def _served(workers: Workers, bound_s: float, job: ServeJob, said: str) -> Generator[Progress, None, Served]:
+    """`job` in a fresh worker process within `bound_s` (in the compile worker where there is none)."""
+    runner = workers.fresh(bound_s) if workers.fresh is not None else workers.compile
+    try:
+        return (yield from run_said(runner, job, said))
+    finally:
+        if runner is not workers.compile:
+            runner.stop()

@@ -30,6 +30,9 @@ def snippet(name: str, config: dict[str, Any], strategy: str, backend: str, mode
         body = ["serve = model  # no compiler"]
     elif strategy in ("auto", "one_op_loop"):
         body = [f"serve = {compiled})  # dynamic=None: static first, symbolic after a length changes"]
+    elif strategy == "pgo":
+        body = ['torch.compiler.config.job_id = "my-service"  # the profile, kept in the cache dir across processes',
+                f"serve = {compiled})"]
     elif strategy == "dynamic":
         body = [f"serve = {compiled}, dynamic=True)"]
     elif (stance := STRATEGIES[strategy].stance) != "default":

@@ -43,6 +43,7 @@ class Strategy:
     stance: str = "default"  # torch.compiler.set_stance while it serves
     one_op: bool = False  # the model rebuilt with its loop as one operator (ONE_OP)
     pads_to: str = ""  # the bucket plan it pads each request up to: "planned" or "pow2"
+    recorded: bool = False  # served after a recording run in another process (dynamo's automatic-dynamic profile)
 
 
 def _padded(model: nn.Module, s: Setting) -> Serve:
@@ -106,6 +107,9 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "graph per bucket", _padded, _needs_lengths, pads_to="pow2"),
     Strategy("regional", "regional compilation", "compile the repeated block once (each block's module), the rest "
              "eager", _regional, _no_blocks),
+    Strategy("pgo", "compile, with the profile of a previous process", "dynamo's automatic-dynamic profile (local "
+             "PGO), written by a first process that served the stream, read by a fresh one: lengths seen to vary "
+             "start symbolic", lambda m, s: s.compile(m, dynamic=None), recorded=True),
     Strategy("eager_then_compile", "set_stance(eager_then_compile)", "the first call of each shape eager, "
              "compiled from the second", lambda m, s: s.compile(m, dynamic=None), stance="eager_then_compile"),
     Strategy("eager_on_recompile", "set_stance(eager_on_recompile)", "the first shape compiled, every shape that "

@@ -1,6 +1,8 @@
 """The optimization lab: each strategy serves a real workload (compile events counted), its answers are checked
 against eager's or flagged, the generated code runs, and the lab runs end to end through its spec."""
 
+import uuid
+
 import pytest
 import torch
 
@@ -42,6 +44,16 @@ def test_padding_to_buckets_compiles_once_per_bucket_and_answers_as_eager_at_eac
     assert "forward(ids, lengths=None)" in skipped.run(WorkerContext(lambda phase: None)).skipped
 
 
+def test_the_profile_a_recording_process_leaves_makes_the_next_one_start_symbolic():
+    lengths = (9, 23, 14, 30)
+    cold = _served("transformer", {"layers": 1}, "auto", lengths=lengths)
+    assert len(cold.compiles) == 2  # static at 9, then symbolic after the length changed
+    job = ServeJob("transformer", {"layers": 1}, lengths, "pgo", "eager", {}, True, f"test-{uuid.uuid4().hex}")
+    job.run(WorkerContext(lambda phase: None))  # the recording run (the lab gives it a process of its own)
+    served = job.run(WorkerContext(lambda phase: None))
+    assert [c.at for c in served.compiles] == [0] and served.max_diff < 1e-5  # symbolic from the first request
+
+
 def test_a_strategy_that_changes_answers_is_flagged_and_never_ranked():
     plan = plan_of(LENGTHS, (30,))
     result = OptimizeResult("rnn", {}, Workload(LENGTHS, "typed"), "eager", Costs(1.0, 1e-5), {"planned": plan}, True)
@@ -55,7 +67,7 @@ def test_a_strategy_that_changes_answers_is_flagged_and_never_ranked():
 
 @pytest.mark.parametrize(("model", "strategy"), [("rnn", "buckets"), ("rnn", "one_op_loop"),
                                                  ("transformer", "regional"), ("transformer", "mark_dynamic"),
-                                                 ("transformer", "eager_on_recompile")])
+                                                 ("transformer", "eager_on_recompile"), ("transformer", "pgo")])
 def test_the_generated_code_runs_and_answers_as_eager(model, strategy):
     config = {"rnn": {"hidden": 16, "embed": 8}, "transformer": {"layers": 2}}[model]
     full = dict(vars(make_config(model, config)))
@@ -68,7 +80,8 @@ def test_the_generated_code_runs_and_answers_as_eager(model, strategy):
         ids = torch.tensor([encode("The cat sat on the mat, and then it slept."[:n])])
         with torch.no_grad():
             assert (space["serve"](ids) - reference(ids)).abs().max() < 1e-4, (strategy, n)
-    torch.compiler.set_stance("default")
+    torch.compiler.set_stance("default")  # what the stance and pgo snippets set for the whole process
+    torch.compiler.config.job_id = None
     torch._dynamo.reset()
 
 
