@@ -10,7 +10,8 @@ from explorer.api import final, named_subject, run_lab
 from explorer.compile.protocol import Here, WorkerContext, Workers
 from explorer.core.errors import InputError
 from explorer.labs.contract import LabContext
-from explorer.labs.optimize.job import Costs, Served, ServeJob
+from explorer.labs.optimize.job import Costs, Served, ServeJob, optimize_service
+from explorer.labs.optimize.lab import run_optimize
 from explorer.labs.optimize.planner import plan_of
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.snippet import snippet
@@ -52,6 +53,16 @@ def test_the_profile_a_recording_process_leaves_makes_the_next_one_start_symboli
     job.run(WorkerContext(lambda phase: None))  # the recording run (the lab gives it a process of its own)
     served = job.run(WorkerContext(lambda phase: None))
     assert [c.at for c in served.compiles] == [0] and served.max_diff < 1e-5  # symbolic from the first request
+
+
+def test_a_strategy_past_its_time_bound_is_stopped_in_its_own_process_and_reported_as_such():
+    here = Here()
+    workers = Workers(here, here, here, fresh=optimize_service)  # the planner's probe here, each strategy fresh
+    stream = Workload((200,) * 400, "typed")  # far more than a second of the unrolled RNN, eagerly
+    *_, result = run_optimize(workers, "rnn", make_config("rnn", {}), stream, ["eager"], "eager", 1.0, True)
+    [stopped] = result.served  # the lab goes on: a row that says so, not an exception
+    assert stopped.error.startswith("stopped: ") and "timed out" in stopped.error and not stopped.seconds
+    assert "No strategy served the whole stream" in result.recommendation()
 
 
 def test_a_strategy_that_changes_answers_is_flagged_and_never_ranked():
