@@ -50,7 +50,7 @@ def main() -> None:
     for name in models:
         result = None
         for item in run_optimize(workers, name, source(name).config({}), stream, chosen or list(STRATEGIES),
-                                 backend, 300.0, source(name).supports.batched):
+                                 backend, 300.0):
             if isinstance(item, OptimizeResult):
                 result = item
             else:

@@ -7,6 +7,7 @@ at the end (a fresh process: its peak is this strategy's)."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import resource
 import time
 from collections.abc import Iterator
@@ -81,7 +82,6 @@ class ServeJob(Job[Served]):
     strategy: str
     backend: str
     plans: dict[str, tuple[int, ...]]  # bucket plan name -> boundaries
-    takes_lengths: bool
     profile: str = ""  # the automatic-dynamic profile's job id (the pgo strategy: recorded, then read)
 
     def run(self, ctx: WorkerContext) -> Served:
@@ -98,7 +98,8 @@ class ServeJob(Job[Served]):
         plans = {name: plan_of(self.lengths, b) for name, b in self.plans.items()}
         plan = plans.get(strategy.pads_to)
         counter = CountingBackend(self.backend, log.on_graph)
-        setting = Setting(counter, min(self.lengths), max(self.lengths), plan, self.takes_lengths)
+        takes_lengths = "lengths" in inspect.signature(model.forward).parameters
+        setting = Setting(counter, min(self.lengths), max(self.lengths), plan, takes_lengths)
         if reason := strategy.applies(model, setting):
             served.skipped = reason
             return served
@@ -111,20 +112,21 @@ class ServeJob(Job[Served]):
             served.build_s = time.perf_counter() - start
             ctx.phase(f"{strategy.title}: serving {len(requests)} requests")
             try:
-                with torch.compiler.set_stance(strategy.stance):
-                    for i, ids in enumerate(requests):
-                        log.at, calls = i, counter.calls
-                        start = time.perf_counter()
+                for i, ids in enumerate(requests):
+                    log.at, calls = i, counter.calls
+                    stance = strategy.stance if i >= strategy.stance_from else "default"
+                    start = time.perf_counter()
+                    with torch.compiler.set_stance(stance):
                         out = serve(ids)
-                        served.seconds.append(time.perf_counter() - start)
-                        served.compiled.append(counter.calls > calls)
-                        start = time.perf_counter()
-                        expected = reference(ids)
-                        served.eager_s.append(time.perf_counter() - start)
-                        served.max_diff = max(served.max_diff, float((out - expected).abs().max()))
-                        served.computed_tokens += plan.bucket(ids.shape[1]) if plan else ids.shape[1]
-                        if i % 20 == 19:
-                            ctx.phase(f"{strategy.title}: request {i + 1} of {len(requests)}")
+                    served.seconds.append(time.perf_counter() - start)
+                    served.compiled.append(counter.calls > calls)
+                    start = time.perf_counter()
+                    expected = reference(ids)
+                    served.eager_s.append(time.perf_counter() - start)
+                    served.max_diff = max(served.max_diff, float((out - expected).abs().max()))
+                    served.computed_tokens += plan.bucket(ids.shape[1]) if plan else ids.shape[1]
+                    if i % 20 == 19:
+                        ctx.phase(f"{strategy.title}: request {i + 1} of {len(requests)}")
             except Exception as e:  # a compile or a forward that failed: said, with the request it failed at
                 served.error = f"{type(e).__name__} at request {log.at + 1}: {message_line(e)[:300]}"
             served.compiles = log.since(began)

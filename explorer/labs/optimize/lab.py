@@ -19,7 +19,7 @@ from models.config import config_dict
 
 
 def run_optimize(workers: Workers, model: str, config: object, workload: Workload, strategies: list[str],
-                 backend: str, bound_s: float, takes_lengths: bool) -> Iterator[Progress | OptimizeResult]:
+                 backend: str, bound_s: float) -> Iterator[Progress | OptimizeResult]:
     if unknown := [s for s in strategies if s not in STRATEGIES]:
         raise InputError(f"unknown strategy {unknown}; they are: {', '.join(STRATEGIES)}")
     if not strategies:
@@ -34,7 +34,7 @@ def run_optimize(workers: Workers, model: str, config: object, workload: Workloa
     for i, name in enumerate(strategies, 1):
         said = f"strategy {i} of {len(strategies)}, {name}"
         profile = f"graph-explorer-optimize-{uuid.uuid4().hex}" if STRATEGIES[name].recorded else ""
-        job = ServeJob(model, values, workload.lengths, name, backend, boundaries, takes_lengths, profile)
+        job = ServeJob(model, values, workload.lengths, name, backend, boundaries, profile)
         try:
             if profile:  # the recording run, in a process of its own: it leaves the profile the measured one reads
                 yield from _served(workers, bound_s, job, f"{said}, recording its profile")

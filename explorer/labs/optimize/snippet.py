@@ -35,6 +35,12 @@ def snippet(name: str, config: dict[str, Any], strategy: str, backend: str, mode
                 f"serve = {compiled})"]
     elif strategy == "dynamic":
         body = [f"serve = {compiled}, dynamic=True)"]
+    elif STRATEGIES[strategy].stance_from:  # a warm-up under the default stance first
+        stance = STRATEGIES[strategy].stance
+        body = [f"compiled = {compiled})", "", "", "def serve(ids):",
+                f"    with torch.compiler.set_stance({stance!r} if serve.warmed else 'default'):",
+                "        out = compiled(ids)  # the first request compiles; the stance decides the rest",
+                "    serve.warmed = True", "    return out", "", "", "serve.warmed = False"]
     elif (stance := STRATEGIES[strategy].stance) != "default":
         body = [f"serve = {compiled})", f"torch.compiler.set_stance({stance!r})  # for every call from here on"]
     elif strategy == "mark_dynamic":

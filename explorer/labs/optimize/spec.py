@@ -51,7 +51,7 @@ def workload_of(p: OptimizeParams) -> Workload:
 def run(subject: Subject | None, p: OptimizeParams, ctx: LabContext) -> Iterator[Progress | OptimizeResult]:
     assert subject is not None, "the optimization lab needs a model"
     yield from run_optimize(ctx.workers, subject.model, subject.config, workload_of(p), list(p.strategies),
-                            p.backend, float(p.bound_s), subject.source.supports.batched)
+                            p.backend, float(p.bound_s))
 
 
 def work(p: OptimizeParams) -> Work:

@@ -40,7 +40,8 @@ class Strategy:
     what: str  # one sentence: what it does, for the table and the CLI's help
     build: Callable[[nn.Module, Setting], Serve]
     applies: Callable[[nn.Module, Setting], str | None] = lambda model, s: None
-    stance: str = "default"  # torch.compiler.set_stance while it serves
+    stance: str = "default"  # torch.compiler.set_stance while it serves...
+    stance_from: int = 0  # ...from this request on (before it, the default stance: a warm-up)
     one_op: bool = False  # the model rebuilt with its loop as one operator (ONE_OP)
     pads_to: str = ""  # the bucket plan it pads each request up to: "planned" or "pow2"
     recorded: bool = False  # served after a recording run in another process (dynamo's automatic-dynamic profile)
@@ -112,8 +113,10 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "start symbolic", lambda m, s: s.compile(m, dynamic=None), recorded=True),
     Strategy("eager_then_compile", "set_stance(eager_then_compile)", "the first call of each shape eager, "
              "compiled from the second", lambda m, s: s.compile(m, dynamic=None), stance="eager_then_compile"),
-    Strategy("eager_on_recompile", "set_stance(eager_on_recompile)", "the first shape compiled, every shape that "
-             "would recompile run eagerly", lambda m, s: s.compile(m, dynamic=None), stance="eager_on_recompile"),
+    Strategy("eager_on_recompile", "set_stance(eager_on_recompile) after a warm-up", "the first request compiled, "
+             "then every shape that would recompile run eagerly (under this stance nothing compiles: without the "
+             "warm-up it is eager)", lambda m, s: s.compile(m, dynamic=None), stance="eager_on_recompile",
+             stance_from=1),
     Strategy("one_op_loop", "the loop as one operator, compiled", "the RNN's loop=scan or early exit's "
              "exit_with=cond: the data-dependent part is one graph", lambda m, s: s.compile(m, dynamic=None),
              _one_op_loop, one_op=True),

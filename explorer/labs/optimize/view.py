@@ -23,7 +23,7 @@ STRATEGY_COLUMNS = ("strategy", "serves the stream in (s)", "compiles (s)", "req
                     "after warm-up: p50 / p95 ms (IQR)", "warm, against eager", "catches up with eager at",
                     "padded", "peak memory (MB)", "max abs diff vs eager", "note")
 PALETTE = qualitative.Plotly  # a strategy's line and its compile markers share a colour
-PLAN_COLUMNS = ("buckets", "boundaries", "compiles", "padded", "predicted cost (s)")
+PLAN_COLUMNS = ("plan", "boundaries", "compiles", "padded", "predicted cost (s)")
 OUTPUTS = (
     Output("recommendation", Kind.MARKDOWN),
     Output("strategies", Kind.TABLE, "per strategy, the whole stream", STRATEGY_COLUMNS,

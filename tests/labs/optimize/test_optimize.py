@@ -24,7 +24,7 @@ LENGTHS = (9, 23, 9, 14, 23, 30)
 
 
 def _served(model: str, config: dict, strategy: str, lengths=LENGTHS, boundaries=(16, 30)) -> Served:
-    job = ServeJob(model, config, lengths, strategy, "eager", {"planned": boundaries, "pow2": (16, 30)}, True)
+    job = ServeJob(model, config, lengths, strategy, "eager", {"planned": boundaries, "pow2": (16, 30)})
     return job.run(WorkerContext(lambda phase: None))
 
 
@@ -41,7 +41,7 @@ def test_padding_to_buckets_compiles_once_per_bucket_and_answers_as_eager_at_eac
     assert served.computed_tokens == 16 + 30 + 16 + 16 + 30 + 30 and served.max_diff < 1e-4
     auto = _served("rnn", {"hidden": 16, "embed": 8}, "auto")  # the unrolled loop: a graph per length
     assert len(auto.compiles) == 4 and auto.compiles[1].reason != "first compile"
-    skipped = ServeJob("tree", {}, LENGTHS, "buckets", "eager", {"planned": (30,)}, False)
+    skipped = ServeJob("tree", {}, LENGTHS, "buckets", "eager", {"planned": (30,)})  # its forward takes no lengths
     assert "forward(ids, lengths=None)" in skipped.run(WorkerContext(lambda phase: None)).skipped
 
 
@@ -49,7 +49,7 @@ def test_the_profile_a_recording_process_leaves_makes_the_next_one_start_symboli
     lengths = (9, 23, 14, 30)
     cold = _served("transformer", {"layers": 1}, "auto", lengths=lengths)
     assert len(cold.compiles) == 2  # static at 9, then symbolic after the length changed
-    job = ServeJob("transformer", {"layers": 1}, lengths, "pgo", "eager", {}, True, f"test-{uuid.uuid4().hex}")
+    job = ServeJob("transformer", {"layers": 1}, lengths, "pgo", "eager", {}, f"test-{uuid.uuid4().hex}")
     job.run(WorkerContext(lambda phase: None))  # the recording run (the lab gives it a process of its own)
     served = job.run(WorkerContext(lambda phase: None))
     assert [c.at for c in served.compiles] == [0] and served.max_diff < 1e-5  # symbolic from the first request
@@ -59,10 +59,15 @@ def test_a_strategy_past_its_time_bound_is_stopped_in_its_own_process_and_report
     here = Here()
     workers = Workers(here, here, here, fresh=optimize_service)  # the planner's probe here, each strategy fresh
     stream = Workload((200,) * 400, "typed")  # far more than a second of the unrolled RNN, eagerly
-    *_, result = run_optimize(workers, "rnn", make_config("rnn", {}), stream, ["eager"], "eager", 1.0, True)
+    *_, result = run_optimize(workers, "rnn", make_config("rnn", {}), stream, ["eager"], "eager", 1.0)
     [stopped] = result.served  # the lab goes on: a row that says so, not an exception
     assert stopped.error.startswith("stopped: ") and "timed out" in stopped.error and not stopped.seconds
     assert "No strategy served the whole stream" in result.recommendation()
+
+
+def test_eager_on_recompile_compiles_the_warm_up_request_only_and_runs_new_shapes_eagerly():
+    served = _served("transformer", {"layers": 1}, "eager_on_recompile", lengths=(9, 23, 9, 14))
+    assert [c.at for c in served.compiles] == [0] and served.compiled == [True, False, True, False]
 
 
 def test_a_strategy_that_changes_answers_is_flagged_and_never_ranked():
