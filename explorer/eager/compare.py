@@ -97,17 +97,15 @@ class Comparison:
 
 
 def ratio_interval(a_ms: Sequence[float], b_ms: Sequence[float], confidence: float = CONFIDENCE,
-                   resamples: int = RESAMPLES, seed: int = 0,
-                   of: Callable[[list[float]], float] = statistics.median) -> tuple[float, float]:
-    """Percentile bootstrap of of(a) / of(b) (the medians; `of=sum`: the totals) over the pairs (a pair is
-    resampled whole, so what the machine did to both at once stays together). Seeded: the same samples give the
-    same interval."""
+                   resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap of median(a) / median(b) over the pairs (a pair is resampled whole, so what the machine
+    did to both at once stays together). Seeded: the same samples give the same interval."""
     rng = random.Random(seed)
     n = len(a_ms)
     ratios = []
     for _ in range(resamples):
         picks = [rng.randrange(n) for _ in range(n)]
-        ratios.append(of([a_ms[i] for i in picks]) / of([b_ms[i] for i in picks]))
+        ratios.append(statistics.median(a_ms[i] for i in picks) / statistics.median(b_ms[i] for i in picks))
     ratios.sort()
     tail = (1 - confidence) / 2
     return ratios[int(tail * (resamples - 1))], ratios[int((1 - tail) * (resamples - 1))]

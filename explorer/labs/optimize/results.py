@@ -6,11 +6,12 @@ recommendation, said only where an interval decides it. A strategy that changes 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from explorer.eager.compare import Comparison, ratio_interval
+from explorer.eager.compare import CONFIDENCE, RESAMPLES, Comparison
 from explorer.labs.optimize.job import Costs, Served
 from explorer.labs.optimize.planner import Plan
 from explorer.labs.optimize.workload import Workload
@@ -55,11 +56,23 @@ class Totals:
         return f"{fast} serves the stream {r[0]:.2f}x as fast as {slow} (95% interval {r[1]:.2f}-{r[2]:.2f}x)"
 
 
-def totals(a: Served, b: Served) -> Totals:
-    """The ratio of the requests' seconds summed (the set-up before the first request, milliseconds, aside), its
-    interval from resampling the requests, each with both strategies' seconds for it."""
-    low, high = ratio_interval(a.seconds, b.seconds, of=sum)
-    return Totals(a.strategy, b.strategy, sum(a.seconds) / sum(b.seconds), low, high)
+def totals(a: Served, b: Served, resamples: int = RESAMPLES, seed: int = 0) -> Totals:
+    """The ratio of the two totals, compiles included. Its interval: the requests at which either compiled (one
+    measurement each, the set-up with them) are kept as they were; the other requests are resampled, each with both
+    strategies' seconds for it, so the interval carries the per-request noise and not a compile's absence."""
+    fixed = {c.at for c in (*a.compiles, *b.compiles) if c.at < len(a.seconds)}
+    rest = [i for i in range(len(a.seconds)) if i not in fixed]
+    base_a = a.build_s + sum(a.seconds[i] for i in fixed)
+    base_b = b.build_s + sum(b.seconds[i] for i in fixed)
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples if rest else 1):
+        picks = [rest[rng.randrange(len(rest))] for _ in rest]
+        ratios.append((base_a + sum(a.seconds[i] for i in picks)) / (base_b + sum(b.seconds[i] for i in picks)))
+    ratios.sort()
+    tail = (1 - CONFIDENCE) / 2
+    low, high = ratios[int(tail * (len(ratios) - 1))], ratios[int((1 - tail) * (len(ratios) - 1))]
+    return Totals(a.strategy, b.strategy, a.total_s / b.total_s, low, high)
 
 
 @dataclass

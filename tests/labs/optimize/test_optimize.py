@@ -7,13 +7,14 @@ import pytest
 import torch
 
 from explorer.api import final, named_subject, run_lab
+from explorer.compile.observe import CompileAt
 from explorer.compile.protocol import Here, WorkerContext, Workers
 from explorer.core.errors import InputError
 from explorer.labs.contract import LabContext
 from explorer.labs.optimize.job import Costs, Served, ServeJob, optimize_service
 from explorer.labs.optimize.lab import run_optimize
 from explorer.labs.optimize.planner import plan_of
-from explorer.labs.optimize.results import OptimizeResult
+from explorer.labs.optimize.results import OptimizeResult, totals
 from explorer.labs.optimize.snippet import snippet
 from explorer.labs.optimize.workload import Workload, workload
 from explorer.labs.registry import LABS
@@ -79,6 +80,15 @@ def test_a_strategy_that_changes_answers_is_flagged_and_never_ranked():
     assert result.ranked() == [slow_right]
     assert "changes answers (not ranked): auto" in result.recommendation()
     assert result.row(fast_wrong)["same_answers"] is False
+
+
+def test_a_compile_counts_in_full_in_the_interval_of_the_totals():
+    """Resampling the requests never drops a compile: one 2 s compile against 200 x 0.5 ms of eager is slower by
+    the whole interval, however the other requests are drawn."""
+    compiled = Served("auto", [2.0] + [3e-4] * 199, [5e-4] * 200, compiles=[CompileAt(0, 2.0, "first compile")])
+    eager = Served("eager", [5e-4] * 200, [5e-4] * 200)
+    t = totals(compiled, eager)
+    assert t.faster == "eager" and t.low > 19 and "eager serves the stream" in t.said()
 
 
 @pytest.mark.parametrize(("model", "strategy"), [("rnn", "buckets"), ("rnn", "one_op_loop"),
