@@ -108,6 +108,16 @@ class OptimizeResult:
             caught = (caught if caught is not None else i + 1) if ahead <= 0 else None
         return caught
 
+    def break_even(self, s: Served) -> int | None:
+        """Past the stream, the requests after which its total would reach eager's: what it is behind at the end,
+        over the median time a warm request saves. Only where it is faster than eager warm by its interval."""
+        steady = self.steady(s)
+        if steady is None or steady.faster != s.strategy or self.catches_up(s) is not None:
+            return None
+        behind = s.total_s - sum(s.eager_s)
+        saved = (statistics.median(steady.a_ms) - statistics.median(steady.b_ms)) / 1e3
+        return len(s.seconds) + math.ceil(behind / saved)
+
     def ranked(self) -> list[Served]:
         """The strategies that served the whole stream with eager's answers, fastest total first."""
         ok = [s for s in self.served if self.usable(s)]
@@ -153,7 +163,8 @@ class OptimizeResult:
                 "iqr_ms": _iqr(warm_ms),
                 "padded_share": 1 - real / s.computed_tokens if s.computed_tokens else None,
                 "peak_rss_mb": s.peak_rss_mb, "max_diff": s.max_diff, "same_answers": s.max_diff <= SAME_ANSWERS,
-                "steady_vs_eager": steady.as_dict() if steady else None, "catches_up_at": self.catches_up(s)}
+                "steady_vs_eager": steady.as_dict() if steady else None, "catches_up_at": self.catches_up(s),
+                "break_even_requests": self.break_even(s)}
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": self.model, "config": self.config, "backend": self.backend, "fresh": self.fresh,

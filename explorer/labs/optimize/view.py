@@ -54,7 +54,9 @@ def _row(r: dict[str, Any]) -> list[Any]:
     return [r["strategy"], f"{r['total_s']:.2f}", f"{r['compiles']} ({r['compile_s']:.2f})",
             f"{r['compiled_requests']} of {r['requests']}" if r["strategy"] != "eager" else "—", warm,
             r["steady_vs_eager"]["said"] if r["steady_vs_eager"] else "—",
-            f"request {r['catches_up_at']}" if r["catches_up_at"] else "not within the stream",
+            f"request {r['catches_up_at']}" if r["catches_up_at"] else
+            f"not within the stream: after about {r['break_even_requests']:,} requests at its warm saving"
+            if r["break_even_requests"] else "not within the stream",
             f"{r['padded_share']:.0%}" if r["padded_share"] is not None else "—", f"{r['peak_rss_mb']:,.0f}",
             f"{r['max_diff']:.1g}", note]
 

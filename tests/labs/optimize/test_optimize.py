@@ -89,6 +89,10 @@ def test_a_compile_counts_in_full_in_the_interval_of_the_totals():
     eager = Served("eager", [5e-4] * 200, [5e-4] * 200)
     t = totals(compiled, eager)
     assert t.faster == "eager" and t.low > 19 and "eager serves the stream" in t.said()
+    result = OptimizeResult("rnn", {}, Workload((8,) * 200, "typed"), "eager", Costs(1.0, 1e-5), {}, True,
+                            [compiled, eager])
+    assert result.catches_up(compiled) is None  # 1.96 s behind at the end, 0.2 ms saved a request: 9,799 more
+    assert result.break_even(compiled) == 200 + 9_799 and result.break_even(eager) is None
 
 
 @pytest.mark.parametrize(("model", "strategy"), [("rnn", "buckets"), ("rnn", "one_op_loop"),
