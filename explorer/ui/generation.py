@@ -41,6 +41,8 @@ def generation_panel(session: gr.State) -> None:
     def steps_of(view: GenerateView | None) -> Any:
         return gr.skip() if view is None else gr.Slider(maximum=view.report["tokens"] - 1)
 
-    step.release(refusing(redrawn), [panel.last, step], graphs, api_visibility="private",
-                 concurrency_id=Queue.MEASURE.value, show_progress="minimal")
+    # `change`, not `release`: a typed number's release could carry the slider's previous value under load (CI);
+    # while it is dragged, only the last value waiting is drawn
+    step.change(refusing(redrawn), [panel.last, step], graphs, api_visibility="private", trigger_mode="always_last",
+                concurrency_id=Queue.MEASURE.value, show_progress="minimal")
     panel.last.change(steps_of, panel.last, step, queue=False, api_visibility="private", show_progress="hidden")
