@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from explorer.api import final, named_subject, run_lab, workers
+from explorer.artefacts.notebook import reproduction_notebook
+from explorer.artefacts.script import reproduction_script
 from explorer.claims.board import CLAIMS, ClaimBoard, checked
 from explorer.claims.chosen import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
@@ -101,7 +103,8 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _write_exports(args: argparse.Namespace, session: Session) -> None:
-    for path, make in ((args.html, html_report), (getattr(args, "csv", None), session_csv)):
+    for path, make in ((args.html, html_report), (args.csv, session_csv), (args.script, reproduction_script),
+                       (args.notebook, reproduction_notebook)):
         if path:
             try:
                 Path(path).write_text(make(session), encoding="utf-8")
@@ -235,6 +238,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--lengths", help="run these input lengths in order, e.g. 8,16,32,64 (the compile timeline)")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (figures inline)")
     p.add_argument("--csv", metavar="FILE", help="also write the measurements of every run as CSV")
+    p.add_argument("--script", metavar="FILE", help="also write a Python script that reproduces the run's figures "
+                   "(the zoo model's source inside: it needs only torch)")
+    p.add_argument("--notebook", metavar="FILE", help="also write that script as a Jupyter notebook")
     p.set_defaults(fn=_inspect)
     for spec in LABS.values():
         _add_lab(sub, spec)

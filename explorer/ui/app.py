@@ -46,7 +46,9 @@ def build_app(code: bool = False) -> gr.Blocks:
     with gr.Blocks(title="Graph Explorer") as demo:
         session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S)
         present, link = header()
-        with gr.Tabs() as tabs:
+        # every tab's name in view, on a projector or a phone: past the width they wrap onto a second row (Gradio's
+        # menu, measured once, could hide the Claims tab behind "..." when the font arrived late)
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             with gr.Tab("Playground", id="playground"):
                 playground = playground_tab()
                 generation_panel(session)

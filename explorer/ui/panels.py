@@ -26,10 +26,13 @@ def header() -> tuple[gr.Checkbox, gr.HTML]:
 
 def downloads_panel(session: gr.State) -> None:
     with gr.Accordion("Download this session", open=False):
-        gr.Markdown("Your measurements as CSV (one row per run, with the spread), and a self-contained HTML "
-                    "report (figures inline, the configs, the machine): it opens offline.",
+        gr.Markdown("Your measurements as CSV (one row per run, with the spread), a self-contained HTML "
+                    "report (figures inline, the configs, the machine): it opens offline; and, for a zoo model, "
+                    "**the latest run as code**: a Python script (`.py`) and a Jupyter notebook (`.ipynb`) that "
+                    "rebuild the model with its config and seed (its source inside: only torch needed), run your "
+                    "text and print the graph's size and the timings beside the app's.",
                     elem_classes="explain")
-        export_btn = gr.Button("Prepare CSV and HTML report")
+        export_btn = gr.Button("Prepare CSV, HTML report, script and notebook")
         downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
     export_btn.click(lambda s: EXPORTS.write(s), session, downloads, api_visibility="private",
                      concurrency_id=Queue.EXPORT.value, concurrency_limit=2)

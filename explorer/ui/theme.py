@@ -45,8 +45,7 @@ body.ge-presentation .card .detail { font-size: 13px !important; }
 body.ge-presentation .cards { grid-template-columns: repeat(auto-fit, minmax(98px, 1fr)) !important;
   gap: 6px !important; }
 body.ge-presentation .card { padding: 6px 8px !important; }
-/* Every tab's name in one row at 1280 px (at the presentation's 18 px, Claims and Lessons went into the overflow
-   menu, where a class does not find them). */
+/* Every tab's name in one row at 1280 px (at the presentation's 18 px they took two). */
 body.ge-presentation [role="tab"] { font-size: 15px !important; }
 body.ge-presentation .card .value { font-size: 1.05em !important; }
 /* A claim's experiment sentence and where it was measured: smaller than the evidence, so that a lesson's chart and

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
+from explorer.artefacts.notebook import reproduction_notebook
+from explorer.artefacts.script import reproducible, reproduction_script
 from explorer.core import limits, machine
 from explorer.core.fmt import format_bytes
 from explorer.labs.batching.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
@@ -118,10 +120,14 @@ class ExportDir:
         atexit.register(shutil.rmtree, self.path, True)
 
     def write(self, session: Session) -> list[str]:
-        """The session's CSV and HTML report as files; returns their paths."""
+        """The session's CSV and HTML report as files, and, where its latest run is a zoo model's, the script and
+        the notebook that reproduce it; returns their paths."""
         stem = f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}"
         paths = []
-        for suffix, text in (("csv", session_csv(session)), ("html", html_report(session))):
+        files = [("csv", session_csv(session)), ("html", html_report(session))]
+        if reproducible(session):
+            files += [("py", reproduction_script(session)), ("ipynb", reproduction_notebook(session))]
+        for suffix, text in files:
             path = self.path / f"{stem}.{suffix}"
             path.write_text(text, encoding="utf-8")
             paths.append(str(path))

@@ -80,12 +80,13 @@ def test_a_state_link_restores_model_config_text_and_presentation(page: Page, ap
     shot(page, "07-state-link-presentation")
 
 
-def test_the_session_downloads_as_csv_and_html(page: Page, app_url):
+def test_the_session_downloads_as_csv_html_script_and_notebook(page: Page, app_url):
     loaded(page, app_url)
     page.get_by_text("Download this session").click()
-    page.get_by_role("button", name="Prepare CSV and HTML report").click()
+    page.get_by_role("button", name="Prepare CSV, HTML report, script and notebook").click()
     expect(page.get_by_text(re.compile(r"graph-explorer-.*\.html"))).to_be_visible(timeout=TIMEOUT)
-    expect(page.get_by_text(re.compile(r"graph-explorer-.*\.csv"))).to_be_visible()
+    for suffix in ("csv", "py", "ipynb"):
+        expect(page.get_by_text(re.compile(rf"graph-explorer-.*\.{suffix}$"))).to_be_visible()
     shot(page, "08-downloads")
 
 

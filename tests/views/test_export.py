@@ -50,10 +50,10 @@ def test_html_report_is_self_contained_with_every_figure(session):
         assert needle in page
 
 
-def test_export_dir_writes_both_files_and_prunes(session, tmp_path):
+def test_export_dir_writes_every_file_and_prunes(session, tmp_path):
     exports = ExportDir(keep=2)
     paths = exports.write(session)
-    assert [p.rsplit(".", 1)[1] for p in paths] == ["csv", "html"]
+    assert [p.rsplit(".", 1)[1] for p in paths] == ["csv", "html", "py", "ipynb"]  # a zoo model's run: as code too
     exports.write(session)
     assert len(list(exports.path.iterdir())) == 2  # the newest two files only
 

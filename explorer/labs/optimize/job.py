@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import resource
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +21,9 @@ import torch._dynamo.config as dynamo_config
 import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 import torch.compiler.config as compiler_config
+from torch._dynamo.utils import counters
+from torch._inductor.runtime.cache_dir_utils import cache_dir
+from torch.compiler._cache import CacheArtifactManager
 from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line
@@ -34,6 +39,7 @@ from explorer.sources.edited import model_of
 from models.tokenizer import encode
 
 OPTIMIZE_TIMEOUT_S = 300.0  # a strategy's time bound by default: past it, it is stopped and reported as such
+COMPILED_GRAPH_CACHES = ("fxgraph", "aotautograd")  # inductor's and AOT autograd's, in inductor's cache directory
 
 
 @contextlib.contextmanager
@@ -47,6 +53,25 @@ def cold(profile: str = "") -> Iterator[None]:
             compiler_config.patch(job_id=profile or None), inductor_config.patch(fx_graph_cache=False), \
             functorch_config.patch(enable_autograd_cache=False):
         yield
+
+
+@contextlib.contextmanager
+def own_caches() -> Iterator[None]:
+    """Compiles as a fresh deploy that reads inductor's FX-graph and AOT-autograd caches (the mega-cache's): both on,
+    in directories of this run's own that start empty, so a graph read from them is one this run compiled or loaded.
+    The rest of inductor's cache directory (its toolchain, the compiled kernels) is shared through links, warm as
+    for every strategy; no automatic-dynamic profile, as for every strategy but pgo."""
+    shared = cache_dir()  # (which also sets TORCHINDUCTOR_CACHE_DIR, restored below)
+    with tempfile.TemporaryDirectory(prefix="graph-explorer-caches-") as own:
+        for entry in set(os.listdir(shared)) - set(COMPILED_GRAPH_CACHES):
+            os.symlink(os.path.join(shared, entry), os.path.join(own, entry))
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = own
+        try:
+            with dynamo_config.patch(automatic_dynamic_local_pgo=False), inductor_config.patch(fx_graph_cache=True), \
+                    functorch_config.patch(enable_autograd_cache=True), CacheArtifactManager.with_fresh_cache():
+                yield
+        finally:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = shared
 
 
 @dataclass
@@ -63,6 +88,9 @@ class Served:
     max_diff: float = 0.0  # max |output - eager's| over the requests
     build_s: float = 0.0  # applying the strategy before the first request (compiles come later, lazily)
     peak_rss_mb: float = 0.0  # the worker process's peak resident memory after serving
+    cache_hits: int = 0  # graphs inductor read from its FX-graph cache (on only where the strategy loads one)...
+    cache_misses: int = 0  # ...and graphs it had to compile
+    artifacts: bytes = field(default=b"", repr=False)  # a recording run's mega-cache, for the measured run
     skipped: str = ""  # why the strategy does not apply to this model
     error: str = ""  # it failed while serving: the message
     cores: tuple[int, ...] = ()
@@ -83,6 +111,8 @@ class ServeJob(Job[Served]):
     backend: str
     plans: dict[str, tuple[int, ...]]  # bucket plan name -> boundaries
     profile: str = ""  # the automatic-dynamic profile's job id (the pgo strategy: recorded, then read)
+    records: bool = False  # the recording run of a strategy that is `recorded`
+    artifacts: bytes = field(default=b"", repr=False)  # the mega-cache its recording run saved, loaded before serving
 
     def run(self, ctx: WorkerContext) -> Served:
         ctx.held = None
@@ -99,15 +129,19 @@ class ServeJob(Job[Served]):
         plan = plans.get(strategy.pads_to)
         counter = CountingBackend(self.backend, log.on_graph)
         takes_lengths = "lengths" in inspect.signature(model.forward).parameters
-        setting = Setting(counter, min(self.lengths), max(self.lengths), plan, takes_lengths)
+        setting = Setting(counter, self.backend == "inductor", min(self.lengths), max(self.lengths), plan,
+                          takes_lengths)
         if reason := strategy.applies(model, setting):
             served.skipped = reason
             return served
         requests = [torch.tensor([encode(text)]) for text in Workload(self.lengths, "").texts]
-        with set_torch_threads(THREADS), torch.no_grad(), cold(self.profile), measuring_core() as core, \
-                on_core(core) as cores:
+        caches = own_caches() if strategy.recorded == "mega-cache" else cold(self.profile)
+        hits, misses = counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
+        with set_torch_threads(THREADS), torch.no_grad(), caches, measuring_core() as core, on_core(core) as cores:
             began = time.time()
             start = time.perf_counter()
+            if self.artifacts:  # a deploy's start: the mega-cache in the caches before the model is compiled
+                torch.compiler.load_cache_artifacts(self.artifacts)
             serve = strategy.build(model, setting)
             served.build_s = time.perf_counter() - start
             ctx.phase(f"{strategy.title}: serving {len(requests)} requests")
@@ -130,6 +164,10 @@ class ServeJob(Job[Served]):
             except Exception as e:  # a compile or a forward that failed: said, with the request it failed at
                 served.error = f"{type(e).__name__} at request {log.at + 1}: {message_line(e)[:300]}"
             served.compiles = log.since(began)
+            if self.records and strategy.recorded == "mega-cache" and (saved := torch.compiler.save_cache_artifacts()):
+                served.artifacts = saved[0]
+        served.cache_hits = counters["inductor"]["fxgraph_cache_hit"] - hits
+        served.cache_misses = counters["inductor"]["fxgraph_cache_miss"] - misses
         served.cores = cores
         served.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         dynamo.reset()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Generator, Iterator
+from dataclasses import replace
 
 from explorer.compile.protocol import CompileFailure, Workers, run_said
 from explorer.core.errors import InputError
@@ -33,16 +34,26 @@ def run_optimize(workers: Workers, model: str, config: object, workload: Workloa
     boundaries = {name: p.boundaries for name, p in plans.items()}
     for i, name in enumerate(strategies, 1):
         said = f"strategy {i} of {len(strategies)}, {name}"
-        profile = f"graph-explorer-optimize-{uuid.uuid4().hex}" if STRATEGIES[name].recorded else ""
+        recorded = STRATEGIES[name].recorded
+        profile = f"graph-explorer-optimize-{uuid.uuid4().hex}" if recorded == "profile" else ""
         job = ServeJob(model, values, workload.lengths, name, backend, boundaries, profile)
         try:
-            if profile:  # the recording run, in a process of its own: it leaves the profile the measured one reads
-                yield from _served(workers, bound_s, job, f"{said}, recording its profile")
-            served = yield from _served(workers, bound_s, job, said)
+            served = yield from (_recorded if recorded else _served)(workers, bound_s, job, said)
         except CompileFailure as e:  # past its time bound, or its worker died: said, and the next one runs
             served = Served(name, error=f"stopped: {e}")
         result.served.append(served)
         yield result  # the table so far, after each strategy
+
+
+def _recorded(workers: Workers, bound_s: float, job: ServeJob, said: str) -> Generator[Progress, None, Served]:
+    """A recording run in a process of its own, which leaves what the measured run (the next process) reads: the
+    profile under the job's id, or the mega-cache it returns."""
+    recording = yield from _served(workers, bound_s, replace(job, records=True),
+                                   f"{said}, recording its {STRATEGIES[job.strategy].recorded}")
+    if recording.skipped or recording.error:
+        return replace(recording, error=recording.error and f"in its recording run: {recording.error}",
+                       artifacts=b"")
+    return (yield from _served(workers, bound_s, replace(job, artifacts=recording.artifacts), said))
 
 
 def _served(workers: Workers, bound_s: float, job: ServeJob, said: str) -> Generator[Progress, None, Served]:

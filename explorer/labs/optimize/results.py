@@ -162,7 +162,8 @@ class OptimizeResult:
                 "p95_ms": _q(warm_ms, 0.95) if warm_ms else None,
                 "iqr_ms": _iqr(warm_ms),
                 "padded_share": 1 - real / s.computed_tokens if s.computed_tokens else None,
-                "peak_rss_mb": s.peak_rss_mb, "max_diff": s.max_diff, "same_answers": s.max_diff <= SAME_ANSWERS,
+                "peak_rss_mb": s.peak_rss_mb, "cache_hits": s.cache_hits, "cache_misses": s.cache_misses,
+                "max_diff": s.max_diff, "same_answers": s.max_diff <= SAME_ANSWERS,
                 "steady_vs_eager": steady.as_dict() if steady else None, "catches_up_at": self.catches_up(s),
                 "break_even_requests": self.break_even(s)}
 
@@ -174,5 +175,5 @@ class OptimizeResult:
                 "plans": {name: {"boundaries": list(p.boundaries), "padded_share": p.padded_share}
                           for name, p in self.plans.items()},
                 "strategies": [self.row(s) for s in self.served],
-                "served": [asdict(s) for s in self.served],
+                "served": [asdict(s) | {"artifacts": len(s.artifacts)} for s in self.served],  # bytes: counted
                 "recommendation": self.recommendation()}

@@ -25,6 +25,8 @@ def snippet(name: str, config: dict[str, Any], strategy: str, backend: str, mode
         config = config | {k: v for k, v in ONE_OP.items() if hasattr(model.cfg, k)}
     head = ["import torch", "", "from explorer.sources.registry import build_model, make_config", "",
             f"model = build_model({name!r}, make_config({name!r}, {config!r})).eval()"]
+    if strategy == "warm_start":
+        head = ["from pathlib import Path", "", *head]
     compiled = f"torch.compile(model, backend={backend!r}"
     if strategy == "eager":
         body = ["serve = model  # no compiler"]
@@ -33,6 +35,11 @@ def snippet(name: str, config: dict[str, Any], strategy: str, backend: str, mode
     elif strategy == "pgo":
         body = ['torch.compiler.config.job_id = "my-service"  # the profile, kept in the cache dir across processes',
                 f"serve = {compiled})"]
+    elif strategy == "warm_start":
+        body = ['CACHE = Path("compile-cache.bin")  # saved by the first process that served, read by the next ones',
+                "if CACHE.exists():", "    torch.compiler.load_cache_artifacts(CACHE.read_bytes())  # before compiling",
+                f"serve = {compiled})", "", "", "def save():  # once the first process has served its requests",
+                "    if saved := torch.compiler.save_cache_artifacts():", "        CACHE.write_bytes(saved[0])"]
     elif strategy == "dynamic":
         body = [f"serve = {compiled}, dynamic=True)"]
     elif STRATEGIES[strategy].stance_from:  # a warm-up under the default stance first

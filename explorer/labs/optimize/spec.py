@@ -56,8 +56,11 @@ def run(subject: Subject | None, p: OptimizeParams, ctx: LabContext) -> Iterator
 
 def work(p: OptimizeParams) -> Work:
     served = sum(workload_of(p).lengths)
-    return Work(2 * served * len(p.strategies), f"{served:,} tokens x 2 (each request and its eager pair) x "
-                f"{len(p.strategies)} strategies", "max_served_tokens")
+    recorded = [s for s in p.strategies if STRATEGIES[s].recorded]  # their recording runs serve it too
+    streams = len(p.strategies) + len(recorded)
+    return Work(2 * served * streams, f"{served:,} tokens x 2 (each request and its eager pair) x {streams} "
+                f"streams ({len(p.strategies)} strategies; {', '.join(recorded) or 'none'} after a recording run)",
+                "max_served_tokens")
 
 
 SPEC = LabSpec(
@@ -68,7 +71,8 @@ SPEC = LabSpec(
           "lengths follow a distribution, or yours, typed or pasted) and serves the whole stream with each "
           "strategy, **each in a fresh worker process** as a server would after a deploy: eager; `torch.compile` "
           "with `dynamic=None`, `dynamic=True` or `mark_dynamic`; padding to buckets (planned for this workload, or "
-          "powers of two); regional compilation of the repeated block; `set_stance('eager_then_compile')`; the "
+          "powers of two); regional compilation of the repeated block; dynamo's profile and the mega-cache "
+          "(`save_cache_artifacts`) carried from a first process to a fresh one; `set_stance`; the "
           "loop written as one operator (the RNN's `loop=scan`, early exit's `exit_with=cond`). Shown: the time to "
           "serve the stream with its compiles, when each compile happened, the latency after warm-up, the padded "
           "work, the memory, the answers against eager, the recommendation, and the code that applies it.",

@@ -20,10 +20,12 @@ ONE_OP = {"loop": "scan", "exit_with": "cond"}  # the config knobs that write a 
 
 @dataclass(frozen=True)
 class Setting:
-    """What a strategy is given: the dynamo backend (the lab's, counting its graphs), the workload's shortest and
-    longest request, its bucket plan, and whether the model takes `forward(ids, lengths)` (padding needs it)."""
+    """What a strategy is given: the dynamo backend (the lab's, counting its graphs; whether it is inductor), the
+    workload's shortest and longest request, its bucket plan, and whether the model takes `forward(ids, lengths)`
+    (padding needs it)."""
 
     backend: Any
+    inductor: bool
     shortest: int
     longest: int
     plan: Plan | None  # the buckets of a strategy that pads (its `pads_to`)
@@ -44,7 +46,9 @@ class Strategy:
     stance_from: int = 0  # ...from this request on (before it, the default stance: a warm-up)
     one_op: bool = False  # the model rebuilt with its loop as one operator (ONE_OP)
     pads_to: str = ""  # the bucket plan it pads each request up to: "planned" or "pow2"
-    recorded: bool = False  # served after a recording run in another process (dynamo's automatic-dynamic profile)
+    # served after a recording run in another process, which leaves it dynamo's automatic-dynamic profile
+    # ("profile") or the mega-cache of its compiled graphs ("mega-cache")
+    recorded: str = ""
 
 
 def _padded(model: nn.Module, s: Setting) -> Serve:
@@ -88,6 +92,10 @@ def _no_blocks(model: nn.Module, s: Setting) -> str | None:
     return None if repeated_blocks(model) else "it has no repeated block (a ModuleList of one class) to compile once"
 
 
+def _needs_inductor(model: nn.Module, s: Setting) -> str | None:
+    return None if s.inductor else "the mega-cache holds inductor's compiled graphs: compile with inductor"
+
+
 def _one_op_loop(model: nn.Module, s: Setting) -> str | None:
     if any(hasattr(getattr(model, "cfg", None), knob) for knob in ONE_OP):
         return None
@@ -110,7 +118,11 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (
              "eager", _regional, _no_blocks),
     Strategy("pgo", "compile, with the profile of a previous process", "dynamo's automatic-dynamic profile (local "
              "PGO), written by a first process that served the stream, read by a fresh one: lengths seen to vary "
-             "start symbolic", lambda m, s: s.compile(m, dynamic=None), recorded=True),
+             "start symbolic", lambda m, s: s.compile(m, dynamic=None), recorded="profile"),
+    Strategy("warm_start", "compile, warm from the mega-cache", "torch.compiler.save_cache_artifacts in a first "
+             "process that served the stream, load_cache_artifacts in a fresh one before its first request: its "
+             "compiles read inductor's and AOT autograd's caches", lambda m, s: s.compile(m, dynamic=None),
+             _needs_inductor, recorded="mega-cache"),
     Strategy("eager_then_compile", "set_stance(eager_then_compile)", "the first call of each shape eager, "
              "compiled from the second", lambda m, s: s.compile(m, dynamic=None), stance="eager_then_compile"),
     Strategy("eager_on_recompile", "set_stance(eager_on_recompile) after a warm-up", "the first request compiled, "

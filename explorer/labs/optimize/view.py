@@ -51,7 +51,8 @@ def _row(r: dict[str, Any]) -> list[Any]:
     warm = (f"{r['p50_ms']:.3f} / {r['p95_ms']:.3f} ({r['iqr_ms']:.3f})" if r["iqr_ms"] is not None else
             f"{r['p50_ms']:.3f} / {r['p95_ms']:.3f}" if r["p50_ms"] is not None else "no request after its compiles")
     note = r["error"] or ("" if r["same_answers"] else "CHANGES ANSWERS: not ranked")
-    return [r["strategy"], f"{r['total_s']:.2f}", f"{r['compiles']} ({r['compile_s']:.2f})",
+    read = f", {r['cache_hits']} of them read from the cache" if r["cache_hits"] or r["cache_misses"] else ""
+    return [r["strategy"], f"{r['total_s']:.2f}", f"{r['compiles']} ({r['compile_s']:.2f}){read}",
             f"{r['compiled_requests']} of {r['requests']}" if r["strategy"] != "eager" else "—", warm,
             r["steady_vs_eager"]["said"] if r["steady_vs_eager"] else "—",
             f"request {r['catches_up_at']}" if r["catches_up_at"] else

@@ -2,6 +2,7 @@
 against eager's or flagged, the generated code runs, and the lab runs end to end through its spec."""
 
 import uuid
+from dataclasses import replace
 
 import pytest
 import torch
@@ -56,6 +57,17 @@ def test_the_profile_a_recording_process_leaves_makes_the_next_one_start_symboli
     assert [c.at for c in served.compiles] == [0] and served.max_diff < 1e-5  # symbolic from the first request
 
 
+def test_the_mega_cache_a_recording_process_saves_makes_the_next_one_compile_nothing_new():
+    job = ServeJob("transformer", {"layers": 1}, (9, 9), "warm_start", "inductor", {}, records=True)
+    recording = job.run(WorkerContext(lambda phase: None))
+    assert (recording.cache_hits, recording.cache_misses) == (0, 1) and recording.artifacts  # its caches start empty
+    served = replace(job, records=False, artifacts=recording.artifacts).run(WorkerContext(lambda phase: None))
+    assert (served.cache_hits, served.cache_misses) == (1, 0)  # inductor's graph read from the mega-cache
+    assert len(served.compiles) == 1 and served.max_diff < 1e-4  # (dynamo still traces, and asks inductor)
+    eager = replace(job, backend="eager").run(WorkerContext(lambda phase: None))
+    assert "compile with inductor" in eager.skipped
+
+
 def test_a_strategy_past_its_time_bound_is_stopped_in_its_own_process_and_reported_as_such():
     here = Here()
     workers = Workers(here, here, here, fresh=optimize_service)  # the planner's probe here, each strategy fresh
@@ -97,8 +109,10 @@ def test_a_compile_counts_in_full_in_the_interval_of_the_totals():
 
 @pytest.mark.parametrize(("model", "strategy"), [("rnn", "buckets"), ("rnn", "one_op_loop"),
                                                  ("transformer", "regional"), ("transformer", "mark_dynamic"),
-                                                 ("transformer", "eager_on_recompile"), ("transformer", "pgo")])
-def test_the_generated_code_runs_and_answers_as_eager(model, strategy):
+                                                 ("transformer", "eager_on_recompile"), ("transformer", "pgo"),
+                                                 ("transformer", "warm_start")])
+def test_the_generated_code_runs_and_answers_as_eager(model, strategy, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where the warm start's snippet keeps its cache
     config = {"rnn": {"hidden": 16, "embed": 8}, "transformer": {"layers": 2}}[model]
     full = dict(vars(make_config(model, config)))
     code = snippet(model, full, strategy, "eager", build_model(model, make_config(model, config)), (16, 30),
@@ -110,6 +124,8 @@ def test_the_generated_code_runs_and_answers_as_eager(model, strategy):
         ids = torch.tensor([encode("The cat sat on the mat, and then it slept."[:n])])
         with torch.no_grad():
             assert (space["serve"](ids) - reference(ids)).abs().max() < 1e-4, (strategy, n)
+    if "save" in space:
+        space["save"]()  # with the eager backend there is no compiled graph to save: it writes nothing
     torch.compiler.set_stance("default")  # what the stance and pgo snippets set for the whole process
     torch.compiler.config.job_id = None
     torch._dynamo.reset()

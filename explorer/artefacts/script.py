@@ -1,0 +1,208 @@
+"""The Playground's state as code: a Python script, self-contained, that rebuilds the current zoo model with its
+config and seed (the model's source is in it: it needs only torch), runs the current text, and prints the same
+figures the app shows (the autograd graph's node and edge counts, the eager forward and train step, and the compiled
+forward where the session compiled), with the app's own figures in its docstring to hold them against.
+
+The script is a list of sections; the notebook (`explorer/artefacts/notebook.py`) makes each one a cell."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from explorer.compile.options import DYNAMIC_MODES
+from explorer.core import machine
+from explorer.core.errors import InputError
+from explorer.core.limits import THREADS
+from explorer.eager.timing import Measurement
+from explorer.runs.session import Session
+from models import ZOO
+from models.config import config_dict
+
+MODELS_DIR = Path(inspect.getfile(ZOO["rnn"].model_cls)).parent
+MIN_RUN_TIME_S = 0.5  # per timing: longer than the app's budget, so that the script's median is the steadier one
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str  # the notebook's markdown above the cell
+    code: str
+
+
+def model_modules(module: str) -> dict[str, str]:
+    """The source of `module` (`models.rnn`) and of every `models` module it imports, transitively, by name."""
+    found: dict[str, str] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        source = (MODELS_DIR / f"{name.split('.', 1)[1]}.py").read_text(encoding="utf-8")
+        found[name] = source
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("models."):
+                todo.append(node.module)
+            elif isinstance(node, ast.ImportFrom) and node.module == "models":
+                todo += [f"models.{a.name}" for a in node.names]
+    return dict(sorted(found.items()))
+
+
+_IMPORTER = '''
+class _Embedded(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the `models` package from the sources above (its frames are named models/<file>.py)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "models" or name in MODEL_SOURCES:
+            return importlib.util.spec_from_loader(name, self, is_package=name == "models")
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        if module.__name__ in MODEL_SOURCES:
+            path = "models/" + module.__name__.split(".", 1)[1] + ".py"
+            exec(compile(MODEL_SOURCES[module.__name__], path, "exec"), module.__dict__)
+
+
+sys.meta_path.insert(0, _Embedded())
+'''
+
+_GRAPH = '''
+def graph_counts(loss):
+    """The autograd graph under the loss, as the app reads it: every node once (parameters' AccumulateGrad
+    included), and every edge."""
+    seen, stack, edges = {loss.grad_fn}, [loss.grad_fn], 0
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if nxt is None:
+                continue
+            edges += 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return len(seen), edges
+
+
+def train_loss(output):
+    """The app's loss: a classifier's logits against class 0 (the weights are random anyway), else the sum."""
+    if output.dim() != 2:
+        return output.float().sum()
+    return F.cross_entropy(output, torch.zeros(output.shape[0], dtype=torch.long))
+
+
+loss = train_loss(model(ids))
+nodes, edges = graph_counts(loss)
+del loss
+figures = {"nodes": nodes, "edges": edges}
+print(f"autograd graph: {nodes} nodes, {edges} edges (the app: {APP['nodes']} nodes, {APP['edges']} edges)")
+'''
+
+_TIMING = '''
+def timed(label, fn):
+    """Median and IQR in ms, with torch.utils.benchmark (blocks of calls, MIN_RUN_TIME_S seconds or more)."""
+    m = benchmark.Timer("fn()", globals={"fn": fn}, num_threads=THREADS, label=label).blocked_autorange(
+        min_run_time=MIN_RUN_TIME_S)
+    return {"median_ms": m.median * 1e3, "iqr_ms": m.iqr * 1e3, "runs": len(m.times)}
+
+
+def train_step():
+    model.zero_grad(set_to_none=True)
+    train_loss(model(ids)).backward()
+
+
+with torch.no_grad():
+    figures["forward"] = timed("forward", lambda: model(ids))
+figures["train_step"] = timed("train step", train_step)
+for what in ("forward", "train_step"):
+    f, app = figures[what], APP[what]
+    print(f"{what}: {f['median_ms']:.3f} ms (IQR {f['iqr_ms']:.3f}, {f['runs']} runs); the app: "
+          f"{app['median_ms']:.3f} ms (IQR {app['iqr_ms']:.3f}, {app['runs']} runs)")
+'''
+
+_COMPILED = '''
+torch._dynamo.reset()
+compiled = torch.compile(model, backend=COMPILE["backend"], dynamic=COMPILE["dynamic"],
+                         fullgraph=COMPILE["fullgraph"])
+if COMPILE["mark_dynamic"]:
+    torch._dynamo.mark_dynamic(ids, 1)
+with torch.no_grad():
+    start = time.perf_counter()
+    compiled(ids)  # the first call compiles
+    compile_s = time.perf_counter() - start
+    figures["compiled"] = timed("compiled forward", lambda: compiled(ids)) | {"first_call_s": compile_s}
+f, app = figures["compiled"], APP["compiled"]
+print(f"compiled forward ({COMPILE['backend']}): {f['median_ms']:.3f} ms (IQR {f['iqr_ms']:.3f}), first call "
+      f"{compile_s:.2f} s; the app: {app['median_ms']:.3f} ms (IQR {app['iqr_ms']:.3f})")
+'''
+
+
+def _measured(m: Measurement) -> dict[str, float | int]:
+    return {"median_ms": m.median_ms, "iqr_ms": m.iqr_ms, "runs": m.runs}
+
+
+def reproducible(session: Session) -> bool:
+    """Whether the session's latest run is one a script can rebuild: a zoo model's (a library architecture's or a
+    user's file are not reproduced yet)."""
+    return session.last is not None and session.last.model in ZOO
+
+
+def sections(session: Session) -> list[Section]:
+    """The script's sections for the session's latest run (an InputError if it is not `reproducible`)."""
+    run = session.last
+    if run is None:
+        raise InputError("run an input first: the script reproduces the Playground's latest run")
+    if run.model not in ZOO:
+        raise InputError(f"the script reproduces the zoo's models ({', '.join(ZOO)}); {run.model!r} is not one yet")
+    entry = ZOO[run.model]
+    cls, config_cls = entry.model_cls, entry.config_cls
+    values = config_dict(run.config)
+    app = {"nodes": len(run.capture.graph.nodes), "edges": len(run.capture.graph.edges),
+           "forward": _measured(run.forward), "train_step": _measured(run.train_step)}
+    compiled = run.compiled if run.compiled is not None and run.compiled.compiled is not None else None
+    if compiled is not None:
+        app["compiled"] = _measured(compiled.compiled)
+    where = machine.this_machine().line()
+    header = Section(
+        "What this reproduces",
+        f'"""Graph Explorer, reproduced: {run.arch}, on {len(run.input.text)} characters ({run.tokens} tokens).\n\n'
+        f"The app measured this on {where}, {time.strftime('%Y-%m-%d')}; the figures are in APP. Run it where only "
+        "torch is installed:\nthe model's source is in it. Each figure it prints stands beside the app's; timings "
+        'hold on the same machine, within their spread.\n"""\n\n'
+        "import importlib.abc\nimport importlib.util\nimport json\nimport sys\nimport time\n\nimport torch\n"
+        "import torch.nn.functional as F\nimport torch.utils.benchmark as benchmark\n\n"
+        f"THREADS = {THREADS}  # the app's torch threads for every figure\n"
+        f"MIN_RUN_TIME_S = {MIN_RUN_TIME_S}  # seconds per timing\n"
+        f"TEXT = {run.input.text!r}\n"
+        f"APP = {json.dumps(app, indent=1)}\n")
+    models = Section(
+        f"The model's source: `models/` as the app ran it ({', '.join(model_modules(cls.__module__))})",
+        f"MODEL_SOURCES = {model_modules(cls.__module__)!r}\n" + _IMPORTER)
+    build = Section(
+        "The model at its config, with its seed's weights, and the text as byte ids",
+        f"from {cls.__module__} import {cls.__name__}, {config_cls.__name__}\n\n"
+        f"config = {config_cls.__name__}(**{values!r})\n"
+        "with torch.random.fork_rng(devices=[]):\n    torch.manual_seed(config.seed)\n"
+        f"    model = {cls.__name__}(config).eval()\n"
+        "torch.set_num_threads(THREADS)\n"
+        "ids = torch.tensor([list(TEXT.encode('utf-8'))], dtype=torch.long)  # one token per UTF-8 byte\n")
+    parts = [header, models, build, Section("The autograd graph of one training forward", _GRAPH.strip() + "\n"),
+             Section("Eager timings: the forward (no grad) and a train step", _TIMING.strip() + "\n")]
+    if compiled is not None:
+        o = compiled.options
+        options = {"backend": o.backend, "dynamic": DYNAMIC_MODES[o.dynamic],
+                   "mark_dynamic": o.mark_dynamic, "fullgraph": o.fullgraph}
+        parts.append(Section(f"The compiled forward: torch.compile, {o.label()}",
+                             f"COMPILE = {options!r}\n" + _COMPILED.strip() + "\n"))
+    parts.append(Section("Every figure, as JSON", "print(json.dumps(figures))\n"))
+    return parts
+
+
+def reproduction_script(session: Session) -> str:
+    return "\n\n".join(s.code if i == 0 else f"# {s.title}\n{s.code}" for i, s in
+                       enumerate(sections(session))).rstrip() + "\n"
+
