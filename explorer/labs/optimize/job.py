@@ -67,8 +67,9 @@ def own_caches() -> Iterator[None]:
             os.symlink(os.path.join(shared, entry), os.path.join(own, entry))
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = own
         try:
-            with dynamo_config.patch(automatic_dynamic_local_pgo=False), inductor_config.patch(fx_graph_cache=True), \
-                    functorch_config.patch(enable_autograd_cache=True), CacheArtifactManager.with_fresh_cache():
+            with dynamo_config.patch(automatic_dynamic_local_pgo=False), compiler_config.patch(job_id=None), \
+                    inductor_config.patch(fx_graph_cache=True), functorch_config.patch(enable_autograd_cache=True), \
+                    CacheArtifactManager.with_fresh_cache():
                 yield
         finally:
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = shared
