@@ -12,6 +12,7 @@ from typing import Any
 
 from explorer.api import final, named_subject, run_lab, workers
 from explorer.artefacts.notebook import reproduction_notebook
+from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.artefacts.script import reproduction_script
 from explorer.claims.board import CLAIMS, ClaimBoard, checked
 from explorer.claims.chosen import Chosen
@@ -92,6 +93,9 @@ def _inspect(args: argparse.Namespace) -> int:
             if options is not None:
                 for _ in session.run_compiled(service, options):
                     pass
+        if args.chrome_trace:
+            *_, trace = service.run(latest_run_job(session))
+            _written(args.chrome_trace, checked_size(trace))
     except CompileFailure as e:
         raise InputError(str(e)) from None
     finally:
@@ -106,10 +110,14 @@ def _write_exports(args: argparse.Namespace, session: Session) -> None:
     for path, make in ((args.html, html_report), (args.csv, session_csv), (args.script, reproduction_script),
                        (args.notebook, reproduction_notebook)):
         if path:
-            try:
-                Path(path).write_text(make(session), encoding="utf-8")
-            except OSError as e:
-                raise InputError(f"cannot write {path}: {e.strerror}") from None
+            _written(path, make(session).encode("utf-8"))
+
+
+def _written(path: str, data: bytes) -> None:
+    try:
+        Path(path).write_bytes(data)
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror}") from None
 
 
 def lab_values(args: argparse.Namespace, spec: LabSpec) -> dict[str, Any]:
@@ -241,6 +249,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--script", metavar="FILE", help="also write a Python script that reproduces the run's figures "
                    "(the zoo model's source inside: it needs only torch)")
     p.add_argument("--notebook", metavar="FILE", help="also write that script as a Jupyter notebook")
+    p.add_argument("--chrome-trace", metavar="FILE", help="also profile the last input (eager forward and train "
+                   "step; the compiled forward with --compile) and write the gzip'd Chrome trace, for Perfetto")
     p.set_defaults(fn=_inspect)
     for spec in LABS.values():
         _add_lab(sub, spec)

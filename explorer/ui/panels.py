@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import gradio as gr
 
+from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.core import limits
 from explorer.core.queues import Queue
+from explorer.runs.session import Session
 from explorer.server import EXPORTS
+from explorer.serving.placement import compile_service
+from explorer.ui.endpoints import refusing
 
 
 def header() -> tuple[gr.Checkbox, gr.HTML]:
@@ -33,9 +37,21 @@ def downloads_panel(session: gr.State) -> None:
                     "text and print the graph's size and the timings beside the app's.",
                     elem_classes="explain")
         export_btn = gr.Button("Prepare CSV, HTML report, script and notebook")
+        gr.Markdown("**A profile for Perfetto**: torch.profiler over one eager forward, one train step and (if you "
+                    "compiled it) one compiled forward of the latest run, shapes and your model's Python lines "
+                    "recorded, as gzip'd Chrome-trace JSON: open it at ui.perfetto.dev (or chrome://tracing).",
+                    elem_classes="explain")
+        trace_btn = gr.Button("Profile the latest run for Perfetto")
         downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
     export_btn.click(lambda s: EXPORTS.write(s), session, downloads, api_visibility="private",
                      concurrency_id=Queue.EXPORT.value, concurrency_limit=2)
+
+    def perfetto(s: Session) -> list[str]:
+        *_, trace = compile_service(s.id).run(latest_run_job(s))
+        return [EXPORTS.save("perfetto.json.gz", checked_size(trace))]
+
+    trace_btn.click(refusing(perfetto), session, downloads, api_visibility="private",
+                    concurrency_id=Queue.COMPILE.value)
 
 
 def limits_panel() -> None:

@@ -136,6 +136,12 @@ class ExportDir:
             old.unlink(missing_ok=True)
         return paths
 
+    def save(self, suffix: str, data: bytes) -> str:
+        """One file of `data` (a trace), named as the session's files are; returns its path."""
+        path = self.path / f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}.{suffix}"
+        path.write_bytes(data)
+        return str(path)
+
     def job_dir(self, keep: int = 8) -> str:
         """A fresh directory for one job's downloads (the deployment lab's artefacts); the oldest beyond `keep`
         are removed."""

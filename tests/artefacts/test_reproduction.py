@@ -10,20 +10,25 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from explorer.artefacts.perfetto import REGIONS
 from explorer.artefacts.script import model_modules, reproducible, sections
 from explorer.core.errors import InputError
 from explorer.runs.session import Session
 from explorer.views.export import ExportDir
+from tests.artefacts.test_perfetto import events
 
 TEXT = "The cat sat on the mat, and then it slept."
 
 
-def test_the_script_and_the_notebook_rebuild_the_run_outside_the_repository(tmp_path):
-    script, notebook = tmp_path / "run.py", tmp_path / "run.ipynb"
+def test_the_script_and_the_notebook_rebuild_the_run_outside_the_repository_and_the_trace_has_its_compiled_run(
+        tmp_path):
+    script, notebook, trace = tmp_path / "run.py", tmp_path / "run.ipynb", tmp_path / "run.json.gz"
     out = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "early_exit", "--set", "blocks=3",
                           "--text", TEXT, "--compile", "--backend", "eager", "--json", "--script", str(script),
-                          "--notebook", str(notebook)], capture_output=True, text=True, timeout=300)
+                          "--notebook", str(notebook), "--chrome-trace", str(trace)],
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
+    assert set(REGIONS) <= {e.get("name") for e in events(trace.read_bytes())}  # compiled as the session was
     nodes = json.loads(out.stdout)["graph"]["nodes"]
     away = tmp_path / "elsewhere"
     away.mkdir()
