@@ -14,6 +14,7 @@ from explorer.api import final, named_subject, run_lab, workers
 from explorer.artefacts.notebook import reproduction_notebook
 from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.artefacts.script import reproduction_script
+from explorer.artefacts.tlparse import replay_job, traced
 from explorer.claims.board import CLAIMS, ClaimBoard, checked
 from explorer.claims.chosen import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
@@ -96,6 +97,14 @@ def _inspect(args: argparse.Namespace) -> int:
         if args.chrome_trace:
             *_, trace = service.run(latest_run_job(session))
             _written(args.chrome_trace, checked_size(trace))
+        if args.trace_dir:
+            if options is None:
+                raise InputError("--trace-dir traces the compiles: it goes with --compile")
+            compiled = final(traced(replay_job(session), Path(args.trace_dir)))
+            print(f"tlparse's report: {compiled.index}", file=sys.stderr)
+            for compile_id in compiled.compile_ids:
+                page = compiled.pages.get(compile_id, "not in the report")
+                print(f"  compile {compile_id}: {compiled.index.parent / page}", file=sys.stderr)
     except CompileFailure as e:
         raise InputError(str(e)) from None
     finally:
@@ -249,6 +258,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--script", metavar="FILE", help="also write a Python script that reproduces the run's figures "
                    "(the zoo model's source inside: it needs only torch)")
     p.add_argument("--notebook", metavar="FILE", help="also write that script as a Jupyter notebook")
+    p.add_argument("--trace-dir", metavar="DIR", help="also replay the compiles with TORCH_TRACE in a fresh worker "
+                   "and write the log (DIR/logs) and tlparse's HTML report (DIR/report/index.html)")
     p.add_argument("--chrome-trace", metavar="FILE", help="also profile the last input (eager forward and train "
                    "step; the compiled forward with --compile) and write the gzip'd Chrome trace, for Perfetto")
     p.set_defaults(fn=_inspect)

@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -225,8 +225,10 @@ class CompileService:
     def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S, name: str = "compile",
                  advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.",
                  starts_processes: bool = False, core: int | None = None, max_jobs: int | None = None,
-                 max_rss_mb: float = WORKER_RSS_MB, confined: bool = False) -> None:
+                 max_rss_mb: float = WORKER_RSS_MB, confined: bool = False, env: Mapping[str, str] | None = None
+                 ) -> None:
         self.timeout_s, self.name, self.advice, self.core = timeout_s, name, advice, core
+        self.env = dict(env or {})  # the worker's own, on top of the app's (TORCH_TRACE for a traced compile)
         self.confined = confined  # runs a visitor's code: walled in (explorer/core/confine.py)
         self.max_jobs, self.max_rss_mb = max_jobs, max_rss_mb
         self.recycled: list[str] = []  # why each worker was replaced between jobs, in order
@@ -250,7 +252,7 @@ class CompileService:
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
         self._proc = self._ctx.Process(target=child_process.run, daemon=self._daemon, name=f"{self.name}-worker",
                                        args=spawn_args(_worker_main, self._tmp, self.core, self.confined,
-                                                       handles=(child,)))
+                                                       handles=(child,), env=self.env))
         self._proc.start()
         child.close()
         self._conn = parent

@@ -16,28 +16,32 @@ import pickle
 import signal
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 WATCH_S = 0.2  # how often a child checks that its parent still lives (a parent's SIGKILL ends it this soon)
 
 
-def spawn_args(target: Any, *args: Any, handles: tuple[Any, ...] = (), tied_to_thread: bool = False
-               ) -> tuple[Any, ...]:
+def spawn_args(target: Any, *args: Any, handles: tuple[Any, ...] = (), tied_to_thread: bool = False,
+               env: Mapping[str, str] | None = None) -> tuple[Any, ...]:
     """The `args` of a spawned `Process(target=run, ...)` that calls `target(*handles, *args)` once the child is
     tied to this process. `handles` (pipes) go as multiprocessing sends them; `args` as bytes, unpickled after.
     `tied_to_thread`: also have the kernel kill the child when the calling thread ends (PR_SET_PDEATHSIG follows
-    the thread that started it: only for a thread that outlives its children)."""
-    return os.getpid(), f"{target.__module__}:{target.__qualname__}", pickle.dumps(args), tied_to_thread, *handles
+    the thread that started it: only for a thread that outlives its children). `env`: set in the child's
+    environment before the target's module is imported (torch reads TORCH_TRACE when it is imported)."""
+    return (os.getpid(), f"{target.__module__}:{target.__qualname__}", pickle.dumps(args), tied_to_thread,
+            dict(env or {}), *handles)
 
 
-def run(parent: int, target: str, payload: bytes, tied_to_thread: bool, *handles: Any) -> None:
-    """In the child: die with the parent, then import `target` and call it."""
+def run(parent: int, target: str, payload: bytes, tied_to_thread: bool, env: dict[str, str], *handles: Any) -> None:
+    """In the child: die with the parent, set `env`, then import `target` and call it."""
     if tied_to_thread:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before this child could watch it: nobody will read its work
         os._exit(1)
     threading.Thread(target=_watch, args=(parent,), daemon=True, name="parent-watch").start()
+    os.environ.update(env)
     module, name = target.split(":")
     fn = importlib.import_module(module)
     for part in name.split("."):

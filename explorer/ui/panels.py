@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import gradio as gr
 
-from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.core import limits
 from explorer.core.queues import Queue
 from explorer.runs.session import Session
 from explorer.server import EXPORTS
 from explorer.serving.placement import compile_service
 from explorer.ui.endpoints import refusing
+from explorer.views.export import perfetto_file, tlparse_file
 
 
 def header() -> tuple[gr.Checkbox, gr.HTML]:
@@ -42,16 +42,27 @@ def downloads_panel(session: gr.State) -> None:
                     "recorded, as gzip'd Chrome-trace JSON: open it at ui.perfetto.dev (or chrome://tracing).",
                     elem_classes="explain")
         trace_btn = gr.Button("Profile the latest run for Perfetto")
+        gr.Markdown("**The compile, for tlparse**: this session's compiled inputs replayed in a fresh compile "
+                    "worker with `TORCH_TRACE`, and the HTML report `tlparse` builds from the log (each compile id "
+                    "with its guards, graph breaks, FX/AOT/inductor graphs and generated code), zipped with the "
+                    "log: open `report/index.html`, or attach the zip to a PyTorch issue.",
+                    elem_classes="explain")
+        report_btn = gr.Button("Compile report for tlparse (zip)")
         downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
     export_btn.click(lambda s: EXPORTS.write(s), session, downloads, api_visibility="private",
                      concurrency_id=Queue.EXPORT.value, concurrency_limit=2)
 
     def perfetto(s: Session) -> list[str]:
-        *_, trace = compile_service(s.id).run(latest_run_job(s))
-        return [EXPORTS.save("perfetto.json.gz", checked_size(trace))]
+        return [perfetto_file(EXPORTS, s, compile_service(s.id))]
 
     trace_btn.click(refusing(perfetto), session, downloads, api_visibility="private",
                     concurrency_id=Queue.COMPILE.value)
+
+    def compile_report(s: Session) -> list[str]:
+        return [tlparse_file(EXPORTS, s)]
+
+    report_btn.click(refusing(compile_report), session, downloads, api_visibility="private",
+                     concurrency_id=Queue.COMPILE.value)
 
 
 def limits_panel() -> None:

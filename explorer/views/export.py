@@ -19,7 +19,10 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from explorer.artefacts.notebook import reproduction_notebook
+from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.artefacts.script import reproducible, reproduction_script
+from explorer.artefacts.tlparse import replay_job, traced, zipped
+from explorer.compile.protocol import JobRunner
 from explorer.core import limits, machine
 from explorer.core.fmt import format_bytes
 from explorer.labs.batching.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
@@ -151,3 +154,16 @@ class ExportDir:
         for old in sorted(dirs, key=lambda p: p.stat().st_mtime)[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
         return str(path)
+
+
+def perfetto_file(exports: ExportDir, session: Session, runner: JobRunner) -> str:
+    """The latest run's Perfetto trace, profiled on `runner` (the session's compile worker), as a download."""
+    *_, trace = runner.run(latest_run_job(session))
+    return exports.save("perfetto.json.gz", checked_size(trace))
+
+
+def tlparse_file(exports: ExportDir, session: Session) -> str:
+    """The session's compiles replayed with TORCH_TRACE, tlparse's report and the log zipped, as a download."""
+    with tempfile.TemporaryDirectory(prefix="graph-explorer-tlparse-") as tmp:
+        *_, report = traced(replay_job(session), Path(tmp))
+        return exports.save("tlparse.zip", zipped(report))

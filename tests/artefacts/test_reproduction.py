@@ -1,10 +1,13 @@
-"""The Playground's latest run as code: the script the CLI writes runs outside this repository with only torch (a
-fresh, isolated interpreter in an empty directory) and prints the app's node count; the notebook runs in a real
-Jupyter kernel and prints the same. (Its timings against the app's are a benchmark's business, not a test's.)"""
+"""What a run takes away: as code, the script the CLI writes runs outside this repository with only torch (a fresh,
+isolated interpreter in an empty directory) and prints the app's node count, and the notebook runs in a real Jupyter
+kernel and prints the same (their timings against the app's are a benchmark's business, not a test's); the
+Perfetto trace and tlparse's report of the same run."""
 
+import io
 import json
 import subprocess
 import sys
+import zipfile
 
 import nbformat
 import pytest
@@ -12,6 +15,7 @@ from nbclient import NotebookClient
 
 from explorer.artefacts.perfetto import REGIONS
 from explorer.artefacts.script import model_modules, reproducible, sections
+from explorer.artefacts.tlparse import CompileReport, pages, zipped
 from explorer.core.errors import InputError
 from explorer.runs.session import Session
 from explorer.views.export import ExportDir
@@ -20,15 +24,24 @@ from tests.artefacts.test_perfetto import events
 TEXT = "The cat sat on the mat, and then it slept."
 
 
-def test_the_script_and_the_notebook_rebuild_the_run_outside_the_repository_and_the_trace_has_its_compiled_run(
-        tmp_path):
+def test_inspect_takes_the_run_away_as_code_a_perfetto_trace_and_a_tlparse_report(tmp_path):
+    """One CLI run writes every take-away: the script and the notebook rebuild the run outside the repository, the
+    Perfetto trace has the compiled forward, and tlparse's report lists every compile id of the run's timeline."""
     script, notebook, trace = tmp_path / "run.py", tmp_path / "run.ipynb", tmp_path / "run.json.gz"
     out = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "early_exit", "--set", "blocks=3",
-                          "--text", TEXT, "--compile", "--backend", "eager", "--json", "--script", str(script),
-                          "--notebook", str(notebook), "--chrome-trace", str(trace)],
-                         capture_output=True, text=True, timeout=300)
+                          "--text", TEXT, "--compile", "--backend", "eager", "--lengths", "9,23", "--json",
+                          "--script", str(script), "--notebook", str(notebook), "--chrome-trace", str(trace),
+                          "--trace-dir", str(tmp_path / "tl")], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert set(REGIONS) <= {e.get("name") for e in events(trace.read_bytes())}  # compiled as the session was
+    timeline = [e["compile_id"] for e in json.loads(out.stdout)["timeline"]]
+    report = CompileReport(tmp_path / "tl", tuple(timeline), pages(tmp_path / "tl" / "report"))
+    assert len(timeline) >= 1 and set(timeline) <= set(report.pages)  # each compile id has its entry
+    for compile_id in timeline:
+        assert f"compile {compile_id}: {report.index}#[{compile_id}]" in out.stderr  # and the CLI names it
+    with zipfile.ZipFile(io.BytesIO(zipped(report))) as z:  # what the downloads panel gives
+        names = z.namelist()
+    assert "report/index.html" in names and any(n.startswith("logs/") and n.endswith(".log") for n in names)
     nodes = json.loads(out.stdout)["graph"]["nodes"]
     away = tmp_path / "elsewhere"
     away.mkdir()
