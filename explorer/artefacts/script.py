@@ -1,5 +1,6 @@
-"""The Playground's state as code: a Python script, self-contained, that rebuilds the current zoo model with its
-config and seed (the model's source is in it: it needs only torch), runs the current text, and prints the same
+"""The Playground's state as code: a Python script, self-contained, that rebuilds the current zoo model or library
+architecture with its config and seed (the model's source is in it: it needs only torch, and transformers for a
+library architecture), runs the current text, and prints the same
 figures the app shows (the autograd graph's node and edge counts, the eager forward and train step, and the compiled
 forward where the session compiled), with the app's own figures in its docstring to hold them against.
 
@@ -13,6 +14,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from explorer.compile.options import DYNAMIC_MODES
 from explorer.core import machine
@@ -20,10 +22,12 @@ from explorer.core.errors import InputError
 from explorer.core.limits import THREADS
 from explorer.eager.timing import Measurement
 from explorer.runs.session import Session
+from explorer.sources import library
 from models import ZOO
 from models.config import config_dict
 
 MODELS_DIR = Path(inspect.getfile(ZOO["rnn"].model_cls)).parent
+LIBRARY = {a.name: a for a in library.ARCHITECTURES}
 MIN_RUN_TIME_S = 0.5  # per timing: longer than the app's budget, so that the script's median is the steadier one
 
 
@@ -146,9 +150,35 @@ def _measured(m: Measurement) -> dict[str, float | int]:
 
 
 def reproducible(session: Session) -> bool:
-    """Whether the session's latest run is one a script can rebuild: a zoo model's (a library architecture's or a
-    user's file are not reproduced yet)."""
-    return session.last is not None and session.last.model in ZOO
+    """Whether the session's latest run is one a script can rebuild: a zoo model's or a library architecture's (a
+    user's own file is not reproduced yet)."""
+    return session.last is not None and (session.last.model in ZOO or session.last.model in LIBRARY)
+
+
+def _zoo_build(model: str, values: dict[str, Any]) -> tuple[str, str, str]:
+    """The zoo model's modules (the root of the sources to embed), the extra lines it needs, and its build."""
+    entry = ZOO[model]
+    cls, config_cls = entry.model_cls, entry.config_cls
+    return cls.__module__, "", (f"from {cls.__module__} import {cls.__name__}, {config_cls.__name__}\n\n"
+                                f"config = {config_cls.__name__}(**{values!r})\n"
+                                "with torch.random.fork_rng(devices=[]):\n    torch.manual_seed(config.seed)\n"
+                                f"    model = {cls.__name__}(config).eval()\n")
+
+
+def _library_build(model: str, values: dict[str, Any]) -> tuple[str, str, str]:
+    """A `transformers` architecture as the app builds it: its config class, the maker and the wrapper that answers
+    one row per sentence, copied from explorer/sources/library.py (transformers needed, nothing downloaded)."""
+    arch = LIBRARY[model]
+    code = "\n\n".join(inspect.getsource(x) for x in (library.LibraryConfig, arch.make, library.LibraryModel))
+    extra = ('import os\nfrom dataclasses import dataclass\nfrom typing import Any\n\nfrom torch import nn\n\n'
+             'from models.config import ConfigError, knob\n\n'
+             'os.environ.setdefault("HF_HUB_OFFLINE", "1")  # built from its config: nothing is downloaded\n'
+             f"VOCAB, POSITIONS, MAX_TOKENS = {library.VOCAB}, {library.POSITIONS}, {library.MAX_TOKENS}\n\n\n"
+             f"{code}")
+    return "models.config", extra, (f"config = LibraryConfig(**{values!r})\n"
+                                    "with torch.random.fork_rng(devices=[]):\n    torch.manual_seed(config.seed)\n"
+                                    f"    model = LibraryModel({arch.make.__name__}(config), {arch.seq2seq}, "
+                                    f"{arch.cache}).eval()\n")
 
 
 def sections(session: Session) -> list[Section]:
@@ -156,39 +186,36 @@ def sections(session: Session) -> list[Section]:
     run = session.last
     if run is None:
         raise InputError("run an input first: the script reproduces the Playground's latest run")
-    if run.model not in ZOO:
-        raise InputError(f"the script reproduces the zoo's models ({', '.join(ZOO)}); {run.model!r} is not one yet")
-    entry = ZOO[run.model]
-    cls, config_cls = entry.model_cls, entry.config_cls
+    if not reproducible(session):
+        raise InputError(f"the script reproduces the zoo's models and the library architectures "
+                         f"({', '.join([*ZOO, *LIBRARY])}); {run.model!r} is not one yet")
     values = config_dict(run.config)
+    root, extra, build_code = (_zoo_build if run.model in ZOO else _library_build)(run.model, values)
     app = {"nodes": len(run.capture.graph.nodes), "edges": len(run.capture.graph.edges),
            "forward": _measured(run.forward), "train_step": _measured(run.train_step)}
     compiled = run.compiled if run.compiled is not None and run.compiled.compiled is not None else None
     if compiled is not None:
         app["compiled"] = _measured(compiled.compiled)
     where = machine.this_machine().line()
+    needs = "torch" if run.model in ZOO else "torch and transformers"
     header = Section(
         "What this reproduces",
         f'"""Graph Explorer, reproduced: {run.arch}, on {len(run.input.text)} characters ({run.tokens} tokens).\n\n'
-        f"The app measured this on {where}, {time.strftime('%Y-%m-%d')}; the figures are in APP. Run it where only "
-        "torch is installed:\nthe model's source is in it. Each figure it prints stands beside the app's; timings "
-        'hold on the same machine, within their spread.\n"""\n\n'
+        f"The app measured this on {where}, {time.strftime('%Y-%m-%d')}; the figures are in APP. Run it where "
+        f"{needs} is installed:\nthe model's source is in it. Each figure it prints stands beside the app's; "
+        'timings hold on the same machine, within their spread.\n"""\n\n'
         "import importlib.abc\nimport importlib.util\nimport json\nimport sys\nimport time\n\nimport torch\n"
         "import torch.nn.functional as F\nimport torch.utils.benchmark as benchmark\n\n"
         f"THREADS = {THREADS}  # the app's torch threads for every figure\n"
         f"MIN_RUN_TIME_S = {MIN_RUN_TIME_S}  # seconds per timing\n"
         f"TEXT = {run.input.text!r}\n"
         f"APP = {json.dumps(app, indent=1)}\n")
-    models = Section(
-        f"The model's source: `models/` as the app ran it ({', '.join(model_modules(cls.__module__))})",
-        f"MODEL_SOURCES = {model_modules(cls.__module__)!r}\n" + _IMPORTER)
+    modules = model_modules(root)
+    models = Section(f"The model's source: `models/` as the app ran it ({', '.join(modules)})",
+                     f"MODEL_SOURCES = {modules!r}\n" + _IMPORTER + (f"\n\n{extra}" if extra else ""))
     build = Section(
         "The model at its config, with its seed's weights, and the text as byte ids",
-        f"from {cls.__module__} import {cls.__name__}, {config_cls.__name__}\n\n"
-        f"config = {config_cls.__name__}(**{values!r})\n"
-        "with torch.random.fork_rng(devices=[]):\n    torch.manual_seed(config.seed)\n"
-        f"    model = {cls.__name__}(config).eval()\n"
-        "torch.set_num_threads(THREADS)\n"
+        build_code + "torch.set_num_threads(THREADS)\n"
         "ids = torch.tensor([list(TEXT.encode('utf-8'))], dtype=torch.long)  # one token per UTF-8 byte\n")
     parts = [header, models, build, Section("The autograd graph of one training forward", _GRAPH.strip() + "\n"),
              Section("Eager timings: the forward (no grad) and a train step", _TIMING.strip() + "\n")]

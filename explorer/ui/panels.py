@@ -31,10 +31,11 @@ def header() -> tuple[gr.Checkbox, gr.HTML]:
 def downloads_panel(session: gr.State) -> None:
     with gr.Accordion("Download this session", open=False):
         gr.Markdown("Your measurements as CSV (one row per run, with the spread), a self-contained HTML "
-                    "report (figures inline, the configs, the machine): it opens offline; and, for a zoo model, "
-                    "**the latest run as code**: a Python script (`.py`) and a Jupyter notebook (`.ipynb`) that "
-                    "rebuild the model with its config and seed (its source inside: only torch needed), run your "
-                    "text and print the graph's size and the timings beside the app's.",
+                    "report (figures inline, the configs, the machine): it opens offline; and, for a zoo model or a "
+                    "library architecture, **the latest run as code**: a Python script (`.py`) and a Jupyter "
+                    "notebook (`.ipynb`) that rebuild the model with its config and seed (its source inside: only "
+                    "torch needed, and transformers for a library architecture), run your text and print the "
+                    "graph's size and the timings beside the app's.",
                     elem_classes="explain")
         export_btn = gr.Button("Prepare CSV, HTML report, script and notebook")
         gr.Markdown("**A profile for Perfetto**: torch.profiler over one eager forward, one train step and (if you "

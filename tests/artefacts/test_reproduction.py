@@ -14,12 +14,14 @@ import pytest
 from nbclient import NotebookClient
 
 from explorer.artefacts.perfetto import REGIONS
-from explorer.artefacts.script import model_modules, reproducible, sections
+from explorer.artefacts.script import model_modules, reproducible, reproduction_script, sections
 from explorer.artefacts.tlparse import CompileReport, pages, zipped
 from explorer.core.errors import InputError
 from explorer.runs.session import Session
+from explorer.sources.registry import add_model_file
 from explorer.views.export import ExportDir
 from tests.artefacts.test_perfetto import events
+from tests.helpers import ROOT
 
 TEXT = "The cat sat on the mat, and then it slept."
 
@@ -55,15 +57,22 @@ def test_inspect_takes_the_run_away_as_code_a_perfetto_trace_and_a_tlparse_repor
     assert json.loads(printed)["nodes"] == nodes
 
 
-def test_only_a_zoo_models_run_is_written_as_code():
+def test_a_library_architecture_is_rebuilt_from_its_config_and_a_users_file_is_refused(tmp_path):
     session = Session()
     assert not reproducible(session)  # nothing ran yet
-    exports = ExportDir()
     session.configure("gpt2", {"layers": 1})
+    session.run(TEXT)
+    script = tmp_path / "gpt2.py"
+    script.write_text(reproduction_script(session))
+    ran = subprocess.run([sys.executable, "-I", str(script)], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout.strip().splitlines()[-1])["nodes"] == len(session.last.capture.graph.nodes)
+    session.configure(add_model_file(str(ROOT / "examples" / "lstm_tagger.py")), {})
     session.run("ab")
-    assert not reproducible(session)  # a library architecture: not reproduced yet, said in the panel
-    assert [p.rsplit(".", 1)[1] for p in exports.write(session)] == ["csv", "html"]
-    with pytest.raises(InputError, match="the script reproduces the zoo's models"):
+    assert not reproducible(session)
+    assert [p.rsplit(".", 1)[1] for p in ExportDir().write(session)] == ["csv", "html"]  # said in the panel
+    with pytest.raises(InputError, match="the script reproduces the zoo's models and the library architectures"):
         sections(session)
 
 
