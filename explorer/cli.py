@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.api import final, named_subject, run_lab, workers
+from explorer.artefacts.lesson import lesson_notebook, step_of
 from explorer.artefacts.notebook import reproduction_notebook
 from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.artefacts.script import reproduction_script
@@ -210,6 +211,9 @@ def _add_lab(sub: Any, spec: LabSpec) -> None:
 
 
 def _claim(args: argparse.Namespace) -> int:
+    if args.notebook:  # the step's notebook, written, not run: its experiment runs on the class's machines
+        _written(args.notebook, lesson_notebook(step_of(args.claim)).encode("utf-8"))
+        return 0
     pin_threads()
     ws = workers()
     board = ClaimBoard()
@@ -273,6 +277,9 @@ def parser() -> argparse.ArgumentParser:
                         f"model: {', '.join(c.id for c in CLAIMS.values() if c.on_model)})")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the model's config field")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--notebook", metavar="FILE", help="write the claim's lesson step as a Jupyter notebook (its "
+                   "claim, what to do and notice, its experiment as code, the question for the room) instead of "
+                   "running it")
     p.set_defaults(fn=_claim)
     return parser
 

@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 
 from explorer.api import workers
+from explorer.artefacts.lesson import lesson_notebook
 from explorer.claims.board import CLAIMS
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Claim
@@ -19,7 +20,7 @@ from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
 from explorer.core.queues import Queue
 from explorer.runs.session import Session
-from explorer.server import CLAIM_BOARD
+from explorer.server import CLAIM_BOARD, EXPORTS
 from explorer.ui.controls import cards_html
 from explorer.ui.stream import Updates, streamed
 from explorer.views.claims import ClaimView, cached_view, claim_update
@@ -179,9 +180,14 @@ def lessons_tab(tab: str) -> LessonPanel:
                 prev = gr.Button("← previous", scale=0, min_width=160)  # one line, in presentation mode too
                 nxt = gr.Button("next →", variant="primary", scale=0, min_width=160)
             link = gr.HTML(_lesson_link(1))
+            notebook_btn = gr.Button("this step as a notebook", size="sm", scale=0, min_width=160)
+            notebook = gr.File(label="the step's notebook (its experiment runs on your machine)", visible=False,
+                               interactive=False)
         with gr.Column(scale=3):
             card = claim_card(CLAIMS[STEPS[0].claim], None)
     panel = LessonPanel(tab, number, text, link, card)
+    notebook_btn.click(lambda n: gr.File(EXPORTS.save(f"step-{n}.ipynb", lesson_notebook(n).encode()), visible=True),
+                       number, notebook, api_visibility="private", concurrency_id=Queue.EXPORT.value)
     prev.click(lambda n: panel.at(max(1, n - 1)), number, panel.outputs, queue=False, api_visibility="private")
     nxt.click(lambda n: panel.at(min(len(STEPS), n + 1)), number, panel.outputs, queue=False,
               api_visibility="private")

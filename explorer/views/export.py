@@ -139,9 +139,10 @@ class ExportDir:
             old.unlink(missing_ok=True)
         return paths
 
-    def save(self, suffix: str, data: bytes) -> str:
-        """One file of `data` (a trace), named as the session's files are; returns its path."""
-        path = self.path / f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}.{suffix}"
+    def save(self, name: str, data: bytes) -> str:
+        """One file of `data` (a trace, a notebook), its `name` after a stamp as the session's files have; returns
+        its path."""
+        path = self.path / f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}-{name}"
         path.write_bytes(data)
         return str(path)
 

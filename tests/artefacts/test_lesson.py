@@ -1,0 +1,36 @@
+"""A lesson step as a notebook: the step's words, and a code cell whose experiment is the CLI's claim run for the
+step's claim (the arguments the CLI itself accepts); a claim that is no step is refused."""
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from explorer.artefacts.lesson import experiment_args, lesson_notebook, step_of
+from explorer.claims.board import CLAIMS
+from explorer.claims.lessons import STEPS
+from explorer.cli import parser
+from explorer.core.errors import InputError
+
+
+@pytest.mark.parametrize("number", range(1, len(STEPS) + 1))
+def test_each_step_is_a_notebook_with_its_claim_its_experiment_and_its_question(number):
+    s = STEPS[number - 1]
+    nb = nbformat.reads(lesson_notebook(number), as_version=4)
+    nbformat.validate(nb)
+    intro, code, ask = nb.cells
+    assert CLAIMS[s.claim].statement in intro.source and s.do in intro.source and s.question in ask.source
+    assert f"main({experiment_args(number)!r})" in code.source
+    args = parser().parse_args(experiment_args(number))
+    assert args.claim == s.claim and args.fn.__name__ == "_claim" and step_of(s.claim) == number
+
+
+def test_the_cli_writes_a_steps_notebook_without_running_it_and_refuses_a_claim_that_is_no_step(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "explorer", "claim", "--claim", "debugging", "--notebook",
+                          str(tmp_path / "step.ipynb")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert nbformat.read(tmp_path / "step.ipynb", as_version=4).cells[0].source.startswith(
+        "# Graph Explorer, step 4 of 8")
+    with pytest.raises(InputError, match="'generation' is no lesson step"):
+        step_of("generation")
