@@ -1,5 +1,7 @@
-"""Files the API offers for download (the deployment lab's artefacts), at an address that names no server path:
-`GET /artefacts/<job>/<file>` serves `<export dir>/<job>/<file>`, and nothing outside that directory."""
+"""Files the API offers for download (the deployment lab's artefacts) and reports to read in the browser (tlparse's),
+at an address that names no server path: `GET /artefacts/<job>/<path>` serves `<export dir>/<job>/<path>`, and
+nothing outside a job's directory. A page is shown, not downloaded, in a sandbox: its scripts run without this
+site's origin (a report quotes a visitor's code)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from starlette.responses import FileResponse, PlainTextResponse
 from explorer.serving.addresses import Asgi, Scope
 
 PREFIX = "/artefacts/"
+SHOWN = {".html", ".txt", ".json"}  # a report's pages: shown in the browser, not downloaded
 
 
 class Downloads:
@@ -26,10 +29,13 @@ class Downloads:
         if not path.startswith(PREFIX) or scope["method"] not in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
-        file = (self.root / path.removeprefix(PREFIX)).resolve()
-        if file.parent.parent != self.root or not file.is_file():  # <job>/<file>, inside the export directory
+        file = (self.root / path.removeprefix(PREFIX)).resolve()  # the path comes decoded
+        inside = file.is_relative_to(self.root) and len(file.relative_to(self.root).parts) >= 2  # <job>/<path>
+        if not inside or not file.is_file():
             response: Any = PlainTextResponse("no such artefact (the server keeps the latest few jobs' files)",
                                               status_code=404)
+        elif file.suffix in SHOWN:
+            response = FileResponse(file, headers={"Content-Security-Policy": "sandbox allow-scripts"})
         else:
             response = FileResponse(file, filename=file.name)
         await response(scope, receive, send)

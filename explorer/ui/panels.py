@@ -3,6 +3,8 @@ the server's limits."""
 
 from __future__ import annotations
 
+import html
+
 import gradio as gr
 
 from explorer.core import limits
@@ -10,8 +12,9 @@ from explorer.core.queues import Queue
 from explorer.runs.session import Session
 from explorer.server import EXPORTS
 from explorer.serving.placement import compile_service
+from explorer.ui.downloads import PREFIX
 from explorer.ui.endpoints import refusing
-from explorer.views.export import perfetto_file, tlparse_file
+from explorer.views.export import perfetto_file, tlparse_files
 
 
 def header() -> tuple[gr.Checkbox, gr.HTML]:
@@ -49,6 +52,7 @@ def downloads_panel(session: gr.State) -> None:
                     "log: open `report/index.html`, or attach the zip to a PyTorch issue.",
                     elem_classes="explain")
         report_btn = gr.Button("Compile report for tlparse (zip)")
+        report_links = gr.HTML()
         downloads = gr.File(label="downloads", file_count="multiple", interactive=False)
     export_btn.click(lambda s: EXPORTS.write(s), session, downloads, api_visibility="private",
                      concurrency_id=Queue.EXPORT.value, concurrency_limit=2)
@@ -59,10 +63,16 @@ def downloads_panel(session: gr.State) -> None:
     trace_btn.click(refusing(perfetto), session, downloads, api_visibility="private",
                     concurrency_id=Queue.COMPILE.value)
 
-    def compile_report(s: Session) -> list[str]:
-        return [tlparse_file(EXPORTS, s)]
+    def compile_report(s: Session) -> tuple[list[str], str]:
+        files = tlparse_files(EXPORTS, s)
+        rows = "".join(
+            f"<li><code>[{html.escape(cid)}]</code> at {length} tokens: {html.escape(reason)}: "
+            + (f'<a href="{PREFIX}{html.escape(page)}" target="_blank">its entry in the report</a>' if page else
+               "not in the replayed report")
+            + "</li>" for cid, length, reason, page in files.rows)
+        return [files.zip], f"<p>The compile timeline's rows in tlparse's report:</p><ul>{rows}</ul>"
 
-    report_btn.click(refusing(compile_report), session, downloads, api_visibility="private",
+    report_btn.click(refusing(compile_report), session, [downloads, report_links], api_visibility="private",
                      concurrency_id=Queue.COMPILE.value)
 
 

@@ -14,6 +14,7 @@ import json
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -163,8 +164,25 @@ def perfetto_file(exports: ExportDir, session: Session, runner: JobRunner) -> st
     return exports.save("perfetto.json.gz", checked_size(trace))
 
 
-def tlparse_file(exports: ExportDir, session: Session) -> str:
-    """The session's compiles replayed with TORCH_TRACE, tlparse's report and the log zipped, as a download."""
-    with tempfile.TemporaryDirectory(prefix="graph-explorer-tlparse-") as tmp:
-        *_, report = traced(replay_job(session), Path(tmp))
-        return exports.save("tlparse.zip", zipped(report))
+@dataclass(frozen=True)
+class TlparseFiles:
+    """The report zipped with its log (a download), and the timeline's rows, each with its compile id's entry in
+    the report as kept in the export directory (a path under it, for the browser), or "" if it has none."""
+
+    zip: str
+    rows: list[tuple[str, int, str, str]]  # compile id, input length, why it compiled, its page
+
+
+def tlparse_files(exports: ExportDir, session: Session) -> TlparseFiles:
+    """The session's compiles replayed with TORCH_TRACE, tlparse's report kept in a job directory of the export
+    directory (its pages are read in the browser) and zipped with the log."""
+    job = Path(exports.job_dir())
+    *_, report = traced(replay_job(session), job)
+    run = session.last
+    assert run is not None and run.compiled is not None  # replay_job refused otherwise
+    shown = [t.event for t in session.compile_track.timeline
+             if t.arch == run.arch and t.options == run.compiled.options.label()]
+    rows = [(e.compile_id, e.length, e.reason,
+             f"{job.name}/report/{report.pages[e.compile_id]}" if e.compile_id in report.pages else "")
+            for e in shown]
+    return TlparseFiles(exports.save("tlparse.zip", zipped(report)), rows)
