@@ -42,18 +42,27 @@ class RouteJob(Job[RouteResult]):
         with tempfile.TemporaryDirectory(prefix="graph-explorer-deploy-") as work:
             result = ROUTES[self.route](Setting(model, inputs, Path(work), ctx.phase))
             if result.artefact:
-                result.artefact = _copy_out(Path(result.artefact), Path(self.out_dir), result) if self.out_dir else ""
+                result.artefact = _copy_out(Path(result.artefact), self.out_dir, result)
+            if result.report:
+                result.report = _copied(Path(result.report), self.out_dir)
         dynamo.reset()
         return result
 
 
-def _copy_out(artefact: Path, out_dir: Path, result: RouteResult) -> str:
+def _copy_out(artefact: Path, out_dir: str, result: RouteResult) -> str:
     if (result.artefact_bytes or 0) > MAX_ARTEFACT_BYTES:
         result.notes.append(f"the artefact ({result.artefact_bytes:,} bytes) is past the download limit "
                             f"({MAX_ARTEFACT_BYTES:,}; GE_MAX_ARTEFACT_BYTES)")
         return ""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return str(shutil.copy2(artefact, out_dir / artefact.name))
+    return _copied(artefact, out_dir)
+
+
+def _copied(file: Path, out_dir: str) -> str:
+    """`file` copied to `out_dir` (the job's own directory is removed), or "" where there is none to keep it."""
+    if not out_dir:
+        return ""
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return str(shutil.copy2(file, Path(out_dir) / file.name))
 
 
 _service: CompileService | None = None

@@ -54,6 +54,7 @@ class RouteResult:
     fx: tuple = ()  # its FxNodes, for the graph renderer
     skipped: str = ""  # why the route did not run here (no C++ compiler, no export to package)
     load_snippet: str = ""  # one line that loads and runs the artefact
+    report: str = ""  # a text file beside the artefact (the draft export's report), copied out with it
 
     @property
     def outcome(self) -> str:

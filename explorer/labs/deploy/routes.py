@@ -225,6 +225,10 @@ def draft_export(s: Setting) -> RouteResult:
         r.notes.append(f"draft report, {kind}: {what}")
     if not failures:
         r.notes.append("draft report: no issues (export would have succeeded)")
+    if report is not None:  # the whole report as torch prints it, with its stacks: to take away
+        text = s.workdir / "draft-export-report.txt"
+        text.write_text(str(report), encoding="utf-8")
+        r.report = str(text)
     path = s.workdir / "draft-exported.pt2"
     torch.export.save(ep, str(path))
     return _finish(r, s, ep.module(), path,

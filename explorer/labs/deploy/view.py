@@ -127,7 +127,7 @@ def view_of(outcome: DeployOutcome) -> DeployView:
     autograd = draw_graph(g, f"Autograd graph (eager): {len(g.nodes)} nodes ({{drawn}}); {result.model}, "
                              f"{result.tokens} tokens")
     return DeployView(_measured(result), verdict, [_row(r) for r in result.routes], diffs_figure(result), autograd,
-                      graph, code, [r.artefact for r in result.routes if r.artefact], report)
+                      graph, code, [f for r in result.routes for f in (r.artefact, r.report) if f], report)
 
 
 def format_deploy(report: dict[str, Any]) -> str:

@@ -1,7 +1,10 @@
 """Every route on every model of the zoo at its default config gives the outcome this machine showed (see
 ../shared/FACTS.md and bench/RESULTS-deploy.md): the tests pin down the cases the lab exists to show."""
 
+from pathlib import Path
+
 import pytest
+import torch
 
 from explorer.core.errors import InputError
 from explorer.core.paths import PROJECT
@@ -152,6 +155,10 @@ def test_a_draft_export_of_the_rnn_reports_the_guard_that_fixed_its_length(tmp_p
     r = ROUTES["export (draft)"](Setting(m, check_inputs("rnn", m, TEXT, LENGTHS), tmp_path, lambda _: None))
     assert "draft report, GUARD_ADDED: Eq(s27, 23)" in r.notes  # what export would have refused, said
     assert r.outcome == LOUD and r.checks[0].correct and "Guard failed" in r.checks[1].error
+    assert "Eq(s27, 23)" in Path(r.report).read_text()  # the whole report, to take away beside the program
+    example = check_inputs("rnn", m, TEXT, LENGTHS)[0].ids()
+    with torch.no_grad():  # the .pt2 as Model Explorer or a server would load it
+        assert (torch.export.load(r.artefact).module()(example) - m(example)).abs().max() < 1e-4
 
 
 def test_a_decoders_decode_step_exports_with_its_cache_as_inputs_and_generates_what_eager_does(tmp_path):
