@@ -41,10 +41,15 @@ def _closed(request: gr.Request) -> None:
     cancel_runs_of(request.session_hash)
 
 
+def _forget_files(session: Session) -> None:
+    EXPORTS.forget(session.id)
+
+
 def build_app(code: bool = False) -> gr.Blocks:
     """The page; with `code`, the Code tab, where a visitor's edits of a model's Python run (in the code worker)."""
     with gr.Blocks(title="Graph Explorer") as demo:
-        session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S)
+        session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S,
+                           delete_callback=_forget_files)  # its downloads go with it
         present, link = header()
         # every tab's name in view, on a projector or a phone: past the width they wrap onto a second row (Gradio's
         # menu, measured once, could hide the Claims tab behind "..." when the font arrived late)

@@ -13,6 +13,7 @@ import itertools
 import json
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,54 +115,68 @@ def html_report(session: Session) -> str:
 
 
 class ExportDir:
-    """Where the app writes download files: one private directory, pruned to the newest `keep` files and
-    removed at exit (Gradio copies what it serves into its own cache)."""
+    """Where the app writes download files: one private directory, pruned to the newest `keep` files, a session's
+    files removed with the session (`forget`), and all of it at exit (Gradio copies what it serves into its own
+    cache)."""
 
     def __init__(self, keep: int = 64) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="graph-explorer-export-"))
         self.keep = keep
         self._counter = itertools.count()
+        self._owned: dict[str, list[Path]] = {}  # a session's id -> the files and folders written for it
+        self._lock = threading.Lock()
         atexit.register(shutil.rmtree, self.path, True)
 
     def write(self, session: Session) -> list[str]:
-        """The session's CSV and HTML report as files, and, where its latest run is a zoo model's, the script and
-        the notebook that reproduce it; returns their paths."""
-        stem = f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}"
-        paths = []
-        files = [("csv", session_csv(session)), ("html", html_report(session))]
+        """The session's CSV and HTML report as files, and, where its latest run can be rebuilt as code, the script
+        and the notebook that reproduce it; returns their paths."""
+        files = [("session.csv", session_csv(session)), ("report.html", html_report(session))]
         if reproducible(session):
-            files += [("py", reproduction_script(session)), ("ipynb", reproduction_notebook(session))]
-        for suffix, text in files:
-            path = self.path / f"{stem}.{suffix}"
-            path.write_text(text, encoding="utf-8")
-            paths.append(str(path))
+            files += [("run.py", reproduction_script(session)), ("run.ipynb", reproduction_notebook(session))]
+        return [self.save(name, text.encode("utf-8"), session.id) for name, text in files]
+
+    def save(self, name: str, data: bytes, owner: str = "") -> str:
+        """One file of `data`, its `name` after a stamp, kept for session `owner` (if any); returns its path. The
+        oldest files beyond `keep` are removed."""
+        path = self.path / f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}-{name}"
+        path.write_bytes(data)
+        self._own(owner, path)
         files = [p for p in self.path.iterdir() if p.is_file()]
         for old in sorted(files, key=lambda p: p.stat().st_mtime)[:-self.keep]:
             old.unlink(missing_ok=True)
-        return paths
-
-    def save(self, name: str, data: bytes) -> str:
-        """One file of `data` (a trace, a notebook), its `name` after a stamp as the session's files have; returns
-        its path."""
-        path = self.path / f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}-{name}"
-        path.write_bytes(data)
         return str(path)
 
-    def job_dir(self, keep: int = 8) -> str:
-        """A fresh directory for one job's downloads (the deployment lab's artefacts); the oldest beyond `keep`
-        are removed."""
+    def job_dir(self, keep: int = 8, owner: str = "") -> str:
+        """A fresh directory for one job's downloads (the deployment lab's artefacts, a compile report), kept for
+        session `owner` (if any); the oldest beyond `keep` are removed."""
         path = self.path / f"job-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}"
         path.mkdir()
+        self._own(owner, path)
         dirs = [p for p in self.path.iterdir() if p.is_dir()]
         for old in sorted(dirs, key=lambda p: p.stat().st_mtime)[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
         return str(path)
 
+    def _own(self, owner: str, path: Path) -> None:
+        if owner:
+            with self._lock:
+                self._owned.setdefault(owner, []).append(path)
+
+    def forget(self, owner: str) -> None:
+        """Remove what was written for session `owner` (its tab closed, or its state expired)."""
+        with self._lock:
+            paths = self._owned.pop(owner, [])
+        for path in paths:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
 
 def perfetto_file(exports: ExportDir, session: Session, runner: JobRunner) -> str:
     """The latest run's Perfetto trace, profiled on `runner` (the session's compile worker), as a download."""
     *_, trace = runner.run(latest_run_job(session))
-    return exports.save("perfetto.json.gz", checked_size(trace))
+    return exports.save("perfetto.json.gz", checked_size(trace), session.id)
 
 
 @dataclass(frozen=True)
@@ -176,7 +191,7 @@ class TlparseFiles:
 def tlparse_files(exports: ExportDir, session: Session) -> TlparseFiles:
     """The session's compiles replayed with TORCH_TRACE, tlparse's report kept in a job directory of the export
     directory (its pages are read in the browser) and zipped with the log."""
-    job = Path(exports.job_dir())
+    job = Path(exports.job_dir(owner=session.id))
     *_, report = traced(replay_job(session), job)
     run = session.last
     assert run is not None and run.compiled is not None  # replay_job refused otherwise
@@ -185,4 +200,4 @@ def tlparse_files(exports: ExportDir, session: Session) -> TlparseFiles:
     rows = [(e.compile_id, e.length, e.reason,
              f"{job.name}/report/{report.pages[e.compile_id]}" if e.compile_id in report.pages else "")
             for e in shown]
-    return TlparseFiles(exports.save("tlparse.zip", zipped(report)), rows)
+    return TlparseFiles(exports.save("tlparse.zip", zipped(report), session.id), rows)

@@ -4,6 +4,7 @@ import io
 import re
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import parse_qsl
 
 import pandas as pd
@@ -56,6 +57,15 @@ def test_export_dir_writes_every_file_and_prunes(session, tmp_path):
     assert [p.rsplit(".", 1)[1] for p in paths] == ["csv", "html", "py", "ipynb"]  # a zoo model's run: as code too
     exports.write(session)
     assert len(list(exports.path.iterdir())) == 2  # the newest two files only
+
+
+def test_a_sessions_files_go_with_it_and_no_one_elses(session):
+    exports = ExportDir()
+    mine, job = exports.write(session), exports.job_dir(owner=session.id)
+    other = exports.save("step-1.ipynb", b"{}", "another session")
+    exports.forget(session.id)
+    assert [p.name for p in exports.path.iterdir()] == [Path(other).name]  # its files and its job folder gone
+    assert mine and not Path(job).exists()
 
 
 def test_cli_writes_html_and_csv(tmp_path):
