@@ -36,7 +36,8 @@ def test_the_deployment_lab_freezes_the_playgrounds_model(page: Page, app_url):
     page.get_by_role("button", name="Freeze the current model").click()
     # the rnn's trace refuses other lengths: a loud failure in the table once the routes have run
     expect(page.get_by_role("gridcell", name="fails loudly").first).to_be_visible(timeout=TIMEOUT)
-    expect(page.get_by_text(re.compile("^Verdict: No route freezes this model as written"))).to_be_visible()
+    verdict = page.get_by_text(re.compile("^Verdict: No route freezes this model as written"))
+    expect(verdict).to_be_visible(timeout=TIMEOUT)  # once every route has run (the first row comes sooner)
     shot(page, "10-deployment-lab")
     artefact = page.get_by_text(re.compile(r"traced\.pt")).filter(visible=True)
     expect(artefact.first).to_be_visible()  # offered for download

@@ -31,7 +31,7 @@ def test_inspect_takes_the_run_away_as_code_a_perfetto_trace_and_a_tlparse_repor
     Perfetto trace has the compiled forward, and tlparse's report lists every compile id of the run's timeline."""
     script, notebook, trace = tmp_path / "run.py", tmp_path / "run.ipynb", tmp_path / "run.json.gz"
     out = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "early_exit", "--set", "blocks=3",
-                          "--text", TEXT, "--compile", "--backend", "eager", "--lengths", "9,23", "--json",
+                          "--text", TEXT, "--compile", "--backend", "eager", "--json",
                           "--script", str(script), "--notebook", str(notebook), "--chrome-trace", str(trace),
                           "--trace-dir", str(tmp_path / "tl")], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

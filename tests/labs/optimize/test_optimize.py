@@ -58,14 +58,15 @@ def test_the_profile_a_recording_process_leaves_makes_the_next_one_start_symboli
     assert [c.at for c in served.compiles] == [0] and served.max_diff < 1e-5  # symbolic from the first request
 
 
-def test_the_mega_cache_a_recording_process_saves_makes_the_next_one_compile_nothing_new(monkeypatch):
-    # as in a worker, whose job id would have the mega-cache carry an automatic-dynamic profile too (a recompile
-    # writes one), which a process without profiles cannot load
-    monkeypatch.setattr(torch.compiler.config, "job_id", COMPILER_ENV["TORCH_COMPILE_JOB_ID"])
+def test_the_mega_cache_a_recording_process_saves_makes_the_next_one_compile_nothing_new():
     job = ServeJob("transformer", {"layers": 1}, (9, 23, 9), "warm_start", "inductor", {}, records=True)
-    recording = job.run(WorkerContext(lambda phase: None))
-    assert (recording.cache_hits, recording.cache_misses) == (0, 2) and recording.artifacts  # its caches start empty
-    served = replace(job, records=False, artifacts=recording.artifacts).run(WorkerContext(lambda phase: None))
+    # as in a worker, whose job id would have the mega-cache carry an automatic-dynamic profile too (a recompile
+    # writes one), which a process without profiles cannot load (the config's own patch: pytest's monkeypatch
+    # hides a torch config entry when it undoes)
+    with torch.compiler.config.patch(job_id=COMPILER_ENV["TORCH_COMPILE_JOB_ID"]):
+        recording = job.run(WorkerContext(lambda phase: None))
+        assert (recording.cache_hits, recording.cache_misses) == (0, 2) and recording.artifacts  # empty at start
+        served = replace(job, records=False, artifacts=recording.artifacts).run(WorkerContext(lambda phase: None))
     assert served.error == "" and (served.cache_hits, served.cache_misses) == (2, 0)  # read from the mega-cache
     assert len(served.compiles) == 2 and served.max_diff < 1e-4  # (dynamo still traces, and asks inductor)
     eager = replace(job, backend="eager").run(WorkerContext(lambda phase: None))
