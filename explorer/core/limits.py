@@ -93,7 +93,8 @@ CODE_PROCS = _limit("code_procs", 16, int, "processes and threads the edited cod
 CLAIMS_TTL_S = _limit("claims_ttl_s", 3600.0, float,
                       "seconds a claim's measured result is shown to everyone before a visit measures it again")
 MAX_ARTEFACT_BYTES = _limit("max_artefact_bytes", 64 * 2**20, int,
-                            "bytes of one deployment artefact offered for download")
+                            "bytes of one file offered for download: a deployment artefact, a Perfetto trace, a "
+                            "compile report")
 WORKER_JOBS = _limit("worker_jobs", 25, int,
                      "jobs the deployment or multi-process worker runs before it is replaced, between two jobs (a "
                      "route is one job): what its jobs leave behind cannot grow without bound")
