@@ -50,6 +50,18 @@ def test_compiling_shows_progress_then_the_compiled_numbers(page: Page, app_url)
     expect(page.get_by_text("Compiled with aot_eager")).to_be_visible(timeout=TIMEOUT)
     expect(page.locator(".card .label", has_text="speed-up vs eager")).to_be_visible()
     shot(page, "04-compiled")
+    # what it takes away: a Perfetto trace of the run, and tlparse's report with each compile linked to its entry
+    page.get_by_text("Download this session").click()
+    page.get_by_role("button", name="Profile the latest run for Perfetto").click()
+    expect(page.get_by_role("row", name=re.compile(r"-perfetto\.json\.gz "))).to_be_visible(timeout=TIMEOUT)
+    page.get_by_role("button", name="Compile report for tlparse (zip)").click()
+    expect(page.get_by_role("row", name=re.compile(r"-tlparse\.zip "))).to_be_visible(timeout=TIMEOUT)
+    entry = page.get_by_role("link", name="its entry in the report").first
+    with page.context.expect_page() as opened:
+        entry.click()
+    report = opened.value
+    expect(report.locator('a[id="[0/0]"]')).to_have_count(1, timeout=TIMEOUT)  # tlparse's index, at compile 0/0
+    shot(report, "04-compiled-tlparse-report")
 
 
 def test_an_emptied_box_says_so_without_error_marks_and_the_page_keeps_working(page: Page, app_url):
