@@ -120,11 +120,16 @@ class CompileTrack:
     timeline: list[TimelineEntry] = field(default_factory=list)
     runs: list[CompiledRun] = field(default_factory=list)
 
+    @staticmethod
+    def key(model: str, config: dict[str, Any], options: CompileOptions) -> tuple:
+        """What the session's compiled inputs are kept under: the model, its config and the compile options."""
+        return (model, repr(sorted(config.items())), options)
+
     def run(self, service: JobRunner, model: str, config: dict[str, Any], arch: str,
             options: CompileOptions, tokens: list[list[int]]) -> Iterator[Progress | CompiledRun]:
         """Compile and time each input in turn; yields progress, then one CompiledRun per input."""
         require_backend(options.backend)
-        key = (model, repr(sorted(config.items())), options)
+        key = self.key(model, config, options)
         history = self.inputs.setdefault(key, [])
         job = PlaygroundJob(self.session_id, model, config, options, list(history), tokens)
         reply: PlaygroundReply | None = None
