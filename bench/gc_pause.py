@@ -2,7 +2,7 @@
 
 `python -m bench.gc_pause [--runs 7]` starts a fresh interpreter per process kind (a measurement process: the
 pool's imports; the server: `import explorer.ui.app`), counts the objects the collector tracks, and times a full
-collection, then the memory profile of one run (`measure_peaks`, which ends with a collection), first as
+collection, then the memory profile of one run (`measure_peaks`), first as
 start-up leaves them and then after `freeze_startup_objects()`. Appends to bench/RESULTS-gc.md.
 """
 

@@ -23,6 +23,7 @@ from explorer.api import final, run_lab, workers
 from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import Here, Workers
 from explorer.core.errors import InputError
+from explorer.draw.style import Figure
 from explorer.labs.contract import LabContext, LabSpec
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
@@ -107,7 +108,7 @@ def _cards_text(status: str, cards: list[tuple[str, str, str]]) -> str:
     return "\n".join([status, *(f"{label}: {value} ({detail})" for label, value, detail in cards)])
 
 
-def _figure_html(fig: go.Figure | None) -> str:
+def _figure_html(fig: Figure | None) -> str:
     # plotly.js inline: a notebook shown offline (a classroom, a saved file) still draws it
     return "" if fig is None else fig.to_html(full_html=False, include_plotlyjs=True)
 
@@ -146,7 +147,8 @@ class Exploration:
 
     @property
     def figure(self) -> go.Figure:
-        return self.view.graph
+        """The run's graph as a plotly Figure (a notebook draws it; `.update_layout`, `.write_html` work on it)."""
+        return self.view.graph.figure
 
     def __repr__(self) -> str:
         return _cards_text(self.view.status, self.view.cards)

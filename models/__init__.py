@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -103,6 +104,7 @@ def arch_label(model: str, config: Any) -> str:
     return " ".join([model, *changed])
 
 
+@functools.lru_cache(maxsize=1024)  # every architecture change checks it; a class returns to the same few
 def param_count(name: str, config: Any) -> int:
     """Parameters of the model for `config`, counted on the meta device (no memory, no init cost)."""
     with torch.device("meta"):

@@ -1,5 +1,6 @@
 """Every benchmark script runs as the README shows it (`python -m bench.<name>`), in its smallest mode. Those that
-start the app run in tests/app/test_bench_apps.py (a file of their own, so the two test processes share them out)."""
+start the app run in tests/app/test_bench_apps.py and those that compile in tests/test_bench_compiling.py (files of
+their own, so that the two test processes share them out)."""
 
 import subprocess
 import sys
@@ -8,10 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in ("__init__", "common", "appserver",
-                                                                                    "screenshot"))
+HELPERS = ("__init__", "common", "appserver", "phases", "screenshot")  # modules the scripts share, not scripts
+SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in HELPERS)
 # tests/app/: load in test_load.py, the rest beside it
 STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soak", "startup"]
+COMPILES = ["batching", "compile_costs", "compile_interference", "first_compile", "generate", "optimize", "reproduce"]
 
 
 def test_every_script_is_listed():
@@ -29,6 +31,6 @@ def runs_as_documented(script: str, out: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in STARTS_THE_APP])
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s not in STARTS_THE_APP + COMPILES])
 def test_the_script_runs_from_the_repository_root_and_writes_its_results(script, tmp_path):
     runs_as_documented(script, tmp_path / "results.md")

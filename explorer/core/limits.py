@@ -70,9 +70,13 @@ TIMING_REUSE_S = _limit("timing_reuse_s", 60.0, float,
 CACHED_RUNS = _limit("cached_runs", 128, int,
                      "runs whose graph, saved bytes and memory peaks are kept for every session (they depend only "
                      "on model, architecture and text; least recently used dropped)")
-MAX_QUEUE = _limit("max_queue", 48, int, "runs waiting for the measurement queue before 'busy, try again'")
+MAX_QUEUE = _limit("max_queue", 128, int, "runs waiting for the measurement queue before 'busy, try again' (a lecture "
+                                                    "hall of a hundred all waiting at once fits)")
 LOAD_QUEUE = _limit("load_queue", 4, int, "with this many waiting, timing budgets are cut: halved, and shorter "
                     "as the queue grows, to a quarter (and it is said)")
+PROFILE_QUEUE = _limit("profile_queue", 16, int, "with this many runs waiting, an input whose memory was never "
+                      "profiled is timed without its profile (it keeps the measuring core several times longer than "
+                      "the timings; profiled once the queue is shorter, and it is said)")
 MAX_LIVE_MODELS = _limit("max_live_models", 12, int, "built models kept across all sessions (least recently "
                          "used evicted; rebuilt identically on demand)")
 HISTORY_LENGTH = _limit("history_length", 200, int, "runs kept per session for the history plot")

@@ -11,3 +11,4 @@ class Queue(Enum):
     DDP = "ddp"  # a distributed run: every core, one at a time server-wide
     CLAIMS = "claims"  # a claim's experiment
     EXPORT = "export"  # writing a session's downloads
+    STEPS = "steps"  # a lesson's previous/next: one at a time, each reading the step the one before left

@@ -6,14 +6,12 @@ import html
 from collections import Counter
 from collections.abc import Iterable
 
-import plotly.graph_objects as go
-
 from explorer.compile.observe import FxNode
 from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.draw.labels import Spot, placed
 from explorer.draw.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
-from explorer.draw.style import PALETTE, wrapped
+from explorer.draw.style import PALETTE, Unchecked, unchecked, wrapped
 from explorer.eager.graph import AutogradGraph, GraphNode
 from models.branch import Branch
 
@@ -150,7 +148,7 @@ def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
 def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
                max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "",
                lay: GraphLayout | None = None, branches: Iterable[Branch] = (),
-               colour_by: str = "module") -> go.Figure:
+               colour_by: str = "module") -> Unchecked:
     """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right (or as
     a given layout, a parse tree upwards), each module a colour named in the legend with its count, groups and
     modules labelled on the figure, shared parameters drawn once, and the repeated structure's steps on the axis.
@@ -161,8 +159,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
         na, nb = lay.nodes[a], lay.nodes[b]
         ex += [na.x, nb.x, None]
         ey += [na.y, nb.y, None]
-    # Plain dicts, one Figure built at once: trace-by-trace construction validated each (the server draws a
-    # graph for every run of every session).
+    # Plain dicts, one Figure built at once and not validated (see style.unchecked).
     traces = [{"type": "scatter", "x": ex, "y": ey, "mode": "lines", "line": {"width": 0.6, "color": "#aab"},
                "hoverinfo": "skip", "showlegend": False}]
     ticked, tickvals, ticktext = step_ticks(lay) if lay.direction == "right" else ("", [], [])
@@ -199,7 +196,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
         axis = f"forward →  ticks: {ticked}, step (call) number"
     else:
         axis = "forward →  (inputs and parameters on the left, output on the right)"
-    return go.Figure(data=traces, layout={
+    return unchecked(traces, {
         "title": {"text": title, "font": {"size": 14}},
         "height": height, "margin": {"l": 10, "r": 10, "t": top, "b": 40},
         "plot_bgcolor": "white",

@@ -11,6 +11,7 @@ path, with the number of its uses instead of an edge to each (`shared`): a fan o
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -101,12 +102,19 @@ def layout_graph(graph: AutogradGraph, added: frozenset[int] = frozenset(),
     for d in nodes:
         d.label = _label(d, grouping)
 
-    g = igraph.Graph(n=len(nodes), edges=_layout_edges(len(nodes), edges), directed=True)
-    coords = g.layout_sugiyama(maxiter=20).coords
+    coords = _sugiyama(len(nodes), tuple(edges))
     for d, (pos, layer) in zip(nodes, coords, strict=False):
         d.x, d.y = layer, -pos  # forward runs left to right
     shared, drawn = shared_params(nodes, edges)
     return GraphLayout(nodes, drawn, len(graph.nodes), grouping, shared, expand)
+
+
+@functools.lru_cache(maxsize=256)
+def _sugiyama(n: int, edges: tuple[tuple[int, int], ...]) -> tuple[tuple[float, ...], ...]:
+    """Layered coordinates of `n` nodes: kept per shape of graph, since a run's graph is drawn again for every
+    session that diffs against it (the red outline changes, the layout does not) and a class types the same few."""
+    g = igraph.Graph(n=n, edges=_layout_edges(n, list(edges)), directed=True)
+    return tuple(tuple(c) for c in g.layout_sugiyama(maxiter=20).coords)
 
 
 def group_nodes(graph: AutogradGraph, keys: dict[int, tuple], added: frozenset[int],

@@ -4,12 +4,58 @@ error bars, whole-number ticks, a bar chart's layout."""
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
+import orjson
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 PALETTE = qualitative.Dark24 + qualitative.Light24
+
+
+class Unchecked:
+    """A figure of plain dicts, sent as they are: the graph and the history are drawn for every run of every session,
+    and plotly's validation, then the deep copies its Figure makes of every trace when built and again in
+    `to_json`, cost the server more CPU than drawing them (bench/RESULTS-load.md, the class runs' CPU by phase).
+    Gradio's plot asks only for `to_json`; anything else asked of it (a title read, an update, `to_html`) is asked of
+    the plotly Figure these dicts make, built once then (not validated), which is what is sent from then on.
+    The tests validate every figure built here and compare its JSON with plotly's (tests/views/test_graph_figure.py)."""
+
+    def __init__(self, data: list[dict[str, Any]], layout: dict[str, Any]) -> None:
+        self._traces, self._layout = data, layout
+        self._figure: go.Figure | None = None
+
+    @property
+    def figure(self) -> go.Figure:
+        if self._figure is None:
+            self._figure = go.Figure(data=self._traces, layout=self._layout, _validate=False)
+        return self._figure
+
+    def to_json(self) -> str:
+        if self._figure is not None:  # asked something of, perhaps changed: plotly's own
+            return self._figure.to_json()
+        layout = {**self._layout, "template": _template()} if "template" not in self._layout else self._layout
+        return orjson.dumps({"data": self._traces, "layout": layout}, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") and not name.startswith(("_repr_", "_ipython_")):  # but a notebook's display hooks:
+            raise AttributeError(name)  # not the figure's (copying or pickling asks, before __init__ has run)
+        return getattr(self.figure, name)
+
+
+@lru_cache(maxsize=1)
+def _template() -> dict[str, Any]:
+    """The default template a plotly Figure writes into its layout (plotly.js draws with it)."""
+    return go.Figure().to_plotly_json()["layout"]["template"]
+
+
+Figure = go.Figure | Unchecked  # what a plot is given: plotly's Figure, or the dicts of one
+
+
+def unchecked(data: list[dict[str, Any]], layout: dict[str, Any]) -> Unchecked:
+    """The graph's and the history's figure: see `Unchecked`."""
+    return Unchecked(data, layout)
 
 
 def wrapped(text: str, width: int = 46) -> str:

@@ -56,6 +56,7 @@ class AutogradGraph:
     edges: list[tuple[int, int]]  # (producer, consumer): forward direction
     root: int
     _by_id: dict[int, GraphNode] = field(default_factory=dict, repr=False)
+    _depth: int | None = field(default=None, repr=False, compare=False)  # a graph is never changed once captured
 
     def __post_init__(self) -> None:
         self._by_id = {n.id: n for n in self.nodes}
@@ -82,6 +83,11 @@ class AutogradGraph:
     def depth(self) -> int:
         """Operations on the longest path from an input to the loss: how many steps backward must take one
         after another (an unrolled loop makes it grow with the length, a tree with its height)."""
+        if self._depth is None:
+            self._depth = self._longest_path()
+        return self._depth
+
+    def _longest_path(self) -> int:
         ops = {n.id for n in self.nodes if not n.is_param}
         into: dict[int, list[int]] = {i: [] for i in ops}
         for src, dst in self.edges:

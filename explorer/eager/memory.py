@@ -7,7 +7,6 @@ and its maximum is the peak. tracemalloc and RSS do not see tensor memory reliab
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,10 +37,14 @@ class MemoryProfile:
                         self._phase[e.name()[3:]] = (e.start_ns(), e.end_ns())
         finally:
             # The profiler keeps every event it recorded (tens of MB for a long run) in reference cycles that only
-            # the cycle collector frees: a measurement process grew by ~33 MB per run until a collection. Only the
-            # memory events are kept.
+            # the cycle collector frees: a measurement process grew by ~33 MB per run until a collection. A full
+            # collection per profile cost the measuring core more than the profile itself (bench/RESULTS-gc.md):
+            # the cycles' link to the events is cut instead, so the events go at once; only the memory events are
+            # kept.
+            inner = self._prof.profiler
+            if inner is not None:
+                inner.kineto_results = None
             self._prof = None
-            gc.collect()
 
     def phase(self, name: str) -> record_function:
         return record_function("ge." + name)

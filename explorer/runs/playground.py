@@ -56,7 +56,7 @@ def _measured_run(session: Session, text: str, compare: str, timer: Timer,
     if not p.timed:
         return
     sourced = None
-    for step in timings(captured.key, lambda turn: session.job(captured, p.scaled(turn.budget_scale)), timer, fresh,
+    for step in timings(captured.key, lambda turn: session.job(captured, p.in_turn(turn)), timer, fresh,
                         estimate_s=p.estimate_s, session=session.id):
         if isinstance(step, Progress):
             yield step

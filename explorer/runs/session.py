@@ -29,6 +29,7 @@ from explorer.eager.timing import Measurement
 from explorer.serving.isolated import CaptureJob
 from explorer.serving.plan import Plan, check_capture, plan
 from explorer.serving.pool import Timed, TimingJob
+from explorer.serving.queueing import NOT_PROFILED
 from explorer.serving.residency import Residency
 from explorer.serving.shared import CAPTURING, FIXED, Fixed, Sourced, run_key
 from explorer.serving.sourcing import InProcess
@@ -279,7 +280,9 @@ class Session:
             number=next(self._counter), model=c.model, config=c.config, arch=c.arch, input=c.input,
             compare=c.compare, capture=c.capture, forward=timed.forward, train_step=timed.train_step,
             params=fixed.params, param_bytes=fixed.param_bytes, diff=c.diff, memory=fixed.memory,
-            timing_note=" ".join(filter(None, [note, sourced.label()])) or None, node=timed.node,
+            timing_note=" ".join(filter(None, [note, sourced.label(),
+                                               NOT_PROFILED if sourced.unprofiled and fixed.memory is None else None])
+                                 ) or None, node=timed.node,
         )
         if c.typing and self.history:
             self.history.pop()  # the partial input it followed: replaced, not kept

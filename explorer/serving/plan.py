@@ -19,8 +19,11 @@ from explorer.core.errors import InputError
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_RUN_S, TRAIN_BUDGET_S
 from explorer.eager.capture import Capture, train_step
 from explorer.eager.timing import MIN_BLOCKS
+from explorer.serving.queueing import Turn
 
 PROBE_TOKENS = 32  # the prefix a new architecture's cost per token is measured on
+PROBE_REPEATS = 3  # the fastest of a few probes: one stalled probe (seen: 0.85 s of a 0.03 s step, two torch
+# threads beside another busy process) would refuse every long input of its architecture for the process's life
 CAPTURE_COST = 1.5  # a capture (an instrumented forward, the graph read; no backward) over a plain train step, at
 # most: 0.75-1.22x measured per model at 100 tokens (bench/RESULTS-update.md)
 PROFILER_COST = 12.0  # a profiled train step over a plain one, at most: 3.04-9.58x measured (bench/RESULTS-update.md)
@@ -43,6 +46,12 @@ class Plan:
     def scaled(self, budget_scale: float) -> Plan:
         """The same plan with its budgets cut (the queue's load factor)."""
         return replace(self, forward_s=self.forward_s * budget_scale, train_s=self.train_s * budget_scale)
+
+    def in_turn(self, turn: Turn) -> Plan:
+        """The plan as its turn in the measurement queue allows: budgets cut under load, and no new memory profile
+        with GE_PROFILE_QUEUE runs waiting (it keeps the measuring core up to PROFILER_COST train steps, several
+        times the cut timings, while everyone behind waits; an input profiled once keeps its peaks for all)."""
+        return replace(self.scaled(turn.budget_scale), profile=self.profile and turn.profiles)
 
 
 def _cost(forward_s: float, step_s: float, fw_budget: float, tr_budget: float, blocks: int) -> float:
@@ -70,6 +79,12 @@ def plan(capture: Capture, max_s: float = MAX_RUN_S) -> Plan:
 _per_token: dict[str, float] = {}  # architecture (model and config) -> seconds of one train step per token
 
 
+def _timed_step(model: nn.Module, ids: torch.Tensor) -> float:
+    start = time.perf_counter()
+    train_step(model, ids)
+    return time.perf_counter() - start
+
+
 def check_capture(arch: str, model: nn.Module, ids: torch.Tensor, max_s: float = MAX_RUN_S) -> None:
     """Refuse an input whose graph capture would take longer than `max_s`, from a short probe of the model
     (measured once per architecture; the probe's own cost is a fraction of a long input's)."""
@@ -79,9 +94,7 @@ def check_capture(arch: str, model: nn.Module, ids: torch.Tensor, max_s: float =
     if arch not in _per_token:
         probe = ids[:, :PROBE_TOKENS]
         train_step(model, probe)  # warm-up: a new model's first call pays one-time costs
-        start = time.perf_counter()
-        train_step(model, probe)
-        _per_token[arch] = (time.perf_counter() - start) / PROBE_TOKENS
+        _per_token[arch] = min(_timed_step(model, probe) for _ in range(PROBE_REPEATS)) / PROBE_TOKENS
     estimate = CAPTURE_COST * _per_token[arch] * tokens
     if estimate > max_s:
         raise InputError(

@@ -17,12 +17,17 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from explorer.core.errors import InputError
-from explorer.core.limits import LOAD_QUEUE, MAX_QUEUE
+from explorer.core.limits import LOAD_QUEUE, MAX_QUEUE, PROFILE_QUEUE
 from explorer.core.machine import MEASURE_CORES, release_free_memory
 from explorer.core.progress import Progress
 
 R = TypeVar("R")
 MIN_BUDGET_SCALE = 0.25  # the shortest a timing gets under load: a quarter of its budget
+
+
+# Said of a run whose input has no memory peaks because its turn refused the profile (see Turn.profiles).
+NOT_PROFILED = ("No memory profile of this input: with this many waiting it would keep everyone behind waiting "
+                "several times longer (it runs once the queue is shorter).")
 
 
 class Busy(InputError):
@@ -41,7 +46,13 @@ class Turn:
     queued_behind: int  # how many were waiting behind when the turn came
     budget_scale: float  # 1.0, or less under load
 
+    @property
+    def profiles(self) -> bool:
+        """Whether a memory profile may take the measuring core in this turn: not with GE_PROFILE_QUEUE waiting."""
+        return self.queued_behind < PROFILE_QUEUE
+
     def notice(self) -> str | None:
+        """What the wait and the load did to this run's timings."""
         parts = []
         if self.waited_s >= 0.5:
             parts.append(f"Waited {self.waited_s:.1f} s for the measurement queue (one run at a time, server-wide).")
@@ -102,9 +113,10 @@ STATUS_EVERY_S = 2.0
 
 
 def _waiting(steps: Iterator[Wait | Turn]) -> Generator[Progress, None, Turn]:
-    """Waiting messages until the turn comes; returns it. Said at once, then every few seconds: each message is
-    work for the server's one core, and with thirty waiting, saying every change of place was a hundred a second."""
-    shown = -STATUS_EVERY_S
+    """Waiting messages until the turn comes; returns it. Said once the wait passes STATUS_EVERY_S, then as often:
+    each message is work for the server's one core (with thirty waiting, saying every change of place was a hundred
+    a second), and the graph's own status already says that the timings wait their turn."""
+    shown = 0.0
     while not isinstance(step := next(steps), Turn):
         if step.waited_s - shown >= STATUS_EVERY_S:
             shown = step.waited_s

@@ -71,6 +71,7 @@ class Sourced:
     age_s: float = 0.0
     reused: bool = False
     notice: str | None = None  # the queue's: how long it waited, whether load cut the budget
+    unprofiled: bool = False  # the turn allowed no memory profile (a long queue)
     own: bool = False  # reused from this very session's earlier run
 
     def label(self) -> str | None:

@@ -51,7 +51,9 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
         fresh = False  # what that measurement found is as fresh as this one would be
 
     def work(turn: Turn) -> Generator[Progress, None, Sourced]:
-        said = float("-inf")  # when progress was last said: at once, then every STATUS_EVERY_S
+        # Progress after STATUS_EVERY_S of measuring, then as often: a run measured in a fraction of a second (most,
+        # under load) says nothing between its graph and its figures, a message fewer for the server's core to send.
+        said = time.monotonic()
         timed = None
         for step in timer.run(job(turn)):
             if isinstance(step, Timed):
@@ -62,7 +64,7 @@ def timings(key: str, job: Callable[[Turn], TimingJob], timer: Timer, fresh: boo
                 yield Progress(step.elapsed_s, f"Measuring: {step.phase}, {step.elapsed_s:.0f} s{of}…")
         assert timed is not None, "a timer ends with its timings"
         recent.put(key, timed, session)
-        return Sourced(timed, notice=turn.notice())
+        return Sourced(timed, notice=turn.notice(), unprofiled=not turn.profiles)
 
     try:
         sourced = yield from queued(work)

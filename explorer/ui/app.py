@@ -23,10 +23,12 @@ from explorer.serving.placement import compile_service
 from explorer.sources.registry import add_model_file
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.code import code_tab
+from explorer.ui.config_cache import ConfigCache
 from explorer.ui.downloads import Downloads
 from explorer.ui.endpoints import add_endpoints
 from explorer.ui.generation import generation_panel
 from explorer.ui.labs import cancel_runs_of, lab_tab
+from explorer.ui.lean import Blocks
 from explorer.ui.panels import downloads_panel, header, limits_panel
 from explorer.ui.playground import playground_tab, wire_playground
 from explorer.ui.theme import CSS, PAGE_JS, PRESENT_JS
@@ -47,7 +49,7 @@ def _forget_files(session: Session) -> None:
 
 def build_app(code: bool = False) -> gr.Blocks:
     """The page; with `code`, the Code tab, where a visitor's edits of a model's Python run (in the code worker)."""
-    with gr.Blocks(title="Graph Explorer") as demo:
+    with Blocks(title="Graph Explorer") as demo:
         session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S,
                            delete_callback=_forget_files)  # its downloads go with it
         present, link = header()
@@ -127,6 +129,7 @@ def main() -> None:
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
     demo.launch(server_name=host, server_port=port, css=CSS, js=PAGE_JS, footer_links=["api", "gradio"],
                 show_error=True,  # Gradio's own refusals (too few values) are one line, not {"error": null}
-                app_kwargs={"middleware": [Middleware(LongAddressGuard), Middleware(Downloads, root=EXPORTS.path),
+                app_kwargs={"middleware": [Middleware(LongAddressGuard), Middleware(ConfigCache),
+                                           Middleware(Downloads, root=EXPORTS.path),
                                            Middleware(NamedCallGuard, public=public_api(demo))]},
                 max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn

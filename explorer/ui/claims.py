@@ -188,8 +188,11 @@ def lessons_tab(tab: str) -> LessonPanel:
     panel = LessonPanel(tab, number, text, link, card)
     notebook_btn.click(lambda n: gr.File(EXPORTS.save(f"step-{n}.ipynb", lesson_notebook(n).encode()), visible=True),
                        number, notebook, api_visibility="private", concurrency_id=Queue.EXPORT.value)
-    prev.click(lambda n: panel.at(max(1, n - 1)), number, panel.outputs, queue=False, api_visibility="private")
-    nxt.click(lambda n: panel.at(min(len(STEPS), n + 1)), number, panel.outputs, queue=False,
-              api_visibility="private")
+    # Queued one at a time and every click kept: two quick clicks ran side by side and both read the step before
+    # them (CI's browser went back one step for two); each now reads the step the one before it left.
+    walk = {"api_visibility": "private", "concurrency_id": Queue.STEPS.value, "concurrency_limit": 1,
+            "trigger_mode": "multiple", "show_progress": "hidden"}
+    prev.click(lambda n: panel.at(max(1, n - 1)), number, panel.outputs, **walk)
+    nxt.click(lambda n: panel.at(min(len(STEPS), n + 1)), number, panel.outputs, **walk)
     card.wire(lambda n: step(n).claim, [number])
     return panel

@@ -26,7 +26,7 @@ from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
 from explorer.ui.stream import Updates, streamed
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
-from explorer.views.playground import GraphFirst, View, control_specs, opened_graph, update, values_for
+from explorer.views.playground import GraphFirst, View, control_specs, openable, opened_graph, update, values_for
 from models.config import config_dict, echoed
 
 COMPILE_OPTIONS = ("compile_on", "backend", "dynamic", "mark", "fullgraph")
@@ -166,10 +166,13 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     """Every edit runs the Playground, then refreshes the state link and the compiled side."""
     c = p.compiled
 
-    def shown(s: Session, item: GraphFirst | View, drawn: list[bool]) -> Updates:
+    def shown(s: Session, item: GraphFirst | View, drawn: list[bool], groups: list[tuple[str, str]]) -> Updates:
         out: Updates = {session: s, p.cards: cards_html(item.cards), p.status: item.status}
         if isinstance(item, GraphFirst) or not drawn[0]:  # a big figure is sent once per run
-            out |= {p.graph: item.graph, p.open_module: gr.update(choices=item.groups, value="")}
+            # the menu's choices only when they changed: an update rebuilds the component and its config in Gradio,
+            # a plain value (the menu back to "every module grouped") does not
+            out |= {p.graph: item.graph,
+                    p.open_module: "" if item.groups == groups else gr.update(choices=item.groups, value="")}
         if isinstance(item, GraphFirst):
             drawn[0] = True
         else:
@@ -182,9 +185,10 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         the view. `fresh`: measure again even if another session's recent timings could be reused; `keyed`: the
         text came from typing (a partial sentence is replaced in the history by the next, see Session.typing)."""
         RESIDENCY.attach(request.session_hash, s)
-        drawn = [False]
+        drawn, groups = [False], openable(s.last) if s.last else []  # the menu as the last run left it
         items = update(s, model, text, compare, values, measure_pool(), fresh, keyed)
-        yield from streamed(items, lambda item: shown(s, item, drawn), p.status, "Cannot run this input", toast=True)
+        yield from streamed(items, lambda item: shown(s, item, drawn, groups), p.status, "Cannot run this input",
+                            toast=True)
 
     def run(request: gr.Request, s: Session, model: str, text: str, compare: str, *flat: Any) -> Iterator[Updates]:
         """The page's edits: every control's value, of which the chosen model's are its config."""
@@ -192,8 +196,10 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
 
     def typed(request: gr.Request, s: Session, model: str, text: str, compare: str,
               *flat: Any) -> Iterator[Updates]:
-        """The text box's changes: each is drawn; the history keeps only what stayed."""
-        yield from measured(request, s, model, text, compare, values_for(model, list(flat)), keyed=True)
+        """The text box's changes: each is drawn; the history keeps only what stayed. A session's first run is the
+        page's own text (a link's or the default, set when the page loads), not a keystroke: it stays, and the
+        first edit is diffed against it however soon it follows."""
+        yield from measured(request, s, model, text, compare, values_for(model, list(flat)), keyed=s.last is not None)
 
     def again(request: gr.Request, s: Session, model: str, text: str, compare: str,
               *flat: Any) -> Iterator[Updates]:

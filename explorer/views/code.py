@@ -5,19 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import plotly.graph_objects as go
-
 from explorer.code.edits import CodeOutcome
 from explorer.compile.jobs import PlaygroundReply
 from explorer.core.fmt import count
 from explorer.core.paths import in_editor
 from explorer.draw.graph import draw_graph
+from explorer.draw.style import Unchecked
 
 
 @dataclass(frozen=True)
 class CodeView:
     status: str  # markdown: built or broken, in the editor's terms
-    figure: go.Figure | None  # the last good code's graph
+    figure: Unchecked | None  # the last good code's graph
     cards: list[tuple[str, str, str]]
     diff: str  # per module, the nodes added and removed against the previous code's graph
     error_line: int | None = None  # the editor's line where the edit broke, marked in the editor
@@ -37,7 +36,7 @@ def code_view(o: CodeOutcome, arch: str) -> CodeView:
     return CodeView(said, _figure(o, arch), _cards(o), o.diff.text() if o.diff else "")
 
 
-def _figure(o: CodeOutcome, arch: str) -> go.Figure:
+def _figure(o: CodeOutcome, arch: str) -> Unchecked:
     assert o.good is not None
     graph = o.good.fixed.capture.graph
     title = (f"Autograd graph of the edited code: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "

@@ -14,6 +14,7 @@ from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompiledRun
 from explorer.core.fmt import format_bytes
 from explorer.core.progress import Progress
+from explorer.draw.style import Unchecked
 from explorer.runs.session import Session
 from explorer.views.figures import compiled_figure, fx_figure
 from explorer.views.report import build_report
@@ -26,7 +27,7 @@ class CompiledView:
     timeline: list[list[Any]]  # rows of TIMELINE_COLUMNS
     breaks: str  # markdown
     figure: go.Figure  # eager vs compiled against length
-    graph: go.Figure | None  # the latest captured FX graph
+    graph: Unchecked | None  # the latest captured FX graph
     code: str  # ... as code
     report: dict[str, Any]
 

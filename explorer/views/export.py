@@ -18,8 +18,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import plotly.graph_objects as go
-
 from explorer.artefacts.notebook import reproduction_notebook
 from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.artefacts.script import reproducible, reproduction_script
@@ -27,6 +25,7 @@ from explorer.artefacts.tlparse import replay_job, traced, zipped
 from explorer.compile.protocol import JobRunner
 from explorer.core import limits, machine
 from explorer.core.fmt import format_bytes
+from explorer.draw.style import Figure
 from explorer.labs.batching.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
 from explorer.runs.session import Session
 from explorer.views.figures import compiled_figure, graph_figure, history_figure
@@ -51,7 +50,7 @@ def session_csv(session: Session) -> str:
     return out.getvalue()
 
 
-def _figure_html(fig: go.Figure, first: bool) -> str:
+def _figure_html(fig: Figure, first: bool) -> str:
     return fig.to_html(full_html=False, include_plotlyjs="inline" if first else False,
                        config={"displaylogo": False})
 
@@ -74,7 +73,7 @@ def html_report(session: Session) -> str:
     parts = [f"<h1>Graph Explorer report</h1><p>Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. Every figure "
              f"was measured on {html.escape(here.line())} ({here.cores} cores), Python {here.python}: medians with "
              "their IQR.</p>"]
-    figures: list[go.Figure] = []
+    figures: list[Figure] = []
     r = session.last
     if r is not None:
         report = build_report(r, session.compile_track)

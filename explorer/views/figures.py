@@ -14,14 +14,14 @@ from explorer.compile.observe import CompileEvent
 from explorer.compile.track import CompiledRun
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.draw.graph import draw_graph, fx_graph
-from explorer.draw.style import PALETTE, iqr_bars, whole_ticks
+from explorer.draw.style import PALETTE, Unchecked, iqr_bars, unchecked, whole_ticks
 from explorer.draw.tree_layout import tree_layout
 from explorer.runs.session import Captured, RunRecord, RunResult
 from explorer.sources.registry import source
 
 
 def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
-                 expand: str = "") -> go.Figure:
+                 expand: str = "") -> Unchecked:
     graph = result.capture.graph
     model = source(result.model)
     decided = ", ".join(f"{k} {v}" for k, v in model.structure(result.capture.trace).items())
@@ -41,7 +41,7 @@ def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES,
 
 
 
-def fx_figure(event: CompileEvent, height: int = 460) -> go.Figure:
+def fx_figure(event: CompileEvent, height: int = 460) -> Unchecked:
     """A graph dynamo captured (one compile event), drawn like the autograd graph."""
     kind = "symbolic" if event.dynamic else "static"
     title = (f"Captured FX graph {event.compile_id} of {event.frame} ({kind}, {event.ops} ops, "
@@ -52,12 +52,11 @@ def fx_figure(event: CompileEvent, height: int = 460) -> go.Figure:
 LEGEND_ARCHS = 6  # architectures named in the history's legend; older ones are drawn in grey, unnamed
 
 
-def history_figure(history: Iterable[RunRecord], height: int = 460) -> go.Figure:
+def history_figure(history: Iterable[RunRecord], height: int = 460) -> Unchecked:
     """Latency and memory against input length, one colour per architecture: forward solid, train step dotted.
     The latest LEGEND_ARCHS architectures are coloured and named (one legend entry each); older ones stay as grey
-    context, so that the legend never takes over the plot. Built in one go from plain dicts (two stacked plots
-    sharing the length axis): drawn after every run of every session, trace-by-trace construction cost the
-    server several times more."""
+    context, so that the legend never takes over the plot. Built in one go from plain dicts, not validated (two
+    stacked plots sharing the length axis): it is drawn after every run of every session (see style.unchecked)."""
     runs = list(history)
     archs = list(dict.fromkeys(r.arch for r in reversed(runs)))  # the latest first
     traces = []
@@ -93,7 +92,7 @@ def history_figure(history: Iterable[RunRecord], height: int = 460) -> go.Figure
         return {"text": text, "x": 0.5, "y": y, "xref": "paper", "yref": "paper", "xanchor": "center",
                 "yanchor": "bottom", "showarrow": False, "font": {"size": 12}}
 
-    return go.Figure(data=traces, layout={
+    return unchecked(traces, {
         "height": height, "margin": {"l": 10, "r": 10, "t": 60, "b": 30}, "plot_bgcolor": "white",
         "legend": {"font": {"size": 11}, "orientation": "h", "yanchor": "top", "y": -0.12},
         "title": {"text": f"This session's runs (cpu, {threads} thread(s)){older}", "font": {"size": 13}},

@@ -9,12 +9,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import plotly.graph_objects as go
-
 from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import CACHED_RUNS
 from explorer.core.progress import Progress
 from explorer.draw.layout import modules
+from explorer.draw.style import Unchecked
 from explorer.eager.timing import Measurement
 from explorer.runs import playground as runs
 from explorer.runs.playground import Planned
@@ -39,10 +38,10 @@ def values_for(model: str, flat: list[Any]) -> dict[str, Any]:
 
 @dataclass
 class View:
-    graph: go.Figure
+    graph: Unchecked
     groups: list[tuple[str, str]]  # (label, module): the modules a person can open in the drawn graph
     cards: list[tuple[str, str, str]]  # (label, value, detail)
-    history: go.Figure
+    history: Unchecked
     diff: str
     report: dict[str, Any]
     status: str
@@ -94,7 +93,7 @@ def openable(r: RunResult | Captured) -> list[tuple[str, str]]:
                                                     for m, n in modules(r.capture.graph)]
 
 
-def opened_graph(session: Session, module: str) -> go.Figure | None:
+def opened_graph(session: Session, module: str) -> Unchecked | None:
     """The latest run's graph with `module` drawn node by node (the rest grouped as before); None before a run."""
     return None if session.last is None else graph_figure(session.last, expand=module)
 
@@ -103,17 +102,17 @@ def opened_graph(session: Session, module: str) -> go.Figure | None:
 class GraphFirst:
     """The new graph and the cards of its counts, drawn as soon as it is captured, before the timings."""
 
-    graph: go.Figure
+    graph: Unchecked
     groups: list[tuple[str, str]]
     cards: list[tuple[str, str, str]]
     status: str
 
 
-DRAWN: LRU[go.Figure] = LRU(CACHED_RUNS)  # graph figures of runs without a diff: thirty students opening one link
+DRAWN: LRU[Unchecked] = LRU(CACHED_RUNS)  # graph figures of runs without a diff: thirty students opening one link
 # are shown one figure, drawn once (the figure is never changed once built)
 
 
-def drawn_graph(captured: Captured) -> go.Figure:
+def drawn_graph(captured: Captured) -> Unchecked:
     """The run's graph figure; built once per (model, config, text) when it has no diff to mark."""
     if captured.diff is not None:
         return graph_figure(captured)

@@ -330,3 +330,20 @@ def test_claim_endpoint_runs_a_claim_and_refuses_an_unknown_one(app_url):
     assert again["measured_at"] == report["measured_at"]  # the server's recent result, not a second run
     with pytest.raises(Exception, match=r"claim must be one of shape, .*; got 'nope'"):
         client.predict("nope", False, api_name="/claim")
+
+
+def test_the_page_config_is_built_once_per_address_and_says_that_address(app_url):
+    """ConfigCache: a second visitor gets the first's config byte for byte; a page reached under another name (a
+    proxy's) gets its own, naming that address; a deep link still goes to Gradio."""
+
+    def config(headers: dict[str, str] | None = None, query: str = "") -> dict:
+        request = urllib.request.Request(app_url + "config" + query, headers=headers or {})
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return json.loads(r.read())
+
+    first, again = config(), config()
+    assert first == again and first["root"] == app_url.rstrip("/")
+    proxied = config({"X-Forwarded-Host": "class.example.org", "X-Forwarded-Proto": "https"})
+    assert proxied["root"] == "https://class.example.org"
+    assert config()["root"] == app_url.rstrip("/")  # the proxy's answer was kept apart
+    assert config(query="?deep_link=nonexistent")["components"] == first["components"]

@@ -148,8 +148,8 @@ def test_batch_table_from_typed_lines(tmp_path):
 
 @pytest.mark.slow
 def test_batch_compile_adds_compiled_figures():
-    out = _cli("batch", "--model", "transformer", "--set", "layers=1", "--set", "width=32", "--n", "6",
-               "--max-len", "40", "--compile", "--backend", "eager", "--json")
+    out = _cli("batch", "--model", "transformer", "--set", "layers=1", "--set", "width=32", "--n", "3",
+               "--max-len", "12", "--compile", "--backend", "eager", "--json")
     assert out.returncode == 0, out.stderr
     for s in json.loads(out.stdout)["strategies"]:
         c = s["compiled"]

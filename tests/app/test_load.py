@@ -22,6 +22,8 @@ def test_a_class_of_five_opens_one_link_then_types_for_ten_seconds_without_error
     r = json.loads((tmp_path / "r.json").read_text())
     assert r["errors"] == 0, r["error_samples"]
     assert r["interactions"] >= 10 and r["reference_samples"] >= 1
+    assert r["teacher"]["edits"] >= 1 and r["teacher"]["errors"] == 0, r["teacher"]  # the client at normal priority
+    assert r["student_processes"] == 1 and r["students_cpu_s"] > 0  # five students: one process of them, counted
     # The mechanism that keeps timings honest under load (the ratio alone vs loaded is bench/load.py's to
     # measure: load from outside the app bends it): no two timings overlapped, every one ran on the measuring
     # core, and nothing else of the server's (threads, the compile worker) is allowed on that core.
@@ -31,3 +33,20 @@ def test_a_class_of_five_opens_one_link_then_types_for_ten_seconds_without_error
     assert r["link_opened"] == 5 and r["link_reused"] == 4, r
     if len(os.sched_getaffinity(0)) >= 2:  # with one core there is nothing to keep apart
         assert not set(r["measure_cores"]) & set(r["other_cores"]), r
+
+
+def test_the_script_sees_a_graph_whose_title_wraps_before_its_tokens():
+    """The students' time to the graph is read off the first streamed view whose plot's title names the input's
+    tokens: a title wrapped there ("tree hidden=16, 64<br>tokens") counts too (it once counted only at the
+    final view, and the tree's graphs looked seconds late)."""
+    from bench.load import shows_graph
+    from explorer.runs.session import Session
+    from explorer.views.figures import graph_figure
+
+    text = "the graph grows with every token while loops unroll and branches"
+    s = Session()
+    s.configure("tree", {"hidden": 16})
+    plot = graph_figure(s.capture(text)).to_json()
+    assert "64<br>tokens" in plot  # wrapped where the old check looked for ", 64 tokens"
+    assert shows_graph(({"plot": plot},), text) and not shows_graph(({"plot": plot},), text + " more")
+    assert not shows_graph(({"__type__": "update"},), text)  # an output left unchanged

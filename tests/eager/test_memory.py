@@ -62,3 +62,30 @@ def test_an_allocation_and_a_free_at_the_same_instant_do_not_hide_the_peak():
     events = [(1, 100), (2, -100), (2, 300), (3, -300)]  # the free and the allocation at t=2 tie
     assert live_peak(events) == 400 and live_peak(events, until_ns=1) == 100
     assert live_peak(events, from_ns=2) == 300  # a window counts above what was live when it began
+
+
+def test_a_profiles_recorded_events_go_when_it_ends_without_a_cycle_collection(monkeypatch):
+    """The profiler's recorded events sit in reference cycles; a full collection per profile cost the measuring
+    core more than the profile (bench/RESULTS-gc.md), so the link to them is cut instead: with the collector off,
+    the events are gone as soon as the profile has been read."""
+    import gc
+    import weakref
+
+    results = []
+    original = torch.profiler.profile.__exit__
+
+    def remember(self, *exc):
+        out = original(self, *exc)
+        results.append(weakref.ref(self.profiler.kineto_results))
+        return out
+
+    monkeypatch.setattr(torch.profiler.profile, "__exit__", remember)
+    collections = []
+    monkeypatch.setattr(gc, "collect", lambda *generation: collections.append(generation) or 0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    gc.disable()
+    try:
+        measure_peaks(model, torch.randn(4, 8), lambda out: out.sum())
+        assert results and results[0]() is None and collections == []
+    finally:
+        gc.enable()

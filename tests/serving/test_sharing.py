@@ -3,13 +3,21 @@
 import threading
 import time
 from copy import deepcopy
+from dataclasses import replace
 
 import pytest
 import torch
 
+from explorer.core.limits import PROFILE_QUEUE
+from explorer.eager.capture import train_loss
+from explorer.eager.memory import measure_peaks
 from explorer.runs.session import Session
+from explorer.serving.plan import plan
+from explorer.serving.pool import Timed
 from explorer.serving.queueing import QUEUE, Busy, MeasureQueue, Turn, Wait
 from explorer.serving.residency import Residency
+from explorer.serving.shared import Sourced
+from explorer.serving.sourcing import InProcess
 from explorer.views.playground import GraphFirst, View, update
 
 
@@ -82,6 +90,27 @@ def test_under_load_the_budget_shrinks_and_the_notice_says_so():
     turn = Turn(waited_s=3.2, queued_behind=5, budget_scale=0.5)
     assert "Waited 3.2 s" in turn.notice() and "cut to 50%" in turn.notice()
     assert Turn(0.0, 0, 1.0).notice() is None
+    assert turn.profiles and "memory" not in turn.notice()  # 5 waiting: the profile still runs
+    long = Turn(waited_s=9.0, queued_behind=PROFILE_QUEUE, budget_scale=0.25)
+    assert not long.profiles and "memory" not in long.notice()
+
+
+def test_with_a_long_queue_a_run_is_timed_without_a_new_memory_profile_and_profiled_when_it_is_shorter():
+    """A profile keeps the measuring core several times longer than the cut timings: in a long queue it waits."""
+    s = Session("rnn")
+    c = s.capture("profiled only when the queue is short")
+    planned = replace(plan(c.capture), profile=True)
+    long, loaded = Turn(9.0, PROFILE_QUEUE, 0.25), Turn(1.0, PROFILE_QUEUE - 1, 0.5)
+    assert not s.job(c, planned.in_turn(long)).profile
+    assert s.job(c, planned.in_turn(loaded)).profile and s.job(c, planned.in_turn(loaded)).forward_s == (
+        planned.forward_s / 2)
+    assert s.job(c, planned.in_turn(Turn(0.0, 0, 1.0))).profile
+    # the status says why exactly when the input has no peaks: not when another run had profiled it
+    timed = next(t for t in InProcess().run(s.job(c, planned.in_turn(long).scaled(0.1))) if isinstance(t, Timed))
+    unprofiled = s.time_run(c, Sourced(timed, unprofiled=True))
+    assert unprofiled.memory is None and "No memory profile" in unprofiled.timing_note
+    c.fixed.memory = measure_peaks(s.model, c.input.ids, train_loss)
+    assert "No memory profile" not in (s.time_run(c, Sourced(timed, unprofiled=True)).timing_note or "")
 
 
 class _Fake:

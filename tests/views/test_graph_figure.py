@@ -3,6 +3,7 @@ shared parameters drawn once with their uses, each block's name on the figure (e
 collapsed module that can be opened without changing the counts."""
 
 import html
+import json
 from collections import Counter
 
 import pytest
@@ -177,3 +178,34 @@ def test_an_fx_graphs_legend_names_op_kinds_and_a_long_title_wraps_instead_of_be
     assert fig.layout.legend.title.text == "op kind (most nodes first)"
     lines = fig.layout.title.text.split("<br>")
     assert len(lines) == 2 and all(len(line) <= TITLE_CHARS for line in lines) and lines[-1].endswith("3 drawn")
+
+
+@pytest.mark.parametrize("model", ["rnn", "transformer", "early_exit", "tree", "decoder"])
+def test_the_unchecked_figures_are_valid_plotly(model):
+    """The graph and the history are built without plotly's validation (style.unchecked): here they are validated,
+    a diff's red outline, an opened module and an architecture change included. Validating raises on any property
+    plotly does not know or any value it would refuse."""
+    import plotly.graph_objects as go
+
+    from explorer.views.figures import history_figure
+
+    s, _ = _run(model, "a few words")
+    s.run(DEFAULT_TEXT, budget_scale=0.05)  # diffed against the first
+    first = next(n.module for n in s.last.capture.graph.nodes if n.module != "model")
+    for figure in (graph_figure(s.last), opened_graph(s, first), history_figure(s.history)):
+        sent = figure.to_json()  # what Gradio sends: the dicts as built (nothing else asked of the figure yet)
+        assert figure._figure is None
+        checked = go.Figure(figure.to_plotly_json())  # validates: raises ValueError on anything plotly would refuse
+        assert json.loads(sent) == json.loads(checked.to_json())  # the same JSON as plotly's own
+        assert figure._repr_mimebundle_.__self__ is figure.figure  # a notebook's display hook is plotly's own
+
+
+def test_a_notebooks_run_gives_its_graph_as_a_plotly_figure():
+    """`explore(...).figure` is plotly's Figure (a notebook draws it, `.write_html` works): not the dicts the server
+    sends."""
+    import plotly.graph_objects as go
+
+    from explorer.notebook import explore
+
+    run = explore("rnn", "Hi there.", hidden=8, embed=8)
+    assert isinstance(run.figure, go.Figure) and "9 tokens" in run.figure.layout.title.text.replace("<br>", " ")

@@ -13,6 +13,7 @@ from explorer.core import machine
 from explorer.core.fmt import format_bytes, ms_iqr
 from explorer.core.machine import Machine
 from explorer.draw.graph import draw_graph, fx_graph
+from explorer.draw.style import Figure, Unchecked
 from explorer.eager.capture import Capture
 from explorer.labs.contract import Kind, Output
 from explorer.labs.deploy.results import TOLERANCE, DeployResult, RouteResult
@@ -45,8 +46,8 @@ class DeployView:
     verdict: str  # markdown
     table: list[list[Any]]  # rows of DEPLOY_COLUMNS
     diffs: go.Figure
-    autograd: go.Figure
-    exported: go.Figure
+    autograd: Unchecked
+    exported: Figure  # plotly's note when nothing was exported
     code: str
     downloads: list[str]
     report: dict[str, Any]
@@ -97,7 +98,7 @@ def diffs_figure(result: DeployResult, height: int = 380) -> go.Figure:
     return fig
 
 
-def exported_graph(result: DeployResult) -> tuple[go.Figure, str]:
+def exported_graph(result: DeployResult) -> tuple[Figure, str]:
     """The first exported program's graph (drawn with the app's one graph renderer) and its code."""
     r = next((r for r in result.routes if r.fx), None)
     if r is None:

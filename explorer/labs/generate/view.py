@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.draw.graph import draw_graph
-from explorer.draw.style import line_layout
+from explorer.draw.style import Unchecked, line_layout
 from explorer.eager.capture import Capture
 from explorer.eager.compare import measurement_of
 from explorer.labs.contract import Kind, Output
@@ -47,9 +47,9 @@ class GenerateView:
     memory: go.Figure
     compiles: list[list[Any]]
     alone: list[list[Any]]
-    graph_none: go.Figure | None
-    graph_dynamic: go.Figure | None
-    graph_static: go.Figure | None
+    graph_none: Unchecked | None
+    graph_dynamic: Unchecked | None
+    graph_static: Unchecked | None
     report: dict[str, Any]
 
 
@@ -112,7 +112,7 @@ def memory_figure(result: GenerateResult) -> go.Figure:
                        "cache bytes")
 
 
-def step_figure(result: GenerateResult, kind: str) -> go.Figure | None:
+def step_figure(result: GenerateResult, kind: str) -> Unchecked | None:
     """The chosen step's autograd graph with a cache of `kind` (hover a node: its shapes show the cache read)."""
     run = next((r for r in result.runs if r.cache == kind), None)
     if run is None or run.graph is None:
@@ -120,7 +120,7 @@ def step_figure(result: GenerateResult, kind: str) -> go.Figure | None:
     return graph_figure(run.graph, kind, result.graph_at)
 
 
-def graph_figure(capture: Capture, kind: str, at: int) -> go.Figure:
+def graph_figure(capture: Capture, kind: str, at: int) -> Unchecked:
     g = capture.graph
     what = "the prefill" if at == 0 else f"decode step {at}"
     return draw_graph(g, f"{kind} cache, {what}: {len(g.nodes)} nodes, {len(g.edges)} edges ({{drawn}})",
