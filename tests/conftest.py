@@ -5,6 +5,11 @@ import pytest
 from filelock import FileLock
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# One torch thread per test process, as the app, the CLI and the workers pin (explorer.core.machine.pin_threads):
+# two test processes on two cores with torch's default of a thread per core stalled each other's OpenMP teams (a
+# probe's 32-token train step took 0.85 s, not 0.03 s) and doubled the time of the in-process tests (tests/views,
+# eager, runs and draw: 24.5 s, 11.5 s with one thread). Set before anything imports torch.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # Each test process measures on its own core: the engine times on the first of its allowed cores and keeps its
 # other work (compile workers, server threads) on the rest, so two test processes left to the same order would
