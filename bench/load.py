@@ -295,6 +295,7 @@ def run_load(url: str, sessions: int, duration_s: float, mode: str = "typing",
         "timing_cores": sorted({tuple(t["cores"]) for t in tally.timings}),
         "measure_cores": tally.machine.get("measure_cores"),
         "other_cores": tally.machine.get("other_cores"),
+        "machine": {k: tally.machine.get(k) for k in ("device", "cpu", "cores", "torch")},  # the app's, as it said
     }
 
 
@@ -373,7 +374,9 @@ def main() -> None:
             f"{r['connect_p50_s']:.2f} s, the slowest {r['connect_max_s']:.2f} s"
             if r["link_opened"] else None)
     lines = [f"## {args.sessions} sessions for {args.duration:.0f} s, {args.mode} "
-             f"({time.strftime('%Y-%m-%d %H:%M')})", "", f"`{command}`", "", *filter(None, [link]),
+             f"({time.strftime('%Y-%m-%d %H:%M')})", "", f"`{command}`", "",
+             "Measured on {device} ({cpu}, {cores} cores), torch {torch}".format(**r["machine"]), "",
+             *filter(None, [link]),
              f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}; throughput "
              f"{rate:.2f} interactions/s on {cores} core(s): {rate / max(cores, 1):.2f} per core",
              f"- CPU seconds over the run: the app's server process {r['app_cpu_s']:.0f} "

@@ -18,8 +18,10 @@ def test_a_class_of_five_opens_one_link_then_types_for_ten_seconds_without_error
                            "class", "--out", str(tmp_path / "results.md"), "--json", str(tmp_path / "r.json")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "5 sessions for 10 s, class" in (tmp_path / "results.md").read_text()
     r = json.loads((tmp_path / "r.json").read_text())
+    written = (tmp_path / "results.md").read_text()
+    assert "5 sessions for 10 s, class" in written and f"({r['machine']['cpu']}, " in written  # what it ran on
+    assert r["machine"]["device"] == "cpu" and r["machine"]["cpu"]
     assert r["errors"] == 0, r["error_samples"]
     assert r["interactions"] >= 10 and r["reference_samples"] >= 1
     assert r["teacher"]["edits"] >= 1 and r["teacher"]["errors"] == 0, r["teacher"]  # the client at normal priority
