@@ -11,7 +11,7 @@ from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.draw.labels import Spot, placed
 from explorer.draw.layout import DrawNode, GraphLayout, layout_graph, module_color_keys, short_label, step_ticks
-from explorer.draw.style import PALETTE, Unchecked, unchecked, wrapped
+from explorer.draw.style import PALETTE, Unchecked, wrapped
 from explorer.eager.graph import AutogradGraph, GraphNode
 from models.branch import Branch
 
@@ -159,7 +159,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
         na, nb = lay.nodes[a], lay.nodes[b]
         ex += [na.x, nb.x, None]
         ey += [na.y, nb.y, None]
-    # Plain dicts, one Figure built at once and not validated (see style.unchecked).
+    # Plain dicts, one Figure built at once and not validated (see style.Unchecked).
     traces = [{"type": "scatter", "x": ex, "y": ey, "mode": "lines", "line": {"width": 0.6, "color": "#aab"},
                "hoverinfo": "skip", "showlegend": False}]
     ticked, tickvals, ticktext = step_ticks(lay) if lay.direction == "right" else ("", [], [])
@@ -196,7 +196,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
         axis = f"forward →  ticks: {ticked}, step (call) number"
     else:
         axis = "forward →  (inputs and parameters on the left, output on the right)"
-    return unchecked(traces, {
+    return Unchecked(traces, {
         "title": {"text": title, "font": {"size": 14}},
         "height": height, "margin": {"l": 10, "r": 10, "t": top, "b": 40},
         "plot_bgcolor": "white",

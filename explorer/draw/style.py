@@ -53,11 +53,6 @@ def _template() -> dict[str, Any]:
 Figure = go.Figure | Unchecked  # what a plot is given: plotly's Figure, or the dicts of one
 
 
-def unchecked(data: list[dict[str, Any]], layout: dict[str, Any]) -> Unchecked:
-    """The graph's and the history's figure: see `Unchecked`."""
-    return Unchecked(data, layout)
-
-
 def wrapped(text: str, width: int = 46) -> str:
     """Text in lines of at most `width` characters (plotly does not wrap titles or tick labels, and clips them)."""
     lines = [""]

@@ -27,7 +27,7 @@ MIN_BUDGET_SCALE = 0.25  # the shortest a timing gets under load: a quarter of i
 
 # Said of a run whose input has no memory peaks because its turn refused the profile (see Turn.profiles).
 NOT_PROFILED = ("No memory profile of this input: with this many waiting it would keep everyone behind waiting "
-                "several times longer (it runs once the queue is shorter).")
+                "several times longer (a run of this input once fewer are waiting profiles it).")
 
 
 class Busy(InputError):

@@ -14,7 +14,7 @@ from explorer.compile.observe import CompileEvent
 from explorer.compile.track import CompiledRun
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.draw.graph import draw_graph, fx_graph
-from explorer.draw.style import PALETTE, Unchecked, iqr_bars, unchecked, whole_ticks
+from explorer.draw.style import PALETTE, Unchecked, iqr_bars, whole_ticks
 from explorer.draw.tree_layout import tree_layout
 from explorer.runs.session import Captured, RunRecord, RunResult
 from explorer.sources.registry import source
@@ -56,7 +56,7 @@ def history_figure(history: Iterable[RunRecord], height: int = 460) -> Unchecked
     """Latency and memory against input length, one colour per architecture: forward solid, train step dotted.
     The latest LEGEND_ARCHS architectures are coloured and named (one legend entry each); older ones stay as grey
     context, so that the legend never takes over the plot. Built in one go from plain dicts, not validated (two
-    stacked plots sharing the length axis): it is drawn after every run of every session (see style.unchecked)."""
+    stacked plots sharing the length axis): it is drawn after every run of every session (see style.Unchecked)."""
     runs = list(history)
     archs = list(dict.fromkeys(r.arch for r in reversed(runs)))  # the latest first
     traces = []
@@ -92,7 +92,7 @@ def history_figure(history: Iterable[RunRecord], height: int = 460) -> Unchecked
         return {"text": text, "x": 0.5, "y": y, "xref": "paper", "yref": "paper", "xanchor": "center",
                 "yanchor": "bottom", "showarrow": False, "font": {"size": 12}}
 
-    return unchecked(traces, {
+    return Unchecked(traces, {
         "height": height, "margin": {"l": 10, "r": 10, "t": 60, "b": 30}, "plot_bgcolor": "white",
         "legend": {"font": {"size": 11}, "orientation": "h", "yanchor": "top", "y": -0.12},
         "title": {"text": f"This session's runs (cpu, {threads} thread(s)){older}", "font": {"size": 13}},

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def test_the_batching_lab_runs(page: Page, app_url):
     loaded(page, app_url)
     page.get_by_role("tab", name="Batching lab").click()
-    # a class's own sentences, typed: four, not the 64 generated ones (the lab at its defaults: tests/labs/batching)
+    # a class's own sentences, pasted: four, not the 64 generated ones (the lab at its defaults: tests/labs/batching)
     lines = page.get_by_role("textbox", name=re.compile("^lines")).filter(visible=True)
     lines.fill("Hi.\nA longer sentence than that.\nMedium one.\nAnd a fourth, longest of the four by a few words.")
     page.get_by_role("button", name="Run the lab").click()

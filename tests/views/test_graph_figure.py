@@ -182,7 +182,7 @@ def test_an_fx_graphs_legend_names_op_kinds_and_a_long_title_wraps_instead_of_be
 
 @pytest.mark.parametrize("model", ["rnn", "transformer", "early_exit", "tree", "decoder"])
 def test_the_unchecked_figures_are_valid_plotly(model):
-    """The graph and the history are built without plotly's validation (style.unchecked): here they are validated,
+    """The graph and the history are built without plotly's validation (style.Unchecked): here they are validated,
     a diff's red outline, an opened module and an architecture change included. Validating raises on any property
     plotly does not know or any value it would refuse."""
     import plotly.graph_objects as go
