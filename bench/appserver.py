@@ -39,17 +39,18 @@ def connect(url: str) -> Client:
     return Client(url, verbose=False, ssl_verify=_tls())  # type: ignore[arg-type]
 
 
-def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90,
-              cpus: str | None = None) -> tuple[subprocess.Popen, str, float]:
-    """(process, url, seconds from launch to the first served page); `cpus` restricts it like `taskset -c`."""
+def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90, cpus: str | None = None,
+              log: Path | None = None) -> tuple[subprocess.Popen, str, float]:
+    """(process, url, seconds from launch to the first served page); `cpus` restricts it like `taskset -c`; `log`
+    keeps what the server prints (else it is dropped)."""
     port = free_port()
     inherited = {k: v for k, v in os.environ.items() if k not in INTERNAL_ENV}  # this process's machine, not the app's
     env = {**inherited, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
            "GE_WARM_COMPILE": "0", "GE_WARM_CLAIMS": "0", "GE_CLAIMS_FILE": "", **(extra_env or {})}
     start = time.monotonic()
     command = [*(["taskset", "-c", cpus] if cpus else []), sys.executable, "app.py"]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    with open(log or os.devnull, "wb") as out:  # the child holds its own copy of the file
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     while True:
         try:

@@ -1,9 +1,16 @@
 """The browser scenarios' fixtures: Debian's Chromium at a projector's size, and the real app, one per test file
-(the playground's scenarios and the labs' run side by side on two test workers)."""
+(the playground's scenarios and the labs' run side by side on two test workers). A failed test's report carries
+what the browser said (script errors, console errors, server errors, printed as they happen) and the end of the
+server's log: a flake seen once in CI is then read, not guessed."""
+
+from pathlib import Path
 
 import pytest
 
 from tests.helpers import ARGS, ensure_chromium, start_app, stop_app
+
+SERVER_LOGS: dict[str, Path] = {}  # a test file's app: its log
+LOG_LINES = 80
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +24,28 @@ def browser_context_args(browser_context_args):
 
 
 @pytest.fixture(scope="module")
-def app_url():
-    proc, url, _ = start_app()
+def app_url(request, tmp_path_factory):
+    log = tmp_path_factory.mktemp("app") / "server.log"
+    proc, url, _ = start_app(log=log)
+    SERVER_LOGS[request.module.__name__] = log
     yield url
     stop_app(proc)
+
+
+@pytest.fixture
+def page(page):
+    """Playwright's page, printing what went wrong in the browser as it happens (shown when the test fails)."""
+    page.on("pageerror", lambda error: print(f"browser script error: {error}"))
+    page.on("console", lambda m: m.type == "error" and print(f"browser console error: {m.text}"))
+    page.on("response", lambda r: r.status >= 500 and print(f"server error {r.status}: {r.request.method} {r.url}"))
+    return page
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    log = SERVER_LOGS.get(item.module.__name__)
+    if report.when == "call" and report.failed and log is not None and log.exists():
+        lines = log.read_text(errors="replace").splitlines()[-LOG_LINES:]
+        report.sections.append((f"the app's log (last {LOG_LINES} lines)", "\n".join(lines)))
+    return report
