@@ -32,7 +32,7 @@ def _row(case: str, r: RouteResult) -> str:
     checked = (f"max {max(diffs):.1g}" if diffs else "—") + (f", {refused} refused" if refused else "")
     c = r.comparison
     speed = (f"{ms_iqr(r.latency.median_ms, r.latency.iqr_ms, 3)} vs {ms_iqr(r.eager.median_ms, r.eager.iqr_ms, 3)}: "
-             f"**{c.ratio:.2f}x** ({c.low:.2f}-{c.high:.2f}{'' if c.resolved else ', not resolved'})"
+             f"**{c.ratio:.2f}x** ({c.interval()}{'' if c.resolved or not c.enough else ', not resolved'})"
              if r.latency and r.eager and c else "—")
     why = (r.first_problem() or "").replace("|", "\\|")[:140]
     return (f"| {case} | {r.route} | {r.outcome} | {r.seconds:.1f} | "

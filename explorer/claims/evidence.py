@@ -3,6 +3,7 @@ a chart. Measuring (the claim modules), judging (each claim's `judge`) and drawi
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -14,7 +15,7 @@ from explorer.compile.protocol import Workers
 from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.core.progress import Progress
-from explorer.eager.compare import Comparison
+from explorer.eager.compare import Comparison, too_few
 from explorer.sources.contract import ModelSource
 
 
@@ -150,14 +151,18 @@ def run_claim(claim: Claim, workers: Workers, model: Chosen | None = None) -> It
 
 
 def pair_numbers(key: str, c: Comparison) -> dict[str, float]:
-    """A paired comparison as the numbers a verdict reads: `key` the ratio (a over b), its interval and pairs."""
-    return {key: c.ratio, f"{key}_low": c.low, f"{key}_high": c.high, f"{key}_pairs": float(c.pairs)}
+    """A paired comparison as the numbers a verdict reads: `key` the ratio (a over b), its interval and pairs. Below
+    MIN_PAIRS the interval's ends are NaN: every comparison with them is false, so no judge reads a verdict there."""
+    low, high = (c.low, c.high) if c.low is not None and c.high is not None else (math.nan, math.nan)
+    return {key: c.ratio, f"{key}_low": low, f"{key}_high": high, f"{key}_pairs": float(c.pairs)}
 
 
 def interval(x: dict[str, float], key: str, inverted: bool = False) -> str:
     """The ratio under `key` with its interval, as `pair_numbers` stored it: '2.50x, 95% interval 2.2-2.8x over 20
     pairs'; `inverted`, the other way round (b over a), so that a speed-up is said above 1."""
     ratio, low, high = x[key], x[f"{key}_low"], x[f"{key}_high"]
+    if math.isnan(low) or math.isnan(high):
+        return f"{times(1 / ratio if inverted else ratio)}, {too_few(int(x[f'{key}_pairs']))}"
     if inverted:
         ratio, low, high = 1 / ratio, 1 / high, 1 / low
     return f"{times(ratio)}, 95% interval {low:.2f}-{high:.2f}x over {x[f'{key}_pairs']:.0f} pairs"

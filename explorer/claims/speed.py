@@ -7,11 +7,25 @@ from collections.abc import Iterator
 
 from explorer.claims.chosen import Chosen, by_model
 from explorer.claims.compiled import eager_then_compiled, options
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Holds, Series, Verdict, times
+from explorer.claims.evidence import (
+    CONDITION,
+    HOLDS,
+    NOT_HERE,
+    Chart,
+    Claim,
+    Evidence,
+    Holds,
+    Series,
+    Verdict,
+    interval,
+    pair_numbers,
+    times,
+)
 from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
+from explorer.eager.compare import Estimate
 from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState
 from explorer.sources.registry import make_config
@@ -43,25 +57,25 @@ def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
             numbers[f"{model}.ran_compiled"] = 0.0  # counted: a model whose compiled code never ran is not a win
             shown.append((model, "no compiled code ran", run.fallback or ""))
             continue
-        numbers |= {f"{model}.ran_compiled": 1.0, f"{model}.speedup": pair.ratio, f"{model}.speedup_low": pair.low,
-                    f"{model}.speedup_high": pair.high, f"{model}.pairs": pair.pairs}
-        if run.break_even_calls is not None:
-            numbers[f"{model}.break_even_calls"] = run.break_even_calls
+        numbers |= {f"{model}.ran_compiled": 1.0} | pair_numbers(f"{model}.speedup", pair)
+        if run.break_even is not None:
+            numbers |= {f"{model}.break_even_calls": run.break_even.value,
+                        f"{model}.break_even_low": run.break_even.low, f"{model}.break_even_high": run.break_even.high}
         for series, m in ((eager, run.eager), (compiled, run.compiled)):
             series.x.append(model)
             series.y.append(m.median_ms)
             series.spread.append(m.iqr_ms)  # type: ignore[union-attr]
-        paid = f"paid back after {run.break_even_calls:,} calls" if run.break_even_calls else "not paid back"
+        paid = f"paid back after {run.break_even.said()} calls" if run.break_even else "not paid back"
         paid += " (the compile was served by inductor's cache)" if numbers[f"{model}.cached"] else " (a cold compile)"
-        shown.append((model, f"{times(pair.ratio)} [{pair.low:.2f}-{pair.high:.2f}]",
+        shown.append((model, f"{times(pair.ratio)} [{pair.interval()}]",
                       f"{run.eager.median_ms:.2f} → {run.compiled.median_ms:.2f} ms over {pair.pairs} pairs; "
                       f"{run.total_compile_s:.1f} s of compiling, {paid}"))
     chart = Chart("bar", "Forward of the default text: eager vs compiled", "model", "ms (median, bars = IQR)",
                   [eager, compiled])
-    notes = ["forward without grad, eager and compiled timed in interleaved pairs in the compile worker; the ratio's "
-             "95% interval is bootstrapped over the pairs, and a model counts as faster compiled only when the whole "
-             "interval is above 1; compile seconds are dynamo's own (inductor's caches on this server may have "
-             "served some: the Playground's compile timeline says which)"]
+    notes = ["forward without grad, eager and compiled timed in interleaved pairs in the compile worker; the ratio is "
+             "the median pair's with its distribution-free 95% interval (at least 8 pairs), and a model counts as "
+             "faster compiled only when the whole interval is above 1; compile seconds are dynamo's own, each model's "
+             "said cold or served by inductor's caches on this server"]
     yield Evidence(numbers, shown[:4], chart, notes)
 
 
@@ -79,9 +93,9 @@ def judge(x: dict[str, float]) -> Verdict:
         def one(m: str) -> str:
             calls = x.get(f"{m}.break_even_calls")
             served = " of cache-served compiling" if x.get(f"{m}.cached") else " of cold compiling"
-            back = (f", paid back after {calls:,.0f} calls{served}" if calls else ", not paid back") if paid else ""
-            return (f"{m} {times(x[f'{m}.speedup'])} (95% interval {x[f'{m}.speedup_low']:.2f}-"
-                    f"{x[f'{m}.speedup_high']:.2f}x, {x[f'{m}.pairs']:.0f} pairs){back}")
+            after = calls and Estimate(calls, x[f"{m}.break_even_low"], x[f"{m}.break_even_high"]).said()
+            back = (f", paid back after {after} calls{served}" if calls else ", not paid back") if paid else ""
+            return f"{m} {interval(x, f'{m}.speedup')}{back}"
         return "; ".join(map(one, ms))
 
     rest = "".join([f"; slower compiled: {say(slower)}" if slower else "",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import linecache
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -192,12 +192,24 @@ class CountingBackend:
 
 @dataclass(frozen=True)
 class CompileAt:
-    """One compile along a run: where it asked (a generation step, a request of a stream), dynamo's seconds, and
-    the guard that failed ("first compile" for the first)."""
+    """One compile along a run: where it asked (a generation step, a request of a stream), dynamo's seconds, the
+    guard that failed ("first compile" for the first), and whether inductor's caches served it."""
 
     at: int
     seconds: float
     reason: str
+    cache: str = ""  # as FrameCompile.cache
+
+
+def cache_said(caches: Sequence[str]) -> str:
+    """Whether inductor's caches served these compiles, said beside their seconds wherever those enter a figure (a
+    cold inductor compile takes 10x and more the seconds of one the cache served): a compile with no hit is cold."""
+    n, served = len(caches), sum(1 for c in caches if c and "miss" not in c)
+    if served == n:
+        return "served by inductor's caches" if n == 1 else f"all {n} served by inductor's caches"
+    if served == 0:
+        return "cold" if n == 1 else f"all {n} cold"
+    return f"{served} of {n} served by inductor's caches, {n - served} cold"
 
 
 class CompileLog:
@@ -216,9 +228,9 @@ class CompileLog:
 
     def since(self, began: float) -> list[CompileAt]:
         """Each graph compiled, with dynamo's seconds for its frame (time.time() `began` before the run)."""
-        seconds = [c.seconds for c in frame_compiles(began)]
-        return [CompileAt(at, s, why) for (at, why), s in zip(self._asked, seconds + [0.0] * len(self._asked),
-                                                                strict=False)]
+        frames = frame_compiles(began)
+        frames += [FrameCompile("", 0.0, "")] * (len(self._asked) - len(frames))
+        return [CompileAt(at, f.seconds, why, f.cache) for (at, why), f in zip(self._asked, frames, strict=False)]
 
 
 _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')

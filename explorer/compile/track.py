@@ -9,11 +9,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from explorer.compile.jobs import PlaygroundJob, PlaygroundReply
-from explorer.compile.observe import SKIPPED_RNN, CompileEvent, Explanation
+from explorer.compile.observe import SKIPPED_RNN, CompileEvent, Explanation, cache_said
 from explorer.compile.options import CompileOptions, require_backend
 from explorer.compile.protocol import JobRunner
 from explorer.core.progress import Progress
-from explorer.eager.compare import Comparison
+from explorer.eager.compare import Comparison, Estimate
 from explorer.eager.timing import Measurement
 
 
@@ -50,6 +50,12 @@ class CompiledRun:
     graph_count: int  # distinct graphs compiled for this model+options so far
     explanation: Explanation
     events: list[CompileEvent] = field(default_factory=list)  # this input's compilations, with code
+    caches: tuple[str, ...] = ()  # each compile counted in total_compile_s: what inductor's caches served
+
+    @property
+    def cache(self) -> str:
+        """Whether inductor's caches served the compiles counted in total_compile_s ('cold', 'all 2 served...')."""
+        return cache_said(self.caches)
 
     @property
     def speedup(self) -> float | None:
@@ -68,13 +74,16 @@ class CompiledRun:
         return self.comparison.faster == "compiled"
 
     @property
-    def break_even_calls(self) -> int | None:
-        """Calls after which the compile time is paid back; None if compiled is not resolved faster (never, or
-        not known at this noise)."""
-        if not self.faster:
+    def break_even(self) -> Estimate | None:
+        """Calls after which the compile seconds are paid back, with the range the speed-up's interval implies;
+        None if compiled is not resolved faster (never, or not known at this noise)."""
+        if not self.faster or self.comparison is None:
             return None
-        saving_ms = self.eager.median_ms - self.compiled.median_ms
-        return math.ceil(self.total_compile_s * 1e3 / saving_ms) if saving_ms > 0 else None
+        return self.comparison.paid_back(self.total_compile_s)
+
+    @property
+    def break_even_calls(self) -> int | None:
+        return self.break_even.calls if self.break_even else None
 
     def as_dict(self) -> dict[str, Any]:
         ex = self.explanation
@@ -87,10 +96,14 @@ class CompiledRun:
             "compile_s": self.compile_s,
             "total_compile_s": self.total_compile_s,
             "speedup": self.speedup,
-            "speedup_interval": [self.comparison.low, self.comparison.high] if self.speedup is not None else None,
+            "speedup_interval": [self.comparison.low, self.comparison.high]
+            if self.speedup is not None and self.comparison and self.comparison.enough else None,
             "pairs": self.comparison.pairs if self.comparison else None,
             "faster": self.faster,
             "break_even_calls": self.break_even_calls,
+            "break_even_range": [math.ceil(self.break_even.low), math.ceil(self.break_even.high)]
+            if self.break_even else None,
+            "compile_cache": self.cache,
             "fallback": self.fallback,
             "graph_count": self.graph_count,
             "graph_breaks": [asdict(b) for b in ex.graph_breaks],
@@ -117,6 +130,7 @@ class CompileTrack:
     inputs: dict[tuple, list[list[int]]] = field(default_factory=dict)
     compile_s: dict[tuple, float] = field(default_factory=dict)
     graphs: dict[tuple, set[str]] = field(default_factory=dict)
+    caches: dict[tuple, list[str]] = field(default_factory=dict)  # per key, each compile's cache (as the seconds)
     timeline: list[TimelineEntry] = field(default_factory=list)
     runs: list[CompiledRun] = field(default_factory=list)
 
@@ -143,6 +157,8 @@ class CompileTrack:
         for call in reply.calls:
             compile_s = sum(e.compile_s for e in call.events)
             self.compile_s[key] = self.compile_s.get(key, 0.0) + compile_s
+            caches = self.caches.setdefault(key, [])
+            caches += [e.cache for e in call.events]
             graphs = self.graphs.setdefault(key, set())
             graphs.update(e.compile_id for e in call.events)
             self.timeline += [TimelineEntry(e, arch, options.label()) for e in call.events]
@@ -154,7 +170,7 @@ class CompileTrack:
                 peak_compiled_bytes=fig and fig.peak_compiled_bytes, compile_s=compile_s,
                 total_compile_s=self.compile_s[key],
                 fallback=honest_fallback(call.fallback, call.error, reply.explanation),
-                graph_count=len(graphs), explanation=reply.explanation, events=call.events,
+                graph_count=len(graphs), explanation=reply.explanation, events=call.events, caches=tuple(caches),
             )
             self.runs.append(cr)
             yield cr

@@ -15,6 +15,7 @@ from explorer.compile.track import CompiledRun
 from explorer.core.fmt import format_bytes
 from explorer.core.progress import Progress
 from explorer.draw.style import Unchecked
+from explorer.eager.compare import rounded
 from explorer.runs.session import Session
 from explorer.views.figures import compiled_figure, fx_figure
 from explorer.views.report import build_report
@@ -39,7 +40,7 @@ TIMELINE_COLUMNS = ["#", "tokens", "graph", "function", "shapes", "compile s", "
 def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
     m, e, pair = c.compiled, c.eager, c.comparison
     tag = " (eager fallback!)" if c.fallback and m else ""
-    be = c.break_even_calls
+    be = c.break_even
     return [
         ("compiled forward", f"{m.median_ms:.3f} ms" if m else "failed",
          m.spread() + tag if m else "see the message above"),
@@ -47,9 +48,10 @@ def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
          f"{c.speedup:.2f}x" + ("" if pair.resolved else " (not resolved)"),
          "no compiled code ran: see the message above" if c.fallback or pair is None or e is None else
          f"{pair.said()}; eager re-timed {e.median_ms:.3f} ms in the same process, interleaved"),
-        ("compile time", f"{c.total_compile_s:.2f} s", f"this input: {c.compile_s:.2f} s"),
-        ("break-even", "not reached" if be is None else f"{be:,} calls",
-         "compile time / per-call saving, once compiled is faster by its whole interval"),
+        ("compile time", f"{c.total_compile_s:.2f} s", f"{c.cache}; this input: {c.compile_s:.2f} s"),
+        ("break-even", "not reached" if be is None else f"{rounded(be.value)} calls",
+         "compile time / per-call saving, once compiled is faster by its whole interval" if be is None else
+         f"{be.said()} calls by the speed-up's interval; {c.total_compile_s:.2f} s of compiling, {c.cache}"),
         ("peak memory", format_bytes(c.peak_compiled_bytes), f"eager {format_bytes(c.peak_eager_bytes)} (no_grad)"),
         ("graphs", f"{c.graph_count}", f"{max(c.explanation.graph_break_count, 0)} graph break(s) when it compiled, "
          f"at {len(c.explanation.graph_breaks)} place(s)"),

@@ -6,6 +6,7 @@ from typing import Any
 
 from explorer.core.fmt import format_bytes, ms_iqr
 from explorer.core.machine import Machine
+from explorer.eager.compare import too_few
 
 
 def format_table(report: dict[str, Any]) -> str:
@@ -40,13 +41,14 @@ def format_table(report: dict[str, Any]) -> str:
                      + (f": {ms_iqr(fw['median_ms'], fw['iqr_ms'], 3)}" if fw else ""))
         if c["speedup"] is not None:
             be = c["break_even_calls"]
+            be_low, be_high = c["break_even_range"] or (None, None)
             eager_ms = c["eager_forward"]["median_ms"]
-            low, high = c["speedup_interval"]
             said = {True: "compiled faster", False: "eager faster", None: "no difference resolved"}[c["faster"]]
-            lines.append(f"  vs eager           {c['speedup']:.2f}x, 95% interval {low:.2f}-{high:.2f}x over "
-                         f"{c['pairs']} pairs: {said} (eager re-timed {eager_ms:.3f} ms), "
-                         f"compile {c['total_compile_s']:.2f} s, break-even "
-                         + ("not reached" if be is None else f"{be:,} calls"))
+            interval = (f"95% interval {c['speedup_interval'][0]:.2f}-{c['speedup_interval'][1]:.2f}x over "
+                        f"{c['pairs']} pairs: {said}" if c["speedup_interval"] else too_few(c["pairs"]))
+            lines.append(f"  vs eager           {c['speedup']:.2f}x, {interval} (eager re-timed {eager_ms:.3f} ms), "
+                         f"compile {c['total_compile_s']:.2f} s ({c['compile_cache']}), break-even "
+                         + ("not reached" if be is None else f"{be:,} calls ({be_low:,}-{be_high:,})"))
         if c["fallback"]:
             lines.append(f"  NOT COMPILED: {c['fallback']}")
         lines.append(f"  graphs {c['graph_count']}, graph breaks {c['graph_break_count']}")

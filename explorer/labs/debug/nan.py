@@ -40,9 +40,11 @@ class Finding:
         """'3.1x a plain step (95% interval 2.9-3.3x, 12 pairs)', or that no cost was resolved at this noise, or
         (noise the other way) that the step under it ran faster by its whole interval."""
         c = self.cost
-        if c.low > 1:
+        if not c.enough:
+            return f"{c.ratio:.2f}x a plain step: {c.interval()}"
+        if c.faster == PLAIN:
             return f"{c.ratio:.1f}x a plain step ({c.interval()})"
-        if c.high < 1:
+        if c.faster == self.method:
             return f"no cost: {c.ratio:.2f}x a plain step, faster by its whole interval ({c.interval()})"
         return f"no cost resolved against a plain step (±{c.noise:.0%}; {c.ratio:.2f}x, {c.interval()})"
 

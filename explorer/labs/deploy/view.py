@@ -62,8 +62,8 @@ def _speed(r: RouteResult) -> str:
         return "—"
     artefact, eager = (ms_iqr(m.median_ms, m.iqr_ms, 3) for m in (r.latency, r.eager))
     c = r.comparison
-    return (f"{artefact} vs eager {eager}: {c.ratio:.2f}x (95% interval {c.low:.2f}-{c.high:.2f}x"
-            + ("" if c.resolved else ", not resolved") + ")")
+    return (f"{artefact} vs eager {eager}: {c.ratio:.2f}x ({c.interval()}"
+            + ("" if c.resolved or not c.enough else ", not resolved") + ")")
 
 
 def _row(r: RouteResult) -> list[Any]:
