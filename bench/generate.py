@@ -17,6 +17,7 @@ import time
 from bench.common import parser
 from explorer.compile.protocol import WorkerContext
 from explorer.core import machine
+from explorer.eager.compare import MIN_PAIRS
 from explorer.eager.generation import left_padded
 from explorer.labs.generate.job import REDUCE_OVERHEAD, CacheRun, GenerateJob
 from explorer.labs.generate.results import GenerateResult
@@ -24,7 +25,7 @@ from models.decoder import CACHES
 
 PROMPT = b"The cat sat on the mat, and then"  # 32 bytes
 TOKENS = 225  # the last step reads 256 positions
-REPEATS = 5
+REPEATS = MIN_PAIRS  # warm generations per side: one eager/compiled pair each
 AT = (33, 64, 128, 256)  # positions read off: decode step i reads the prompt and i generated tokens
 
 
@@ -58,6 +59,7 @@ def main() -> None:
         result = results[model]
         c = result.per_token(run)
         k = result.break_even(run)
+        paid = f"{k.said()} tokens, {result.compiled_cache(run)}" if k else "none"
         compiles = (f"{len(run.compiles)} at steps {[x.at for x in run.compiles]}, "
                     f"{sum(x.seconds for x in run.compiles):.1f} s")
         for side, samples in (("eager", run.eager_s), (f"compiled ({run.backend})", run.compiled_s)):
@@ -66,7 +68,7 @@ def main() -> None:
             compiled = side != "eager"
             rows.append(f"| {model} | {run.cache} | {side} | " + " | ".join(_at(samples, p) for p in AT)
                         + f" | {compiles if compiled else '—'} | {c.said() if compiled and c else run.error or '—'} | "
-                        f"{(f'{k} tokens' if k is not None else 'none') if compiled else '—'} | "
+                        f"{paid if compiled else '—'} | "
                         f"{run.stance if compiled and run.stance else '—'} |")
         said += filter(None, [result.cuda_graphs(run)])
     same = ", ".join(f"{model} {r.cache} ({r.backend}): {'same' if same else 'OTHER'} tokens, logits within "

@@ -4,7 +4,6 @@ compile's seconds over the time a compiled decode step saves, its interval from 
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Iterator
 
@@ -20,8 +19,10 @@ from explorer.claims.evidence import (
     interval,
     pair_numbers,
 )
+from explorer.compile.observe import cache_served, served_said
 from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
+from explorer.eager.compare import MIN_PAIRS, Estimate, rounded
 from explorer.labs.generate.lab import run_generate
 from explorer.labs.generate.results import GenerateResult
 from explorer.sources.registry import subject
@@ -30,13 +31,6 @@ MODEL = "decoder"
 PROMPT = "The cat sat on the mat, and then"  # 32 bytes
 TOKENS = 128
 CACHES = ("static", "dynamic")
-
-
-def tokens_to_pay(compile_s: float, eager_ms: float, ratio: float) -> float:
-    """Generated tokens after which a compile of `compile_s` is paid back by decode steps `ratio` times faster
-    than eager's `eager_ms` (infinite where compiled is not faster)."""
-    saved_s = eager_ms * (1 - 1 / ratio) / 1e3
-    return math.ceil(compile_s / saved_s) if saved_s > 0 else math.inf
 
 
 def evidence_of(result: GenerateResult) -> Evidence:
@@ -52,39 +46,45 @@ def evidence_of(result: GenerateResult) -> Evidence:
         eager_ms = statistics.median(c.a_ms)
         numbers |= pair_numbers(f"{key}.per_token", c) | {
             f"{key}.compile_s": compile_s, f"{key}.compiles": float(len(run.compiles)),
+            f"{key}.cache_served": float(cache_served([x.cache for x in run.compiles])),
             f"{key}.eager_ms": eager_ms, f"{key}.compiled_ms": statistics.median(c.b_ms)}
-        for bound, ratio in (("k", c.ratio), ("k_low", c.high), ("k_high", c.low)):
-            if math.isfinite(k := tokens_to_pay(compile_s, eager_ms, ratio)):  # JSON has no infinity
-                numbers[f"{key}.{bound}"] = k
+        if k := result.break_even(run):  # a K only where compiled is faster by its interval
+            numbers |= {f"{key}.k": k.value, f"{key}.k_low": k.low, f"{key}.k_high": k.high}
         for series, ms in ((eager, c.a_ms), (compiled, c.b_ms)):
             q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
             series.x.append(f"{key} cache")
             series.y.append(statistics.median(ms))
             series.spread.append(q[2] - q[0])  # type: ignore[union-attr]
-        k = numbers.get(f"{key}.k")
-        paid = (f"{k:,.0f} tokens" if c.faster == "compiled" and k else "never (eager is faster)"
-                if c.faster == "eager" else "not resolved")  # a K only where compiled is faster by its interval
+        k = result.break_even(run)
+        paid = (f"{rounded(k.value)} tokens" if k else "never (eager is faster)"
+                if c.faster == "eager" else "not resolved")
         shown.append((f"{key} cache: pays off after", paid,
-                      f"{compile_s:.1f} s of {len(run.compiles)} compile(s); per token "
+                      f"{compile_s:.1f} s of {len(run.compiles)} compile(s), {result.compiled_cache(run)}; "
+                      + (f"K {k.said()} by the per-token interval; " if k else "") + "per token "
                       f"{interval(numbers, f'{key}.per_token')}" + (f"; {run.stance}" if run.stance else "")))
     chart = Chart("bar", "A decode step, eager and compiled", "key/value cache", "ms per token (median, bars = IQR)",
                   [eager, compiled])
     notes = [f"the zoo's decoder at its defaults, the prompt {PROMPT!r} and {result.tokens} generated tokens, "
              f"greedy; per cache, its first compiled generation compiles (the static one under fail_on_recompile from "
              f"its second decode step), then {result.repeats} warm generations of each side, interleaved on one core, "
-             "timed step by step, each decode step an eager/compiled pair. K is the compile's seconds (one "
-             "measurement, in the compile worker as it was: the first inductor compile of a fresh worker also pays "
-             "its toolchain's start, and inductor's on-disk cache may serve a graph compiled before) over the "
-             "median time a compiled step saves; its interval comes from the per-token ratio's 95% interval.",
+             "each generation's mean decode step one eager/compiled pair (its steps share the machine's slow "
+             "spells, so a generation is the independent unit). K is the compile's seconds (one measurement, in the "
+             "compile worker as it was: the first inductor compile of a fresh worker also pays its toolchain's "
+             "start; whether inductor's on-disk cache served each compile is said beside it) over the time a "
+             "compiled step saves; its range comes from the per-token ratio's 95% interval.",
              *(f"compiling with the {r.cache} cache failed: {r.error}" for r in result.runs if r.error)]
     return Evidence(numbers, shown, chart, notes)
 
 
 def measure(w: Workers) -> Iterator[Progress | Evidence]:
-    tokens, repeats, backend = (6, 1, "eager") if w.quick else (TOKENS, 3, "inductor")
+    tokens, repeats, backend = (6, 1, "eager") if w.quick else (TOKENS, MIN_PAIRS, "inductor")
     config = subject(MODEL).config  # its defaults
     for item in run_generate(w.compile, MODEL, config, PROMPT, tokens, list(CACHES), backend, repeats):
         yield item if isinstance(item, Progress) else evidence_of(item)
+
+
+def served(x: dict[str, float], key: str) -> str:
+    return served_said(int(x[f"{key}.cache_served"]), int(x[f"{key}.compiles"]))
 
 
 def judge(x: dict[str, float]) -> Verdict:
@@ -98,15 +98,17 @@ def judge(x: dict[str, float]) -> Verdict:
         return Verdict(NOT_HERE, f"with a static cache, compiled decoding is slower than eager here: {said}")
     if x["static.per_token_low"] <= 1 or "static.k_high" not in x:
         return Verdict(UNRESOLVED, f"with a static cache, {said}: the interval includes 1, so no K")
-    k = (f"after {x['static.k']:,.0f} tokens (95% interval {x['static.k_low']:,.0f}-{x['static.k_high']:,.0f} from "
-         f"the per-token ratio's; the compile's seconds are one measurement), its {x['static.compile_s']:.1f} s of "
-         f"{x['static.compiles']:.0f} compiles paid back by decode steps "
+    k = (f"after {Estimate(x['static.k'], x['static.k_low'], x['static.k_high']).said()} tokens (the range from the "
+         f"per-token ratio's interval; the compile's seconds are one measurement), its {x['static.compile_s']:.1f} s "
+         f"of {x['static.compiles']:.0f} compiles ({served(x, 'static')}) paid back by decode steps "
          f"{x['static.eager_ms']:.3f} -> {x['static.compiled_ms']:.3f} ms ({said})")
     if "dynamic.per_token" not in x:
         other = ""
     elif x["dynamic.per_token_low"] > 1 and "dynamic.k" in x:
-        other = (f"; the dynamic cache ({x['dynamic.compiles']:.0f} compiles, {x['dynamic.compile_s']:.1f} s) after "
-                 f"{x['dynamic.k']:,.0f} tokens ({interval(x, 'dynamic.per_token')})")
+        other = (f"; the dynamic cache ({x['dynamic.compiles']:.0f} compiles, {x['dynamic.compile_s']:.1f} s, "
+                 f"{served(x, 'dynamic')}) after "
+                 f"{Estimate(x['dynamic.k'], x['dynamic.k_low'], x['dynamic.k_high']).said()} tokens "
+                 f"({interval(x, 'dynamic.per_token')})")
     else:
         other = ("; the dynamic cache's compiled step was not faster by its interval "
                  f"({interval(x, 'dynamic.per_token')})")

@@ -204,7 +204,16 @@ class CompileAt:
 def cache_said(caches: Sequence[str]) -> str:
     """Whether inductor's caches served these compiles, said beside their seconds wherever those enter a figure (a
     cold inductor compile takes 10x and more the seconds of one the cache served): a compile with no hit is cold."""
-    n, served = len(caches), sum(1 for c in caches if c and "miss" not in c)
+    return served_said(cache_served(caches), len(caches))
+
+
+def cache_served(caches: Sequence[str]) -> int:
+    """How many of these compiles inductor's caches served (a hit and no miss)."""
+    return sum(1 for c in caches if c and "miss" not in c)
+
+
+def served_said(served: int, n: int) -> str:
+    """`served` of `n` compiles served by inductor's caches, in words."""
     if served == n:
         return "served by inductor's caches" if n == 1 else f"all {n} served by inductor's caches"
     if served == 0:

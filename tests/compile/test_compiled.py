@@ -209,10 +209,10 @@ def test_an_inductor_compile_reports_dynamos_seconds_and_the_cache_that_served_i
 
 
 def _run(eager_ms, compiled_ms, fallback=None, spread=0.01):
-    """A compiled run whose 20 pairs have these medians, each sample `spread` (relative) off it either way, the two
-    sides' noise unrelated (a pattern of period 2 against one of period 4)."""
-    eager = [eager_ms * (1 + spread * (-1) ** i) for i in range(20)]
-    compiled = [compiled_ms * (1 + spread * (-1) ** (i // 2)) for i in range(20)]
+    """A compiled run whose 20 pairs have these medians, each sample up to `spread` (relative) off it either way, the
+    two sides' noise unrelated (evenly spread, in two unrelated orders: no two pairs alike)."""
+    eager = [eager_ms * (1 + spread * ((7 * i) % 20 - 9.5) / 9.5) for i in range(20)]
+    compiled = [compiled_ms * (1 + spread * ((13 * i + 5) % 20 - 9.5) / 9.5) for i in range(20)]
     pair = Comparison.of("eager", "compiled", eager, compiled)
     return CompiledRun(8, "x", CompileOptions("eager"), pair.measurement("eager"), pair.measurement("compiled"), pair,
                        None, None, 3.0, 3.0, fallback, 1, Explanation(8, 1, 0, ()))

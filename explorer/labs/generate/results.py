@@ -1,16 +1,18 @@
 """What a generation run measured, and what follows from the numbers: per cache kind, the tokens against the
 first kind's (the same greedy bytes, the logits within a tolerance), the prefill and the per-token decode time,
-compiled against eager as a ratio with its interval over paired decode steps, and the tokens after which the
-compile has paid for itself, said only where the interval says compiled is faster."""
+compiled against eager as a ratio with its interval over paired warm generations (a generation is the independent
+unit: its decode steps run one after another and share the machine's slow spells), and the tokens after which the
+compile has paid for itself, with the range the interval implies, said only where the interval says compiled is
+faster."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from explorer.eager.compare import Comparison
+from explorer.compile.observe import cache_said
+from explorer.eager.compare import Comparison, Estimate
 from explorer.labs.generate.job import CacheRun
 
 SAME_LOGITS = 1e-5  # cache kinds that differ by more than this do not compute the same thing
@@ -47,21 +49,24 @@ class GenerateResult:
         return run.tokens == self.reference.tokens, float((run.logits - self.reference.logits).abs().max())
 
     def per_token(self, run: CacheRun) -> Comparison | None:
-        """Eager against compiled over the decode steps (step 0, the prefill, aside), paired within a warm run."""
+        """Eager against compiled per token: each warm generation's mean decode step (step 0, the prefill, aside),
+        one pair per generation (eager's and compiled's timed back to back, the order alternating)."""
         if not run.compiled_s:
             return None
-        eager = [s * 1e3 for r in run.eager_s for s in r[1:]]
-        compiled = [s * 1e3 for r in run.compiled_s for s in r[1:]]
+        eager = [1e3 * statistics.fmean(r[1:]) for r in run.eager_s]
+        compiled = [1e3 * statistics.fmean(r[1:]) for r in run.compiled_s]
         return Comparison.of("eager", "compiled", eager, compiled, threads=run.threads, cores=run.cores)
 
-    def break_even(self, run: CacheRun) -> int | None:
-        """Generated tokens after which compiling has paid for its compile seconds: only where the interval says
-        the compiled decode step is faster."""
+    def break_even(self, run: CacheRun) -> Estimate | None:
+        """Generated tokens after which compiling has paid for its compile seconds, with the range the per-token
+        interval implies: only where that interval says the compiled decode step is faster."""
         c = self.per_token(run)
-        if c is None or c.faster != "compiled":
-            return None
-        saved_s = (statistics.median(c.a_ms) - statistics.median(c.b_ms)) / 1e3
-        return math.ceil(sum(x.seconds for x in run.compiles) / saved_s)
+        return c.paid_back(sum(x.seconds for x in run.compiles)) if c else None
+
+    @staticmethod
+    def compiled_cache(run: CacheRun) -> str:
+        """Whether inductor's caches served the compiles a break-even pays back."""
+        return cache_said([x.cache for x in run.compiles])
 
     @staticmethod
     def cuda_graphs(run: CacheRun) -> str | None:
@@ -102,9 +107,9 @@ class GenerateResult:
             elif c is not None:
                 k = self.break_even(run)
                 decode = [x for x in run.compiles if x.at > 0]
-                parts.append(f"compiled with the {run.cache} cache: {len(run.compiles)} compile(s), "
-                             f"{len(decode)} after the prefill; per token {c.said()}"
-                             + (f"; it pays for its compile after {k} tokens" if k is not None else ""))
+                parts.append(f"compiled with the {run.cache} cache: {len(run.compiles)} compile(s) "
+                             f"({self.compiled_cache(run)}), {len(decode)} after the prefill; per token {c.said()}"
+                             + (f"; it pays for its compile after {k.said()} tokens" if k is not None else ""))
                 parts += filter(None, [self.cuda_graphs(run)])
         if self.alone:
             parts.append(self.batching())
@@ -122,7 +127,9 @@ class GenerateResult:
             runs.append(kept | {"compiles": [asdict(c) for c in run.compiles],
                                 "step_graph_nodes": len(run.graph.graph.nodes) if run.graph else None,
                                 "same_tokens_as_reference": same, "max_logit_diff_vs_reference": diff,
-                                "per_token": c.as_dict() if c else None, "break_even_tokens": self.break_even(run),
+                                "per_token": c.as_dict() if c else None,
+                                "break_even_tokens": k.calls if (k := self.break_even(run)) else None,
+                                "break_even_said": k.said() if k else None, "compile_cache": self.compiled_cache(run),
                                 "cuda_graphs": self.cuda_graphs(run)})
         return {"model": self.model, "config": self.config, "prompts": self.prompts, "pads": self.pads,
                 "tokens": self.tokens, "repeats": self.repeats, "reference": self.reference.cache,

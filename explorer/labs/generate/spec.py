@@ -12,6 +12,7 @@ from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.limits import MAX_GENERATED, MAX_TEXT_CHARS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
+from explorer.eager.compare import MIN_PAIRS
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.generate.job import REDUCE_OVERHEAD
 from explorer.labs.generate.lab import run_generate
@@ -40,7 +41,8 @@ class GenerateParams:
     compile: str = knob("none", "also compile the decoder's step with this backend (inductor compiles C++; "
                         "reduce-overhead: inductor with torch.compile's mode='reduce-overhead', CUDA graphs, which "
                         "the lab counts as skipped where the model runs on the CPU)", choices=BACKENDS)
-    repeats: int = knob(3, "warm generations timed per cache kind and side", min=1, max=10)
+    repeats: int = knob(MIN_PAIRS, "warm generations timed per cache kind and side, each an eager/compiled pair "
+                        f"(a per-token verdict needs {MIN_PAIRS})", min=1, max=20)
     graph_step: int = knob(1, "the step whose autograd graph is drawn for each cache kind (0: the prefill)", min=0,
                            max=MAX_GENERATED - 1)
 

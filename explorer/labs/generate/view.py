@@ -69,7 +69,8 @@ def _row(result: GenerateResult, run: CacheRun) -> list[Any]:
             f"{statistics.median(r[0] for r in run.eager_s) * 1e3:.2f}", _decode(run.eager_s, run.threads, run.cores),
             compiled,
             f"{len(run.compiles)} ({steps})" if run.backend else "—",
-            f"{k} tokens" if k is not None else "—", f"{run.cache_bytes[-1]:,}", run.stance or "—"]
+            f"{k.said()} tokens ({result.compiled_cache(run)} compiles)" if k is not None else "—",
+            f"{run.cache_bytes[-1]:,}", run.stance or "—"]
 
 
 def latency_figure(result: GenerateResult) -> go.Figure:
@@ -154,7 +155,8 @@ def format_generate(report: dict[str, Any]) -> str:
         if c["per_token"]:
             lines.append(f"{'':<9}compiled ({c['backend']}): {len(c['compiles'])} compile(s) at steps "
                          f"{[x['at'] for x in c['compiles']]}; {c['per_token']['said']}"
-                         + (f"; pays off after {c['break_even_tokens']} tokens" if c["break_even_tokens"] else ""))
+                         + (f"; pays off after {c['break_even_said']} tokens ({c['compile_cache']} compiles)"
+                            if c["break_even_tokens"] else ""))
         if c["cuda_graphs"]:
             lines.append(f"{'':<9}{c['cuda_graphs']}")
         if c["error"]:

@@ -56,7 +56,8 @@ def _row(r: dict[str, Any]) -> list[Any]:
             f"{r['compiled_requests']} of {r['requests']}" if r["strategy"] != "eager" else "—", warm,
             r["steady_vs_eager"]["said"] if r["steady_vs_eager"] else "—",
             f"request {r['catches_up_at']}" if r["catches_up_at"] else
-            f"not within the stream: after about {r['break_even_requests']:,} requests at its warm saving"
+            f"not within the stream: after {r['break_even_said']} requests at its warm saving "
+            f"({r['compiles']} compiles, {r['compile_cache']})"
             if r["break_even_requests"] else "not within the stream",
             f"{r['padded_share']:.0%}" if r["padded_share"] is not None else "—", f"{r['peak_rss_mb']:,.0f}",
             f"{r['max_diff']:.1g}", note]
@@ -92,10 +93,11 @@ def view_of(result: OptimizeResult) -> OptimizeView:
               "token compiled.")
     plans = [[name, ", ".join(map(str, p.boundaries)), len(p.boundaries), f"{p.padded_share:.0%}",
               f"{p.cost(result.costs.compile_s, result.costs.token_s):.2f}"] for name, p in result.plans.items()]
-    ranked = result.ranked()
-    code = ""
-    if ranked:
-        best = ranked[0].strategy
+    fastest = result.fastest()
+    code = ("# No strategy served this workload faster than the others by its interval: nothing to apply yet.\n"
+            "# Serve a longer stream, or run bench/optimize.py, which serves each in fresh processes, order rotated.")
+    if fastest:
+        best = fastest.strategy
         pads = STRATEGIES[best].pads_to
         code = snippet(result.model, result.config, best, result.backend, model_of(result.model, result.config),
                        result.plans[pads].boundaries if pads else (),
