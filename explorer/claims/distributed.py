@@ -78,8 +78,7 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
         numbers |= pair_numbers("find_unused_cost", Comparison.of("find_unused_parameters", "plain DDP", unused, plain))
         shown.append(("its cost", times(numbers["find_unused_cost"]),
                       f"{numbers['find_unused_ms']:.1f} vs {numbers['plain_ms']:.1f} ms a step with nothing unused "
-                      f"(95% interval {numbers['find_unused_cost_low']:.2f}-{numbers['find_unused_cost_high']:.2f}x, "
-                      f"{numbers['find_unused_cost_pairs']:.0f} steps paired)"))
+                      f"({interval(numbers, 'find_unused_cost')}, each a step of each)"))
     notes = [f"{MODEL} at its default config on {WORLD} processes (gloo on loopback, one core and thread each), "
              "every exit head's loss summed; gradients checked against an exact all-reduce of each rank's own; "
              "step times are the slowest rank's, quartiles over steps; plain DDP and find_unused_parameters "

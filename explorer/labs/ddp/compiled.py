@@ -16,6 +16,7 @@ import torch.distributed as dist
 from explorer.compile.observe import CountingBackend, frame_compiles
 from explorer.core.batches import sentence
 from explorer.core.limits import DDP_RUN_S
+from explorer.eager.compare import MIN_PAIRS
 from explorer.labs.ddp.results import COMPILE, FORWARD, WAIT, Cost, WorldRun
 from explorer.labs.ddp.scenario import Conclusion, Launch, Scenario, Setup, costs
 from explorer.labs.ddp.training import Trainer, build
@@ -77,9 +78,6 @@ def launches(setup: Setup) -> list[Launch]:
                    (setup.model, setup.config, setup.steps, setup.backend), pg_timeout_s=DDP_RUN_S)]
 
 
-MIN_STEPS_TO_COMPARE = 3  # fewer steps per side than this: the medians are said, not compared
-
-
 def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
     (run,) = runs
     compiling = sorted({s for r in run.ranks if r.report for s in r.report.values.get("compiled at step", [])})
@@ -104,7 +102,7 @@ def conclude(setup: Setup, runs: list[WorldRun]) -> Conclusion:
     eager, compiled = rows[0], rows[1]
     speed = (f" After the last compile: compiled {compiled.median_ms:.0f} ms against eager {eager.median_ms:.0f} ms "
              f"per step, medians of {compiled.samples} and {eager.samples} step(s) of the slowest rank"
-             + (" (too few to compare)" if min(compiled.samples, eager.samples) < MIN_STEPS_TO_COMPARE else "") + "."
+             + (" (too few to compare)" if min(compiled.samples, eager.samples) < MIN_PAIRS else "") + "."
              if eager and compiled else " No step ran after the last compile: nothing to compare.")
     waits = run.kind_ms(WAIT)
     waited = (f" Ranks waited for each other {len(waits)} time(s), up to {max(waits):.0f} ms (the timeline shows "

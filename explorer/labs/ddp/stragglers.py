@@ -64,7 +64,8 @@ def _straggler_rank(ctx: RankContext, model: str, config: dict, steps: int) -> N
     for s in range(steps + 1):  # step 0 warms up
         seqs = global_batch(s, ctx.world_size)
         loss = partial(loss_of, scale=ctx.world_size / len(seqs))
-        for name, shard_fn in zip(SHARDINGS, (round_robin, equal_tokens), strict=True):
+        order = list(zip(SHARDINGS, (round_robin, equal_tokens), strict=True))
+        for name, shard_fn in order if s % 2 else order[::-1]:  # the order inside a step's pair rotates
             ctx.step += 1
             ctx.phase(f"step {s}/{steps}, {name}")
             shard = shard_fn(seqs, ctx.world_size)[ctx.rank]

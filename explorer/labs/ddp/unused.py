@@ -28,7 +28,7 @@ from models.tokenizer import encode
 PHASES = ("plain DDP", "find_unused_parameters=True", "static_graph=True")
 STATIC_SWAP_STEP = 3  # static_graph: the ranks trade inputs (and so depths) at this step of the phase
 TOLERANCE = 1e-5
-COST_ROUNDS = 12  # steps of each setting in the cost run, paired: enough for a bootstrap interval
+COST_ROUNDS = 12  # steps of each setting in the cost run, paired: past MIN_PAIRS, for the paired interval
 _CANDIDATES = [(n, seed) for n in (12, 24, 40, 64, 96) for seed in range(4)]
 
 
