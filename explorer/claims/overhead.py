@@ -173,16 +173,17 @@ def measure_claim(w: Workers) -> Iterator[Progress | Evidence]:
 def judge(x: dict[str, float]) -> Verdict:
     """Where eager is slower (compiled faster by the whole interval), where it is not, and how the claim's two
     conditions fare: the grid's largest batch, and the points whose modelled per-op overhead is at least
-    OVERHEAD_BOUND. "Can be slower" is said of a condition when eager was slower, resolved and by MIN_EFFECT, at
+    OVERHEAD_BOUND. "Can be slower" is said of a condition when eager was slower by MIN_EFFECT over the interval's
+    whole width (its near bound past 1 + MIN_EFFECT), at
     one of its points; the claim holds when it is said of both and eager won none of their points (by as much),
     with a condition when of one. An unresolved point, or one resolved by less than MIN_EFFECT, is listed and
     decides nothing, so the verdict's kind changes between runs only when a real difference turns round."""
     points = sorted({k.rsplit(".", 1)[0] for k in x if k.endswith(".speedup")})
     if not points:
         return Verdict(NOT_HERE, "no compiled code ran on the grid")
-    # eager slower: compiled faster, resolved and by at least MIN_EFFECT; eager faster, the same way round
-    slower = [p for p in points if x[f"{p}.speedup_low"] > 1 and x[f"{p}.speedup"] >= 1 + MIN_EFFECT]
-    faster = [p for p in points if x[f"{p}.speedup_high"] < 1 and x[f"{p}.speedup"] <= 1 / (1 + MIN_EFFECT)]
+    # eager slower: compiled faster by at least MIN_EFFECT at the interval's near bound; eager faster, the same way
+    slower = [p for p in points if x[f"{p}.speedup_low"] >= 1 + MIN_EFFECT]
+    faster = [p for p in points if x[f"{p}.speedup_high"] <= 1 / (1 + MIN_EFFECT)]
     small = [p for p in points if p not in slower and p not in faster
              and (x[f"{p}.speedup_low"] > 1 or x[f"{p}.speedup_high"] < 1)]
     unresolved = [p for p in points if p not in slower and p not in faster and p not in small]

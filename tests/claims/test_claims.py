@@ -241,6 +241,9 @@ def test_overhead_verdict_says_where_from_the_grid_not_from_a_fixed_sentence():
     assert overhead.judge(noisy).kind == HOLDS and "not resolved at rnn 256x4 (1.04x)" in overhead.judge(noisy).why
     small = overhead.judge(both | _point("rnn.256x4", 0.2, 0.97, 0.95, 0.99))  # resolved, but 3%: decides nothing
     assert small.kind == HOLDS and "resolved but under 5% at rnn 256x4 (0.97x)" in small.why
+    # a point 8% faster whose interval reaches down to 2%: resolved, but not by 5% over its whole width
+    near = overhead.judge(x | _point("transformer.256x32", 0.02, 1.08, 1.02, 1.15))
+    assert near.kind == CONDITION and "resolved but under 5% at transformer 256x32 (1.08x)" in near.why
     lost = both | _point("rnn.256x4", 0.2, 0.8, 0.7, 0.9)  # eager won at a large batch: a condition, said
     v = overhead.judge(lost)
     assert v.kind == CONDITION and "slower at 1 of 2 points and faster at 1" in v.why
