@@ -20,9 +20,10 @@ import torch._dynamo.utils as dynamo_utils
 from explorer.core.errors import one_line
 from explorer.core.paths import EDITOR, PROJECT, relative
 
-# Said wherever a model's recurrent module makes dynamo give up (explain, the compiled view, the lab).
-SKIPPED_RNN = ("torch 2.13's dynamo skips nn.RNN/GRU/LSTM modules (they run eagerly) unless "
-               "torch._dynamo.config.allow_rnn=True")
+# Dynamo's words for a cause it skips a function for, and the setting made to let it capture that instead.
+LEVERS = (("RNN, GRU, or LSTM", "torch._dynamo.config.allow_rnn=True"),
+          ("output shape depends on input Tensor data", "torch._dynamo.config.capture_dynamic_output_shape_ops=True"),
+          ("Tensor.item()", "torch._dynamo.config.capture_scalar_outputs=True"))
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,22 @@ class GraphBreak:
 
     def one_line(self) -> str:
         return f"{self.reason} at {self.where}" + (f": {self.explanation}" if self.explanation else "")
+
+    @property
+    def lever(self) -> str | None:
+        """The setting made for this cause, where dynamo's words name one of LEVERS' causes."""
+        return next((setting for words, setting in LEVERS if words in f"{self.reason} {self.explanation}"), None)
+
+
+def skip_cause(breaks: Sequence[GraphBreak]) -> str:
+    """Why dynamo captured no graph, in the words of its own record: the cause, the user's line, and the setting
+    made for that cause if there is one ('' when it recorded none)."""
+    b = next((b for b in breaks if b.skipped), None)
+    if b is None:
+        return ""
+    cause = b.explanation or b.reason
+    return (f"{cause.rstrip('.')} at {b.where}" + (f" (`{b.code}`)" if b.code else "")
+            + (f"; {b.lever} is the setting for it" if b.lever else ""))
 
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)")
@@ -309,6 +326,16 @@ class Explanation:
     @property
     def skipped(self) -> bool:
         return self.graph_count == 0
+
+    def breaks_said(self) -> str:
+        """'3 graph break(s)', or for a forward dynamo skipped, that no graph was captured (never a count of -1)."""
+        if self.skipped:
+            return "no graph: dynamo skipped the forward"
+        return f"{self.graph_break_count} graph break(s)"
+
+    def skipped_said(self) -> str:
+        """Why the forward runs eagerly: dynamo's recorded cause at its line, or that it recorded none."""
+        return skip_cause(self.graph_breaks) or "dynamo recorded no reason"
 
     @classmethod
     def of(cls, length: int, events: list[CompileEvent], breaks: list[GraphBreak],

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from explorer.compile.jobs import PlaygroundJob, PlaygroundReply
-from explorer.compile.observe import SKIPPED_RNN, CompileEvent, Explanation, cache_said
+from explorer.compile.observe import CompileEvent, Explanation, cache_said
 from explorer.compile.options import CompileOptions, require_backend
 from explorer.compile.protocol import JobRunner
 from explorer.core.progress import Progress
@@ -118,7 +118,8 @@ def honest_fallback(fallback: str | None, error: str | None, explanation: Explan
     if error:
         return f"compile failed: {error}"
     if explanation.skipped:
-        return f"dynamo captured no graph (the model's forward was skipped): it runs eagerly. {SKIPPED_RNN}."
+        return (f"dynamo captured no graph (the model's forward was skipped): it runs eagerly. Why: "
+                f"{explanation.skipped_said()}.")
     return fallback
 
 

@@ -67,7 +67,7 @@ def compiled_text(reply: PlaygroundReply) -> str:
     breaks = [f"- {b.reason} at {in_editor(b.where)}" + (f": `{b.code}`" if b.code else "")
               + (f" ({b.times} times)" if b.times > 1 else "") for b in ex.graph_breaks]
     made = ("no graph: dynamo gave up on the forward, which runs eagerly" if ex.skipped else
-            f"{count(ex.graph_count, 'graph')}, {count(max(ex.graph_break_count, 0), 'graph break')}")
+            f"{count(ex.graph_count, 'graph')}, {count(ex.graph_break_count, 'graph break')}")
     said = f"**Compiled (aot_eager) in the code worker**: {made}." + ("\n" + "\n".join(breaks) if breaks else "")
     call = reply.calls[-1]
     if call.error:

@@ -8,7 +8,6 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.compile.observe import SKIPPED_RNN
 from explorer.compile.options import CompileOptions
 from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompiledRun
@@ -53,7 +52,7 @@ def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
          "compile time / per-call saving, once compiled is faster by its whole interval" if be is None else
          f"{be.said()} calls by the speed-up's interval; {c.total_compile_s:.2f} s of compiling, {c.cache}"),
         ("peak memory", format_bytes(c.peak_compiled_bytes), f"eager {format_bytes(c.peak_eager_bytes)} (no_grad)"),
-        ("graphs", f"{c.graph_count}", f"{max(c.explanation.graph_break_count, 0)} graph break(s) when it compiled, "
+        ("graphs", f"{c.graph_count}", f"{c.explanation.breaks_said()} when it compiled, "
          f"at {len(c.explanation.graph_breaks)} place(s)"),
     ]
 
@@ -63,7 +62,7 @@ def breaks_markdown(c: CompiledRun) -> str:
     if c.fallback and c.fallback.startswith("compile failed"):
         return f"**The compile failed**: {c.fallback.removeprefix('compile failed: ')}"
     if ex.skipped:
-        return f"**Dynamo captured no graph at all**: it skipped this model's forward ({SKIPPED_RNN})."
+        return f"**Dynamo captured no graph at all**: it skipped this model's forward. Why: {ex.skipped_said()}."
     when = f"when dynamo compiled the {ex.length}-token input ({ex.graph_count} graph(s))"
     if not ex.graph_breaks:
         return f"**No graph breaks** {when}."

@@ -51,7 +51,8 @@ def format_table(report: dict[str, Any]) -> str:
                          + ("not reached" if be is None else f"{be:,} calls ({be_low:,}-{be_high:,})"))
         if c["fallback"]:
             lines.append(f"  NOT COMPILED: {c['fallback']}")
-        lines.append(f"  graphs {c['graph_count']}, graph breaks {c['graph_break_count']}")
+        lines.append(f"  graphs {c['graph_count']}, " + ("no graph: dynamo skipped the forward" if
+                     c["explain_graph_count"] == 0 else f"graph breaks {c['graph_break_count']}"))
         lines += [f"  break at {b['where']} ({b['times']}x): {b['reason']}" for b in c["graph_breaks"]]
         lines.append("timeline:")
         lines += [f"  {e['length']:>5} tokens  {e['compile_id']:<5} {'symbolic' if e['dynamic'] else 'static':<8} "

@@ -18,7 +18,7 @@ from explorer.eager.compare import Comparison
 from explorer.runs.session import Session
 from models import build_model, make_config
 from models.tokenizer import encode
-from tests.helpers import early_exit_branch
+from tests.helpers import ROOT, early_exit_branch
 
 pytestmark = pytest.mark.slow
 LENGTHS = (8, 16, 32, 64, 8)
@@ -180,6 +180,30 @@ def test_a_skipped_module_is_explained_not_shown_as_zeros():
     assert "captured no graph" in message and "allow_rnn" in message
     run = CompiledRun(5, "gru", CompileOptions("eager"), None, None, None, None, None, 0.0, 0.0, message, 0, ex)
     assert "captured no graph at all" in breaks_markdown(run)
+
+
+def test_a_skipped_forward_says_the_cause_dynamo_recorded_at_the_users_line_not_a_sentence_about_rnns():
+    import runpy
+
+    from explorer.compile.observe import BreakLog, CountingBackend, run_guarded
+    from explorer.compile.track import honest_fallback
+    from explorer.views.compiled import breaks_markdown, compiled_cards
+
+    path = ROOT / "tests" / "outside" / "moe_top1.py"
+    model = runpy.run_path(str(path))["build"]().eval()  # no RNN anywhere: top-1 expert routing
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    with BreakLog() as breaks, torch.no_grad():
+        ran = run_guarded(lambda: compiled(torch.tensor([encode("hello world")])), counter)
+    ex = Explanation.of(11, [], breaks.breaks)
+    message = honest_fallback(ran.fallback, None, ex)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "nonzero" in text)
+    assert "nonzero" in message and f"moe_top1.py:{line}" in message
+    assert "capture_dynamic_output_shape_ops=True" in message and "RNN" not in message
+    run = CompiledRun(11, "moe", CompileOptions("eager"), None, None, None, None, None, 0.0, 0.0, message, 0, ex)
+    assert "nonzero" in breaks_markdown(run) and "RNN" not in breaks_markdown(run)
+    graphs = dict((k, (v, d)) for k, v, d in compiled_cards(run))["graphs"]
+    assert "-1" not in graphs[1] and "0 graph break" not in graphs[1] and "dynamo skipped the forward" in graphs[1]
 
 
 def test_timed_compiled_calls_really_reach_compiled_code():

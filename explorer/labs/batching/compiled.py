@@ -11,7 +11,7 @@ import torch
 import torch._dynamo as dynamo
 from torch import nn
 
-from explorer.compile.observe import SKIPPED_RNN, BreakLog, CountingBackend, frame_compiles, run_guarded
+from explorer.compile.observe import BreakLog, CountingBackend, frame_compiles, run_guarded, skip_cause
 from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.batches import token_ids
 from explorer.core.limits import FORWARD_BUDGET_S
@@ -53,8 +53,8 @@ def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width
     result.compiles = counter.graphs
     result.graph_breaks = [b.one_line() for b in breaks.breaks]
     result.fallback, result.error = ran.fallback, ran.error
-    if result.fallback and any(b.skipped for b in breaks.breaks):
-        result.fallback += f" ({SKIPPED_RNN})"
+    if result.fallback and (why := skip_cause(breaks.breaks)):
+        result.fallback += f" (why: {why})"
     if not ran.compiled:
         return result
     with torch.no_grad():
