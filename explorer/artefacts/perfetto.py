@@ -20,7 +20,7 @@ from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.errors import InputError
 from explorer.core.fmt import format_bytes
 from explorer.core.limits import MAX_ARTEFACT_BYTES, THREADS
-from explorer.eager.capture import train_step
+from explorer.eager.capture import train_step, training
 from explorer.runs.session import Session
 from explorer.sources.edited import model_of
 from models.config import config_dict
@@ -53,7 +53,7 @@ class PerfettoJob(Job[bytes]):
             with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True) as prof:
                 with record_function(REGIONS[0]), torch.no_grad():
                     model(ids)
-                with record_function(REGIONS[1]):
+                with record_function(REGIONS[1]), training(model):
                     train_step(model, ids)
                 if compiled is not None:
                     with record_function(REGIONS[2]), torch.no_grad():

@@ -99,7 +99,11 @@ def train_loss(output):
     return F.cross_entropy(output, torch.zeros(output.shape[0], dtype=torch.long))
 
 
-loss = train_loss(model(ids))
+model.train()  # the app reads a train step's graph in train mode (dropout drawn, seeded), then goes back to eval
+with torch.random.fork_rng(devices=[]):
+    torch.manual_seed(0)
+    loss = train_loss(model(ids))
+model.eval()
 nodes, edges = graph_counts(loss)
 del loss
 figures = {"nodes": nodes, "edges": edges}
@@ -121,7 +125,9 @@ def train_step():
 
 with torch.no_grad():
     figures["forward"] = timed("forward", lambda: model(ids))
+model.train()
 figures["train_step"] = timed("train step", train_step)
+model.eval()
 for what in ("forward", "train_step"):
     f, app = figures[what], APP[what]
     print(f"{what}: {f['median_ms']:.3f} ms (IQR {f['iqr_ms']:.3f}, {f['runs']} runs); the app: "

@@ -2,12 +2,15 @@
 
 The graph is read from the loss, and so are the bytes it saved: the storages that nodes the loss reaches keep
 for backward. Timing and the profiler's memory peaks are measured on
-separate, uninstrumented runs.
+separate, uninstrumented runs. A train step (and so the graph, read from its loss) runs in train mode: dropout
+drawn, batch norm from the batch, as training runs it; an inference forward in eval mode, as every model is built.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -33,7 +36,34 @@ def train_loss(output: torch.Tensor, model: nn.Module | None = None) -> torch.Te
     return F.cross_entropy(output, torch.zeros(output.shape[0], dtype=torch.long))
 
 
+TRAIN_SEED = 0  # the dropout masks of a graph's train step: the same input draws the same graph
+
+
+@contextlib.contextmanager
+def training(model: nn.Module, seed: int | None = None) -> Iterator[nn.Module]:
+    """`model` in train mode for the steps inside, its random draws seeded when `seed` is given; after, in its
+    mode of before, with the running statistics of its norms (batch norm's) as they were: training steps run here
+    to be drawn and timed, not to move what the next inference forward reads."""
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._NormBase) and m.track_running_stats]
+    kept = [{k: v.clone() for k, v in m.named_buffers(recurse=False) if v is not None} for m in norms]
+    was = model.training
+    with contextlib.ExitStack() as stack:
+        if seed is not None:
+            stack.enter_context(torch.random.fork_rng(devices=[]))
+            torch.manual_seed(seed)
+        model.train()
+        try:
+            yield model
+        finally:
+            model.train(was)
+            with torch.no_grad():
+                for m, buffers in zip(norms, kept, strict=True):
+                    for k, v in buffers.items():
+                        getattr(m, k).copy_(v)
+
+
 def train_step(model: nn.Module, ids: torch.Tensor) -> None:
+    """One training step's forward and backward (inside `training(model)` to run it in train mode)."""
     model.zero_grad(set_to_none=True)
     train_loss(model(ids), model).backward()
 
@@ -62,21 +92,23 @@ STEP_BOUND = 3.0  # a plain train step over the capture's instrumented forward, 
 
 
 def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
-    """The graph is read and the forward timed; backward is not run (the server's core is shared by everyone's
-    captures, and the graph frees itself when the loss goes)."""
+    """The train step's graph is read (train mode, dropout seeded) and its forward timed; backward is not run (the
+    server's core is shared by everyone's captures, and the graph frees itself when the loss goes)."""
     names = {id(p): n for n, p in model.named_parameters()}
     asks = hasattr(model, "branches")  # a model that can say what it decided from the data (models/branch.py)
     if asks:
         model.branches = []
-    try:
-        start = time.perf_counter()
-        with ModuleTrace(model) as trace:
-            loss = train_loss(model(ids), model)
-        forward_s = time.perf_counter() - start
-        branches = tuple(model.branches) if asks else ()
-    finally:
-        if asks:
-            model.branches = None  # the timed runs that follow record nothing
-    graph = capture_graph(loss.grad_fn, trace, names)
+    # the graph is read before the norms' statistics are put back: its nodes saved them, and a write would void that
+    with training(model, TRAIN_SEED):
+        try:
+            start = time.perf_counter()
+            with ModuleTrace(model) as trace:
+                loss = train_loss(model(ids), model)
+            forward_s = time.perf_counter() - start
+            branches = tuple(model.branches) if asks else ()
+        finally:
+            if asks:
+                model.branches = None  # the timed runs that follow record nothing
+        graph = capture_graph(loss.grad_fn, trace, names)
     return Capture(graph=graph, trace=trace.counts(), saved_bytes=graph.saved_activation_bytes(),
                    forward_s=forward_s, branches=branches)

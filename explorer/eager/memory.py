@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from explorer.eager.capture import training
+
 
 class MemoryProfile:
     """Profile memory events inside a `with`; mark phases with `phase(name)`."""
@@ -84,10 +86,11 @@ class MemoryPeaks:
 
 
 def measure_peaks(model: torch.nn.Module, ids: torch.Tensor, loss_fn: Callable) -> MemoryPeaks:
-    """A train step, then an inference forward, in one profile (stopping a profiler costs tens of ms)."""
+    """A train step (in train mode), then an inference forward, in one profile (stopping a profiler costs tens of
+    ms)."""
     model.zero_grad(set_to_none=True)
     with MemoryProfile() as prof:
-        with prof.phase("train"):
+        with prof.phase("train"), training(model):
             with prof.phase("forward"):
                 loss = loss_fn(model(ids))
             loss.backward()

@@ -17,7 +17,7 @@ from torch import nn
 
 from explorer.core.errors import InputError
 from explorer.core.limits import FORWARD_BUDGET_S, MAX_RUN_S, TRAIN_BUDGET_S
-from explorer.eager.capture import Capture, train_step
+from explorer.eager.capture import Capture, train_step, training
 from explorer.eager.timing import MIN_BLOCKS
 from explorer.serving.queueing import Turn
 
@@ -81,7 +81,8 @@ _per_token: dict[str, float] = {}  # architecture (model and config) -> seconds 
 
 def _timed_step(model: nn.Module, ids: torch.Tensor) -> float:
     start = time.perf_counter()
-    train_step(model, ids)
+    with training(model):
+        train_step(model, ids)
     return time.perf_counter() - start
 
 
@@ -93,7 +94,7 @@ def check_capture(arch: str, model: nn.Module, ids: torch.Tensor, max_s: float =
         return
     if arch not in _per_token:
         probe = ids[:, :PROBE_TOKENS]
-        train_step(model, probe)  # warm-up: a new model's first call pays one-time costs
+        _timed_step(model, probe)  # warm-up: a new model's first call pays one-time costs
         _per_token[arch] = min(_timed_step(model, probe) for _ in range(PROBE_REPEATS)) / PROBE_TOKENS
     estimate = CAPTURE_COST * _per_token[arch] * tokens
     if estimate > max_s:

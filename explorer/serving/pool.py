@@ -23,7 +23,7 @@ from explorer.core.limits import MAX_RUN_S
 from explorer.core.machine import MEASURE_CORES
 from explorer.core.progress import Progress
 from explorer.eager import timing
-from explorer.eager.capture import forward, train_loss, train_step
+from explorer.eager.capture import forward, train_loss, train_step, training
 from explorer.eager.memory import MemoryPeaks, measure_peaks
 from explorer.eager.timing import Measurement, measure
 from explorer.sources.registry import build_model, make_config
@@ -73,7 +73,8 @@ class TimingJob(Job[Timed]):
         ctx.phase("timing forward")
         fw = measure("forward", lambda: forward(model, ids), self.forward_s, self.min_blocks)
         ctx.phase("timing the train step")
-        tr = measure("train step", lambda: train_step(model, ids), self.train_s, self.min_blocks)
+        with training(model):
+            tr = measure("train step", lambda: train_step(model, ids), self.train_s, self.min_blocks)
         memory = None
         if self.profile:  # here too, not in the server: the server's core is for every session's graphs
             ctx.phase("profiling memory")

@@ -58,17 +58,18 @@ def cards(r: RunResult | Captured, pending: str = "queued for timing…",
     decided = source(r.model).structure(r.capture.trace)
     (what, n), *rest = decided.items() or [("module calls", sum(r.capture.trace.values()))]
 
-    def timing(label: str, m: Measurement | None) -> tuple[str, str, str]:
-        return (label, f"{m.median_ms:.3f} ms", m.spread()) if m else (label, "…", pending)
+    def timing(label: str, m: Measurement | None, mode: str) -> tuple[str, str, str]:
+        return (label, f"{m.median_ms:.3f} ms", f"{m.spread()}; {mode}") if m else (label, "…", pending)
 
     return [
         ("tokens", f"{r.tokens}", "UTF-8 bytes" + (" (truncated)" if r.input.truncated_from else "")),
         (what, f"{n}", ", ".join(f"{k}: {v}" for k, v in rest) or ("counted in this run's module calls" if decided else
                                                                      "modules called in one forward")),
-        ("graph nodes", f"{len(g.nodes):,}", f"{len(g.edges):,} edges, {len(g.param_leaves)} param leaves"),
+        ("graph nodes", f"{len(g.nodes):,}", f"{len(g.edges):,} edges, {len(g.param_leaves)} param leaves; a train "
+         "step's, in train mode"),
         ("parameters", f"{params:,}", format_bytes(p_bytes)),
-        timing("forward", r.forward if timed else None),
-        timing("train step", r.train_step if timed else None),
+        timing("forward", r.forward if timed else None, "eval mode, no grad"),
+        timing("train step", r.train_step if timed else None, "train mode (dropout on, batch norm per batch)"),
         ("saved for backward", format_bytes(r.capture.saved_bytes), "activations, deduplicated"),
         ("peak memory", format_bytes(mem.train if mem else None),
          f"train step; forward {format_bytes(mem.forward)}" if mem else memory_pending),

@@ -181,3 +181,33 @@ def test_diff_marks_the_copies_created_last_not_those_walked_last():
     before = AutogradGraph([node(0, 10)], [], 0)
     after = AutogradGraph([node(0, 11), node(1, 10), node(2, 12)], [(1, 0), (2, 0)], 0)
     assert diff_graphs(before, after, "x").added_ids == {0, 2}
+
+
+def test_the_train_step_graph_is_drawn_in_train_mode_and_leaves_the_model_as_inference_reads_it():
+    """A model with dropout and batch norm (the shipped image example, with a dropout added): the graph of its train
+    step has the dropout nodes eval mode leaves out, drawn the same for the same input (seeded); the model stays in
+    eval mode, and batch norm's running statistics, which a train-mode step moves, are as they were, so the next
+    forward is unchanged."""
+    from explorer.eager.capture import training
+    from explorer.sources.userfile import load
+
+    source = load("examples/image_cnn.py")
+    model = source.build(source.config())  # in eval mode, as every model source builds it
+    model.model.blocks.append(torch.nn.Dropout2d(0.2))
+    model.eval()
+    ids = to_ids("The cat sat on the mat.")
+    with torch.no_grad():
+        before = model(ids)
+    with ModuleTrace(model) as trace:
+        eval_nodes = len(capture_graph(train_loss(model(ids)).grad_fn, trace, {}).nodes)
+    first, again = capture_run(model, ids), capture_run(model, ids)
+    names = [n.op for n in first.graph.nodes]
+    dropout = [n.op for n in first.graph.nodes if n.module == "model.blocks.2"]  # the appended Dropout2d's node
+    assert len(first.graph.nodes) == eval_nodes + 1 and dropout == ["MulBackward0"], names
+    assert [n.op for n in again.graph.nodes] == names  # seeded: the same draws, the same graph
+    with training(model):
+        for _ in range(3):
+            train_loss(model(ids)).backward()
+    assert not model.training and not any(m.training for m in model.modules())
+    with torch.no_grad():
+        assert torch.equal(model(ids), before)  # running statistics restored: inference reads what it read

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from explorer.core.limits import TRAIN_BUDGET_S
-from explorer.eager.capture import train_loss
+from explorer.eager.capture import train_loss, training
 from explorer.eager.timing import Measurement, measure
 from explorer.labs.batching.strategies import Prepared, failure
 
@@ -22,11 +22,12 @@ def train_step(prep: Prepared, fn: Callable[..., torch.Tensor], label: str,
         prep.module.zero_grad(set_to_none=True)
         train_loss(prep.run(fn)).backward()
 
-    try:
-        step()
-    except Exception as e:  # the strategy's forward works, its training does not: a result, said so
-        return None, f"forward only: the train step fails at {failure(e)}"
-    return measure(f"{label} train step", step, TRAIN_BUDGET_S * budget_scale), None
+    with training(prep.module):
+        try:
+            step()
+        except Exception as e:  # the strategy's forward works, its training does not: a result, said so
+            return None, f"forward only: the train step fails at {failure(e)}"
+        return measure(f"{label} train step", step, TRAIN_BUDGET_S * budget_scale), None
 
 
 def no_grad(fn: Callable[[], object]) -> Callable[[], None]:
