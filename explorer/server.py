@@ -37,7 +37,9 @@ EXPORTS = ExportDir()  # download files: session reports, deployment artefacts
 # Each claim's latest result, shown to every visitor of this server for a while, and kept on disk across restarts
 # (GE_CLAIMS_FILE; empty: not kept).
 _CLAIMS_FILE = os.environ.get("GE_CLAIMS_FILE", os.path.join(tempfile.gettempdir(), "graph-explorer-claims.json"))
-CLAIM_BOARD = ClaimBoard(path=Path(_CLAIMS_FILE) if _CLAIMS_FILE else None)
+# GE_QUICK_CLAIMS=1 runs the reduced experiments instead (tests): every card then says so.
+CLAIM_BOARD = ClaimBoard(path=Path(_CLAIMS_FILE) if _CLAIMS_FILE else None,
+                         quick=os.environ.get("GE_QUICK_CLAIMS") == "1")
 # Where code edited in the browser runs (the Code tab, only where the operator allows it): walled in, one job at a time.
 CODE_WORKER = CompileService(timeout_s=limits.CODE_TIMEOUT_S, name="code", confined=True,
                              advice="Undo the edit, or make what it runs end sooner.")

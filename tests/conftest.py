@@ -37,7 +37,7 @@ def measured_claims(tmp_path_factory: pytest.TempPathFactory, worker_id: str) ->
         if not path.exists():
             w = Workers(CompileService(), deploy_service(), ddp_service(), quick=True)
             try:
-                board = ClaimBoard(path=path)
+                board = ClaimBoard(path=path, quick=True)
                 for c in CLAIMS:
                     list(board.run(c, w))
             finally:

@@ -9,6 +9,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
@@ -19,6 +20,7 @@ from explorer.core.errors import InputError
 from explorer.core.limits import CLAIMS_TTL_S
 from explorer.core.machine import Machine, this_machine
 from explorer.core.progress import Progress
+from explorer.core.version import code_version
 from explorer.sources.registry import source, subject
 from models.config import config_dict, echoed
 
@@ -52,19 +54,22 @@ def checked(c: Claim, model: Chosen) -> Chosen:
 class ClaimBoard:
     """Each claim's latest result, shown to everyone for `ttl_s` seconds; one run of a claim at a time (a second
     visitor who asks meanwhile waits for that run instead of starting another). With a `path`, every new result is
-    written there too, and `restore` reads them back after a restart."""
+    written there too, and `restore` reads them back after a restart. A `quick` board (tests) runs and restores only
+    the reduced experiments, and a board that is not runs and restores only the real ones."""
 
-    def __init__(self, ttl_s: float = CLAIMS_TTL_S, path: Path | None = None) -> None:
+    def __init__(self, ttl_s: float = CLAIMS_TTL_S, path: Path | None = None, quick: bool = False) -> None:
         self.ttl_s = ttl_s
         self.path = path
+        self.quick = quick
         self._results: dict[str, ClaimResult] = {}
         self._locks = {c: threading.Lock() for c in CLAIMS}
         self._writing = threading.Lock()
 
     def restore(self) -> list[str]:
-        """The results in `path` that this server measured (same host, torch and threads) within `ttl_s`, back on
-        the board (a restarted Space opens every lesson step on them instead of measuring all eight again); the
-        ids restored. A missing or unreadable file restores nothing: the board measures anew."""
+        """The results in `path` that this server measured (same host, torch and threads) with this code, within
+        `ttl_s`, of this board's kind (quick or not), back on the board, their numbers judged again by today's judges
+        and each labelled as restored (a restarted Space opens every lesson step on them instead of measuring all
+        eight again); the ids restored. A missing or unreadable file restores nothing: the board measures anew."""
         if self.path is None or not self.path.exists():
             return []
         try:
@@ -72,6 +77,7 @@ class ClaimBoard:
             here = this_machine()
             for claim_id, report in dict(kept).items():
                 if (claim_id in CLAIMS and Machine.of(report["machine"]).same_server(here)
+                        and report.get("code") == code_version() and report.get("quick") is self.quick
                         and time.time() - report["measured_at"] < self.ttl_s):
                     self._results[claim_id] = ClaimResult.of(report, CLAIMS[claim_id])
         except (OSError, ValueError, KeyError, TypeError) as e:
@@ -107,6 +113,7 @@ class ClaimBoard:
         to others."""
         asked = time.time()
         c = claim(claim_id)
+        workers = replace(workers, quick=self.quick)  # the board's kind decides what it measures
         if model is not None:
             yield from run_claim(c, workers, checked(c, model))
             return

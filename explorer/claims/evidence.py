@@ -15,6 +15,7 @@ from explorer.compile.protocol import Workers
 from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.core.progress import Progress
+from explorer.core.version import code_version
 from explorer.eager.compare import Comparison, too_few
 from explorer.sources.contract import ModelSource
 
@@ -108,12 +109,19 @@ class ClaimResult:
     seconds: float  # how long it ran
     machine: dict[str, Any]
     model: Chosen | None = None  # re-run on a person's model, not the zoo's
+    quick: bool = False  # the reduced experiment (tests, bench --quick): never this claim's evidence
+    code: str = field(default_factory=code_version)  # the code that measured and judged it
+    restored: bool = False  # read back from the board's file after a restart, judged again by this code
 
     def label(self) -> str:
-        """Where and when this was measured, for every figure of the card."""
+        """Where and when this was measured, and how it reached the board, for every figure of the card."""
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.measured_at))
         on = f" on {self.model.arch or self.model.name} (the model you chose)" if self.model else ""
-        return (f"Measured{on} on this server at {when} (in {duration(self.seconds)}): "
+        quick = "Quick mode (a reduced experiment for tests, not this claim's evidence). " if self.quick else ""
+        if self.restored:
+            return (f"{quick}Restored from {when}: measured{on} on this server (in {duration(self.seconds)}) before "
+                    f"a restart, its numbers judged again now: {Machine.of(self.machine).line()} per measurement.")
+        return (f"{quick}Measured{on} on this server at {when} (in {duration(self.seconds)}): "
                 f"{Machine.of(self.machine).line()} per measurement.")
 
     def as_dict(self) -> dict[str, Any]:
@@ -122,16 +130,19 @@ class ClaimResult:
                 "numbers": self.evidence.numbers, "shown": [list(s) for s in self.evidence.shown],
                 "chart": asdict(self.evidence.chart), "notes": self.evidence.notes,
                 "measured_at": self.measured_at, "seconds": self.seconds, "machine": self.machine,
-                "model": asdict(self.model) if self.model else None}
+                "model": asdict(self.model) if self.model else None, "quick": self.quick, "code": self.code,
+                "restored": self.restored}
 
     @classmethod
     def of(cls, report: dict[str, Any], claim: Claim) -> ClaimResult:
-        """A zoo result's `as_dict` read back (the board's file, after a restart)."""
+        """A zoo result's `as_dict` read back (the board's file, after a restart): its numbers judged again by
+        today's judge, not its stored verdict."""
         chart = report["chart"]
-        evidence = Evidence(report["numbers"], [(a, b, c) for a, b, c in report["shown"]],
+        numbers = {k: math.nan if v is None else v for k, v in report["numbers"].items()}  # JSON's NaN is null
+        evidence = Evidence(numbers, [(a, b, c) for a, b, c in report["shown"]],
                             Chart(**{**chart, "series": [Series(**s) for s in chart["series"]]}), report["notes"])
-        return cls(claim, evidence, Verdict(Holds(report["verdict"]), report["why"]), report["measured_at"],
-                   report["seconds"], report["machine"])
+        return cls(claim, evidence, claim.judge(numbers), report["measured_at"], report["seconds"],
+                   report["machine"], quick=bool(report["quick"]), code=report["code"], restored=True)
 
 
 def run_claim(claim: Claim, workers: Workers, model: Chosen | None = None) -> Iterator[Progress | ClaimResult]:
@@ -147,7 +158,7 @@ def run_claim(claim: Claim, workers: Workers, model: Chosen | None = None) -> It
             yield item
     assert evidence is not None, f"claim {claim.id} measured nothing"
     yield ClaimResult(claim, evidence, claim.judge(evidence.numbers), time.time(), time.monotonic() - start,
-                      machine.describe(), model)
+                      machine.describe(), model, quick=workers.quick)
 
 
 def pair_numbers(key: str, c: Comparison) -> dict[str, float]:

@@ -91,9 +91,10 @@ STEP_BOUND = 3.0  # a plain train step over the capture's instrumented forward, 
 # model at 100 tokens (bench/RESULTS-update.md)
 
 
-def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
+def capture_run(model: nn.Module, ids: torch.Tensor, max_s: float | None = None) -> Capture:
     """The train step's graph is read (train mode, dropout seeded) and its forward timed; backward is not run (the
-    server's core is shared by everyone's captures, and the graph frees itself when the loss goes)."""
+    server's core is shared by everyone's captures, and the graph frees itself when the loss goes). Past `max_s`
+    seconds the forward stops at its next module call (PastBound, a message for the person)."""
     names = {id(p): n for n, p in model.named_parameters()}
     asks = hasattr(model, "branches")  # a model that can say what it decided from the data (models/branch.py)
     if asks:
@@ -102,7 +103,7 @@ def capture_run(model: nn.Module, ids: torch.Tensor) -> Capture:
     with training(model, TRAIN_SEED):
         try:
             start = time.perf_counter()
-            with ModuleTrace(model) as trace:
+            with ModuleTrace(model, max_s) as trace:
                 loss = train_loss(model(ids), model)
             forward_s = time.perf_counter() - start
             branches = tuple(model.branches) if asks else ()

@@ -121,6 +121,7 @@ class Measurement:
     end_s: float = 0.0  # compile worker's figures can be set against the app's)
     cores: tuple[int, ...] = ()  # the CPU cores the timing ran on
     node: str = ""  # the host they belong to (a Ray cluster has several)
+    stopped: bool = False  # cut short at its time bound: fewer blocks than asked for
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,6 +135,7 @@ class Measurement:
         """What the median is of, and how wide it is: 'median of 10 runs, IQR 0.012 ms', and a warning when the
         spread rivals the figure."""
         said = f"median of {self.runs} runs, IQR {self.iqr_ms:.3f} ms"
+        said += " (stopped at GE_MAX_RUN_S: fewer blocks than planned)" if self.stopped else ""
         return said + (": too noisy to read" if self.noisy else "")  # the IQR is over a quarter of the median
 
     def __str__(self) -> str:
@@ -144,8 +146,10 @@ TARGET_BLOCKS = 10  # samples we aim for within the budget
 MIN_BLOCKS = 3  # never fewer, even when one call is longer than the budget
 
 
-def measure(label: str, fn: Callable[[], object], min_run_time: float, min_blocks: int = MIN_BLOCKS) -> Measurement:
-    """Time `fn` in blocks for about `min_run_time` seconds, after one warm-up call.
+def measure(label: str, fn: Callable[[], object], min_run_time: float, min_blocks: int = MIN_BLOCKS,
+            deadline: float | None = None) -> Measurement:
+    """Time `fn` in blocks for about `min_run_time` seconds, after one warm-up call; no block starts after
+    `deadline` (time.monotonic()), whatever `min_blocks` asks (the one block a figure needs excepted).
 
     The block size comes from the warm-up call, so a 0.1 s budget still gives ~10 samples:
     `blocked_autorange` grows blocks by 10x (often leaving 2-4 samples plus a costly estimate), and
@@ -160,7 +164,11 @@ def measure(label: str, fn: Callable[[], object], min_run_time: float, min_block
         once = time.perf_counter() - start
         number = max(1, int(min_run_time / (TARGET_BLOCKS * max(once, 1e-7))))
         raw: list[float] = []
+        stopped = False
         while sum(raw) < min_run_time or len(raw) < min_blocks:
+            if raw and deadline is not None and time.monotonic() > deadline:
+                stopped = True
+                break
             raw.append(timer._timeit(number))
         ended = time.monotonic()
     spec = TaskSpec(stmt="fn()", setup="pass", label=label, num_threads=THREADS)
@@ -179,4 +187,5 @@ def measure(label: str, fn: Callable[[], object], min_run_time: float, min_block
         end_s=ended,
         cores=cores,
         node=platform.node(),
+        stopped=stopped,
     )

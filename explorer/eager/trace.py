@@ -7,12 +7,19 @@ holds its number, including the nodes of composite ops that never surface in Pyt
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 from torch._C._autograd import _get_sequence_nr
+
+from explorer.core.errors import InputError
+
+
+class PastBound(InputError):
+    """A run stopped at its time bound: the estimate that let it start was a gate, not a guarantee."""
 
 
 @dataclass
@@ -26,9 +33,12 @@ class _Call:
 
 @dataclass
 class ModuleTrace:
-    """Context manager that hooks every module of `model` for the duration of one run."""
+    """Context manager that hooks every module of `model` for the duration of one run; past `max_s` seconds (if
+    given) the next module call raises PastBound, so a run cannot hold the process longer than its bound by more
+    than one module's work."""
 
     model: nn.Module
+    max_s: float | None = None
     calls: Counter[str] = field(default_factory=Counter)
     _intervals: list[_Call] = field(default_factory=list)
     _open: list[_Call] = field(default_factory=list)
@@ -40,6 +50,7 @@ class ModuleTrace:
         return list(self.model.parameters())
 
     def __enter__(self) -> ModuleTrace:
+        self._deadline = None if self.max_s is None else time.monotonic() + self.max_s
         for name, module in self.model.named_modules():
             self._handles.append(module.register_forward_pre_hook(self._pre(name or "model")))
             self._handles.append(module.register_forward_hook(self._post))
@@ -55,6 +66,10 @@ class ModuleTrace:
         def hook(module: nn.Module, args: tuple) -> None:
             if torch.compiler.is_compiling():  # inside scan/cond, traced by dynamo: one op in the graph, not calls
                 return
+            if self._deadline is not None and time.monotonic() > self._deadline:
+                raise PastBound(f"stopped after {self.max_s:g} s, at call {sum(self.calls.values()) + 1} of the "
+                                f"model's modules ({name}): past GE_MAX_RUN_S, although its estimate was under it. "
+                                "Try fewer tokens or a smaller architecture.")
             call = _Call(name, self.calls[name], len(self._open), _get_sequence_nr())
             self.calls[name] += 1
             self._open.append(call)

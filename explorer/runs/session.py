@@ -20,7 +20,7 @@ from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.core.errors import InputError
 from explorer.core.fmt import count
 from explorer.core.inputs import TokenizedText, tokenize
-from explorer.core.limits import HISTORY_LENGTH
+from explorer.core.limits import HISTORY_LENGTH, MAX_RUN_S
 from explorer.core.progress import Progress
 from explorer.eager.capture import Capture, capture_run
 from explorer.eager.diff import GraphDiff, diff_graphs
@@ -222,7 +222,8 @@ class Session:
             return next(r for r in self.isolate(self.id).run(job) if isinstance(r, Fixed))
         model = self.model
         check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
-        return Fixed(capture_run(model, inp.ids), sum(p.numel() for p in model.parameters()), param_bytes(model))
+        return Fixed(capture_run(model, inp.ids, MAX_RUN_S), sum(p.numel() for p in model.parameters()),
+                     param_bytes(model))
 
     def capture(self, text: str, compare: str | None = None, keyed: bool = False) -> Captured:
         """A run's first stage: the graph `text` builds, diffed against `compare` if given, else against the

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from explorer.compile.protocol import Job, WorkerContext
+from explorer.core.limits import MAX_RUN_S
 from explorer.eager.capture import capture_run
 from explorer.eager.memory import param_bytes
 from explorer.serving.shared import Fixed
@@ -25,5 +26,5 @@ class CaptureJob(Job[Fixed]):
         ctx.phase("building the model")
         model = build_model(self.model, make_config(self.model, self.config))
         ctx.phase("capturing the graph")
-        capture = capture_run(model, torch.tensor([self.ids], dtype=torch.long))
+        capture = capture_run(model, torch.tensor([self.ids], dtype=torch.long), MAX_RUN_S)
         return Fixed(capture, sum(p.numel() for p in model.parameters()), param_bytes(model))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import platform
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -70,13 +71,14 @@ class TimingJob(Job[Timed]):
                 models.popitem(last=False)
         models.move_to_end(key)
         model, ids = models[key], torch.tensor([self.ids])
+        deadline = time.monotonic() + MAX_RUN_S  # the plan's estimate let it start; this bound stops it
         ctx.phase("timing forward")
-        fw = measure("forward", lambda: forward(model, ids), self.forward_s, self.min_blocks)
+        fw = measure("forward", lambda: forward(model, ids), self.forward_s, self.min_blocks, deadline)
         ctx.phase("timing the train step")
         with training(model):
-            tr = measure("train step", lambda: train_step(model, ids), self.train_s, self.min_blocks)
+            tr = measure("train step", lambda: train_step(model, ids), self.train_s, self.min_blocks, deadline)
         memory = None
-        if self.profile:  # here too, not in the server: the server's core is for every session's graphs
+        if self.profile and time.monotonic() < deadline:  # not in the server: its core is for every session's graphs
             ctx.phase("profiling memory")
             memory = measure_peaks(model, ids, lambda out: train_loss(out, model))
         return Timed(fw, tr, platform.node(), memory)

@@ -98,12 +98,17 @@ HEAVIEST = '{"cell": "lstm", "hidden": 512, "embed": 512, "layers": 4, "bidirect
 
 
 @pytest.mark.slow
-def test_the_heaviest_run_the_limits_allow_is_refused_in_seconds_and_the_server_keeps_serving(app_url):
-    """Once accepted and 88.6 s long, holding everyone: now estimated first, and refused with the estimate."""
+def test_the_heaviest_run_the_limits_allow_is_refused_or_stopped_at_the_bound_and_the_server_keeps_serving(app_url):
+    """Once accepted and 88.6 s long, holding everyone. Its capture's estimate sits near GE_MAX_RUN_S (10-12 s on
+    2-core machines): refused by the estimate on one machine, stopped at the bound or left untimed on another; each
+    way the request ends with a message naming the bound (tests/eager: each way on its own, on any machine), and
+    the server serves the next one."""
     client = connect(app_url)
-    with pytest.raises(Exception, match=r"would take about \d+ s to capture .*measured on a 32-token prefix.*"
-                                        r"GE_MAX_RUN_S = 10 s.*Try fewer than"):
+    with pytest.raises(Exception, match=r"GE_MAX_RUN_S") as refused:
         client.predict("rnn", HEAVIEST, "x" * 512, "", api_name="/inspect")
+    said = str(refused.value)
+    assert ("would take about" in said and "measured on a 32-token prefix" in said) or "stopped after 10 s" in said \
+        or "Not timed" in said, said
     assert client.predict("rnn", "{}", "next", "", api_name="/inspect")["tokens"] == 4
 
 

@@ -211,3 +211,17 @@ def test_the_train_step_graph_is_drawn_in_train_mode_and_leaves_the_model_as_inf
     assert not model.training and not any(m.training for m in model.modules())
     with torch.no_grad():
         assert torch.equal(model(ids), before)  # running statistics restored: inference reads what it read
+
+
+def test_a_capture_accepted_under_the_bound_is_still_stopped_at_it_with_a_message():
+    """The estimate lets a run start; the bound stops it. A bound already passed stops the forward at its first
+    module call whatever this machine's speed, with the message a person reads, and nothing is left hooked."""
+    from explorer.eager.trace import PastBound
+
+    model = _model("rnn")
+    with pytest.raises(PastBound, match=r"stopped after 0 s, at call 1 of the model's modules \(model\): past "
+                                        r"GE_MAX_RUN_S"):
+        capture_run(model, to_ids("x" * 64), max_s=0.0)
+    assert not any(m._forward_pre_hooks or m._forward_hooks for m in model.modules())
+    assert not model.training  # and back in eval mode
+    assert len(capture_run(model, to_ids("x" * 64), max_s=60.0).graph.nodes) > 0  # the same run within its bound

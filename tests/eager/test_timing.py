@@ -50,3 +50,16 @@ def test_a_timing_runs_on_the_measuring_core_and_gives_the_thread_its_cores_back
     assert os.sched_getaffinity(0) == before
     if len(before) >= 2:
         assert not MEASURE_CORES & OTHER_CORES
+
+
+def test_timings_past_their_bound_stop_with_one_block_and_say_so():
+    """No block starts past the deadline (a deadline already passed: one block, whatever the machine's speed), and
+    the figure's spread says it was stopped; without a deadline the blocks asked for are all timed."""
+    import time as clock
+
+    from explorer.eager.timing import measure
+
+    stopped = measure("forward", lambda: sum(range(1000)), 1.0, min_blocks=5, deadline=clock.monotonic() - 1)
+    assert stopped.runs == 1 and stopped.stopped and "stopped at GE_MAX_RUN_S" in stopped.spread()
+    whole = measure("forward", lambda: sum(range(1000)), 0.01, min_blocks=5)
+    assert whole.runs >= 5 and not whole.stopped and "stopped" not in whole.spread()

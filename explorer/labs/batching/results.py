@@ -51,7 +51,7 @@ class CompiledStrategy:
 
     @property
     def speedup(self) -> float | None:
-        """Eager / compiled forward (ratio of the paired medians); None unless compiled code ran."""
+        """Eager over compiled forward, the median pair's; None unless compiled code ran."""
         return self.ran.ratio if self.ran else None
 
 
