@@ -29,9 +29,7 @@ def _section(number: int, r: ClaimResult) -> list[str]:
 
 
 def main() -> None:
-    p = parser(__doc__, "RESULTS-claims.md")
-    p.add_argument("--runs", type=int, default=2, help="runs of every experiment, one after the other (default 2)")
-    args = p.parse_args()
+    args = parser(__doc__, "RESULTS-claims.md", runs=2).parse_args()
     runs = 1 if args.quick else args.runs
     machine.keep_off_measure_cores()
     machine.pin_threads()  # as the app and the CLI

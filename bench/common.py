@@ -6,11 +6,43 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from explorer.eager.compare import Comparison
 
-def parser(doc: str | None, results: str) -> argparse.ArgumentParser:
-    """An argument parser with `--out` (default: bench/`results`) and `--quick`."""
+
+def parser(doc: str | None, results: str, runs: int | None = None) -> argparse.ArgumentParser:
+    """An argument parser with `--out` (default: bench/`results`) and `--quick`; with `runs`, `--runs` too (that
+    many runs in a row by default, to see that each verdict comes out the same)."""
     p = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     p.add_argument("--out", type=Path, default=Path(__file__).with_name(results),
                    help=f"where the results go (default: bench/{results})")
     p.add_argument("--quick", action="store_true", help="the smallest run: checks that the script works")
+    if runs is not None:
+        p.add_argument("--runs", type=int, default=runs,
+                       help=f"runs of the whole benchmark, one after the other (default {runs})")
     return p
+
+
+def agreement(rows: dict[str, list[Comparison | None]]) -> list[str]:
+    """Runs of one benchmark in a row, compared row by row: each run's verdict (which side is faster by its whole
+    interval, not resolved, or too few pairs) and interval, whether every run gave the same kind of verdict, and
+    whether every two intervals overlap (a markdown table)."""
+    lines = ["| row | verdict per run | interval per run | the same verdict each run | intervals overlap |",
+             "|---|---|---|---|---|"]
+    for name, runs in rows.items():
+        kinds = [verdict_kind(c) for c in runs]
+        bounds = [(c.low, c.high) for c in runs if c is not None and c.low is not None and c.high is not None]
+        overlap = "—" if len(bounds) < 2 else \
+            "yes" if max(lo for lo, _ in bounds) <= min(hi for _, hi in bounds) else "NO"
+        said = " / ".join(f"{c.low:.2f}-{c.high:.2f}x" if c is not None and c.low is not None and c.high is not None
+                          else "—" for c in runs)
+        lines.append(f"| {name} | {' / '.join(kinds)} | {said} | {'yes' if len(set(kinds)) == 1 else 'NO'} | "
+                     f"{overlap} |")
+    return lines
+
+
+def verdict_kind(c: Comparison | None) -> str:
+    if c is None:
+        return "not compared"
+    if not c.enough:
+        return "too few pairs"
+    return f"{c.faster} faster" if c.faster else "not resolved"

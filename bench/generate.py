@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from bench.common import parser
+from bench.common import agreement, parser
 from explorer.compile.protocol import WorkerContext
 from explorer.core import machine
 from explorer.eager.compare import MIN_PAIRS
@@ -43,17 +43,19 @@ def _runs(quick: bool) -> list[tuple[str, str, str]]:
             ("gpt2", "dynamic", "inductor"), ("gpt2", "static", "inductor")]
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-generate.md").parse_args()
-    tokens, repeats = (6, 1) if args.quick else (TOKENS, REPEATS)
+def _measured(quick: bool, tokens: int, repeats: int) -> tuple[list[tuple[str, CacheRun]], dict[str, GenerateResult]]:
+    """One run of every row: each GenerateJob here in this process, and each model's result."""
     ids, pads = left_padded([PROMPT])
     runs: list[tuple[str, CacheRun]] = []
-    for model, cache, backend in _runs(args.quick):
+    for model, cache, backend in _runs(quick):
         job = GenerateJob(model, {}, ids.tolist(), pads.tolist(), tokens, cache, backend, repeats)
         runs.append((model, job.run(WorkerContext(lambda phase: print(phase, flush=True)))))
     results = {model: GenerateResult(model, {}, [PROMPT.decode()], pads.tolist(), tokens, repeats,
                                      [r for m, r in runs if m == model]) for model, _ in runs}
-    m = machine.describe()
+    return runs, results
+
+
+def _table(runs: list[tuple[str, CacheRun]], results: dict[str, GenerateResult]) -> list[str]:
     rows, said = [], []
     for model, run in runs:
         result = results[model]
@@ -74,18 +76,36 @@ def main() -> None:
     same = ", ".join(f"{model} {r.cache} ({r.backend}): {'same' if same else 'OTHER'} tokens, logits within "
                      f"{diff:.1g}" for model, r in runs if r is not results[model].reference
                      for same, diff in [results[model].agreement(r)])
+    return [f"Against each model's first row's tokens: {same}.", "",
+            "| model | cache | side | " + " | ".join(f"ms at {p}" for p in AT)
+            + " | compiles | compiled vs eager per token (a pair per warm generation) | pays off after | recompiles |",
+            "|---|---|---|" + "---:|" * len(AT) + "---|---|---|---|", *rows, "", *(f"- {s}." for s in said)]
+
+
+def main() -> None:
+    args = parser(__doc__, "RESULTS-generate.md", runs=2).parse_args()
+    tokens, repeats, times = (6, 1, 1) if args.quick else (TOKENS, REPEATS, args.runs)
+    measured = [_measured(args.quick, tokens, repeats) for _ in range(times)]
+    m = machine.describe()
+    first = measured[0][0][0][1]
+    def label(model: str, run: CacheRun) -> str:
+        return f"{model} {run.cache} ({run.backend})"
+
+    rows = {label(model, run): [results[m].per_token(r) for runs, results in measured for m, r in runs
+                                if label(m, r) == label(model, run)] for model, run in measured[0][0] if run.backend}
     lines = ["# Generation: per-token latency by cache kind, eager and compiled", "",
              f"Measured by `python -m bench.generate{' --quick' if args.quick else ''}` on {m['device']} "
-             f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, {runs[0][1].threads} thread(s), measuring core "
-             f"{list(runs[0][1].cores)}, {time.strftime('%Y-%m-%d')}. The decoder and GPT-2 (`transformers`, its own "
-             f"caches) at their default configs, the prompt {PROMPT.decode()!r} ({len(PROMPT)} bytes) and {tokens} "
-             f"generated tokens, greedy; per row the compiled side's first generation compiles, then {repeats} warm "
-             "generations of each side, interleaved, timed step by step. Each figure: the decode step's median over "
-             "the warm runs, in ms, at the position it reads. Against each model's first row's tokens: " + same + ".",
-             "", "| model | cache | side | " + " | ".join(f"ms at {p}" for p in AT)
-             + " | compiles | compiled vs eager per token (decode steps paired) | pays off after | recompiles |",
-             "|---|---|---|" + "---:|" * len(AT) + "---|---|---|---|", *rows, "", *(f"- {s}." for s in said)]
-    args.out.write_text("\n".join(lines) + "\n")
+             f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, {first.threads} thread(s), measuring core "
+             f"{list(first.cores)}, {time.strftime('%Y-%m-%d')}, {times} run(s) in a row. The decoder and GPT-2 "
+             f"(`transformers`, its own caches) at their default configs, the prompt {PROMPT.decode()!r} "
+             f"({len(PROMPT)} bytes) and {tokens} generated tokens, greedy; per row the compiled side's first "
+             f"generation compiles, then {repeats} warm generations of each side, interleaved, timed step by step. "
+             "Each figure: the decode step's median over the warm runs, in ms, at the position it reads; compiled "
+             "against eager per token: each warm generation's mean decode step, one pair per generation.", "",
+             "## The runs against each other", "", *agreement(rows), ""]
+    for i, (runs, results) in enumerate(measured, 1):
+        lines += [f"## Run {i} of {times}", "", *_table(runs, results), ""]
+    args.out.write_text("\n".join(lines))
     print(f"wrote {args.out}")
 
 

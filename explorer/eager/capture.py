@@ -41,12 +41,12 @@ TRAIN_SEED = 0  # the dropout masks of a graph's train step: the same input draw
 
 @contextlib.contextmanager
 def training(model: nn.Module, seed: int | None = None) -> Iterator[nn.Module]:
-    """`model` in train mode for the steps inside, its random draws seeded when `seed` is given; after, in its
-    mode of before, with the running statistics of its norms (batch norm's) as they were: training steps run here
+    """`model` in train mode for the steps inside, its random draws seeded when `seed` is given; after, each module
+    in its mode of before, with the running statistics of its norms (batch norm's) as they were: training steps run here
     to be drawn and timed, not to move what the next inference forward reads."""
     norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._NormBase) and m.track_running_stats]
     kept = [{k: v.clone() for k, v in m.named_buffers(recurse=False) if v is not None} for m in norms]
-    was = model.training
+    modes = [(m, m.training) for m in model.modules()]  # each its own: a wrapper made in train mode holds an eval model
     with contextlib.ExitStack() as stack:
         if seed is not None:
             stack.enter_context(torch.random.fork_rng(devices=[]))
@@ -55,7 +55,8 @@ def training(model: nn.Module, seed: int | None = None) -> Iterator[nn.Module]:
         try:
             yield model
         finally:
-            model.train(was)
+            for m, mode in modes:
+                m.training = mode
             with torch.no_grad():
                 for m, buffers in zip(norms, kept, strict=True):
                     for k, v in buffers.items():

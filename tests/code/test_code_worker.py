@@ -174,7 +174,10 @@ def test_an_edit_compiles_in_the_code_worker_and_dynamo_breaks_at_the_edited_lin
     *_, reply = roomy[0].run(job)
     said = compiled_text(reply)
     assert f"Data-dependent branching at the edited file, line {_line_of(branched, 'if x.norm()')}" in said
-    assert "timed in interleaved pairs" in said
+    figures, ex = reply.calls[-1].figures, reply.explanation
+    assert figures is not None and figures.comparison.pairs >= 8  # the paired figures this edit's run measured
+    assert f"timed in interleaved pairs: {figures.comparison.said()}." in said
+    assert f"{ex.graph_count} graph" in said and f"{ex.graph_break_count} graph break" in said
 
 
 def test_a_bug_injected_into_an_edit_runs_the_debugging_lab_in_the_code_worker(roomy):

@@ -1,6 +1,7 @@
 """An edit as a link: read back exactly, refused when made for another file or forged, and none for a rewrite."""
 
 import base64
+import hashlib
 import json
 import zlib
 
@@ -30,7 +31,24 @@ def test_a_few_changed_lines_make_a_short_link_and_a_rewrite_none():
     token = encoded(RNN, edited)
     assert token is not None and len(token) < 300 and applied(RNN, token) == edited
     assert encoded(RNN, "\n".join(f"w{i} = {i * 7919}" for i in range(2000))) is None  # past MAX_LINK_CHARS
-    assert MAX_LINK_CHARS == 2000
+
+
+def test_a_link_is_given_up_to_max_link_chars_and_not_one_character_past():
+    """Edits growing a line at a time: every token given is at most MAX_LINK_CHARS long, and the first edit refused
+    is the first whose token would pass it (its length read from the same encoding, uncapped)."""
+    from unittest import mock
+
+    given, refused = 0, None
+    for n in range(1, 400):
+        edited = RNN + "".join(f"# {hashlib.sha256(str(i).encode()).hexdigest()}\n" for i in range(n))
+        token = encoded(RNN, edited)
+        if token is None:
+            with mock.patch("explorer.code.patch.MAX_LINK_CHARS", 10**9):
+                refused = len(encoded(RNN, edited))
+            break
+        assert len(token) <= MAX_LINK_CHARS and applied(RNN, token) == edited
+        given = max(given, len(token))
+    assert refused is not None and refused > MAX_LINK_CHARS >= given > 0.9 * MAX_LINK_CHARS
 
 
 def test_a_link_for_another_file_or_a_forged_one_is_refused_in_one_line():

@@ -209,6 +209,9 @@ def test_the_train_step_graph_is_drawn_in_train_mode_and_leaves_the_model_as_inf
         for _ in range(3):
             train_loss(model(ids)).backward()
     assert not model.training and not any(m.training for m in model.modules())
+    wrapper = torch.nn.Sequential(model)  # made in train mode around the eval model, as generation's step wrapper
+    capture_run(wrapper, ids)
+    assert wrapper.training and not any(m.training for m in model.modules())  # each module back in its own mode
     with torch.no_grad():
         assert torch.equal(model(ids), before)  # running statistics restored: inference reads what it read
 

@@ -11,6 +11,7 @@ from explorer.api import final, named_subject, run_lab, workers
 from explorer.compile.options import CompileOptions
 from explorer.core.inputs import tokenize
 from explorer.labs.contract import LabContext
+from explorer.labs.deploy.results import LOUD, WORKS
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
 from explorer.sources.library import ARCHITECTURES
@@ -49,9 +50,11 @@ def test_the_library_architectures_build_and_run_with_the_network_absent(monkeyp
     assert os.environ["HF_HUB_OFFLINE"] == "1" and huggingface_hub.constants.HF_HUB_OFFLINE
 
 
-@pytest.mark.parametrize(("model", "text"), [("gpt2", LONG), ("examples/image_cnn.py", LONG[:40]),
-                                             ("examples/lstm_tagger.py", LONG[:60])])
-def test_a_model_of_yours_runs_through_every_tab(menu_restored, tmp_path, model, text):
+@pytest.mark.parametrize(("model", "text", "exported"), [
+    ("gpt2", LONG, WORKS), ("examples/image_cnn.py", LONG[:40], WORKS),
+    # export traces pack_padded_sequence's lengths as fake tensors: it fails, and says so
+    ("examples/lstm_tagger.py", LONG[:60], LOUD)])
+def test_a_model_of_yours_runs_through_every_tab(menu_restored, tmp_path, model, text, exported):
     name = model if model in SOURCES else add_model_file(str(ROOT / model))
     session = Session()
     ws = workers(session.id)
@@ -60,7 +63,7 @@ def test_a_model_of_yours_runs_through_every_tab(menu_restored, tmp_path, model,
         assert isinstance(view, View) and view.graph.data and view.report["eager"]["forward"]["median_ms"] > 0
         run = session.last
         s = source(name)
-        again = s.build(session.config)
+        again = s.build(session.config).train()  # the graph drawn is a train step's, in train mode (dropout drawn)
         assert len(run.capture.graph.nodes) == autograd_nodes(s.loss(again(tokenize(text).ids)))
         assert run.tokens == len(text)
         compiled = final(compiled_update(session, ws.compile, CompileOptions("eager")))  # dynamo: its timeline
@@ -69,7 +72,9 @@ def test_a_model_of_yours_runs_through_every_tab(menu_restored, tmp_path, model,
         deployed = final(run_lab(LABS["deploy"], who, {"routes": "jit.trace,export (Dim.AUTO)", "lengths": "8"},
                                  LabContext(ws, lambda: str(tmp_path))))
         routes = deployed.report["routes"]
-        assert [r["route"] for r in routes] == ["jit.trace", "export (Dim.AUTO)"] and all(r["outcome"] for r in routes)
+        assert [r["route"] for r in routes] == ["jit.trace", "export (Dim.AUTO)"]
+        # traced at 8 tokens, checked at the input's length and at 8: the trace answers as eager at its own length
+        assert [r["outcome"] for r in routes] == [WORKS, exported], [(r["error"], r["checks"]) for r in routes]
         debugged = final(run_lab(LABS["debug"], who, {"bug": "shape", "modes": "eager"}, LabContext(ws, lambda: "")))
         eager = debugged.report["modes"][0]
         assert eager["failed"] and "models/bugs.py" in eager["failure"]["where"]

@@ -88,7 +88,8 @@ def test_the_cli_inspects_each_example_as_the_readme_shows(example, knob):
                            "--text", "The cat sat.", "--set", knob], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert f"{example} {knob}" in done.stdout and "12" in done.stdout
+    rows = dict(line.split(None, 1) for line in done.stdout.splitlines() if line.startswith(("model ", "tokens ")))
+    assert rows["model"].strip() == f"{example} {knob}" and rows["tokens"].strip() == "12"  # "The cat sat." is 12
 
 
 def test_the_cli_refuses_a_missing_file_with_one_line_and_exit_code_2():

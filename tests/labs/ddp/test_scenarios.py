@@ -73,7 +73,8 @@ def test_equal_token_sharding_evens_the_padded_work_and_every_rank_step_has_its_
     assert [c.what for c in result.costs][:2] == ["round-robin: step (slowest rank)",
                                                   "equal tokens: step (slowest rank)"]
     said = result.verdict.split("step by step on the same batches: ")[1]
-    assert "pairs)" in said and ("faster than" in said or said.startswith("no difference"))  # paired, interval
+    # two steps a sharding: paired, but too few pairs for an interval, so no side is named
+    assert said.startswith("round-robin and equal tokens: too few samples to compare (2; 8 needed)"), said
 
 
 def test_a_collective_one_rank_skips_hangs_until_the_timeout_and_inside_ddp_aborts_then_the_fix_works():
