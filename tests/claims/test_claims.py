@@ -17,12 +17,15 @@ from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.compile.protocol import Workers
 from explorer.compile.worker import CompileService
 from explorer.core.errors import USER_ERRORS, InputError
+from explorer.eager.capture import capture_run
 from explorer.eager.compare import Comparison
 from explorer.labs.ddp.job import ddp_service
 from explorer.labs.deploy.job import deploy_service
 from explorer.sources.registry import source
 from explorer.sources.userfile import load
 from explorer.views.claims import chart_figure, view_of
+from models import build_model, make_config
+from models.tokenizer import to_ids
 from tests.helpers import ROOT
 
 
@@ -132,6 +135,9 @@ def test_rebuild_claim_times_the_eager_graph_and_the_recompile(measured):
     x = r.evidence.numbers
     assert x["recompiles"] >= 1 and x["recompile_s"] > 0 and x["eager_new_graph_ms"] > 0 and x["build_ms"] > 0
     assert "no backward" in r.evidence.shown[0][2]  # the capture records forward and loss only, and says so
+    model = build_model("rnn", make_config("rnn", {}))  # and it is so: what the claim times runs no backward
+    capture_run(model, to_ids("The cat sat on the mat."))
+    assert all(p.grad is None for p in model.parameters())
 
 
 def test_rebuild_verdict_follows_its_numbers():

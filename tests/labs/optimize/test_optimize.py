@@ -174,6 +174,37 @@ def test_the_generated_code_runs_and_answers_as_eager(model, strategy, tmp_path,
     torch._dynamo.reset()
 
 
+@pytest.mark.slow
+def test_the_warm_start_snippet_saves_the_mega_cache_and_the_next_process_compiles_nothing_new(tmp_path, monkeypatch):
+    """The snippet as a person runs it, with inductor (the eager backend has no compiled graph to save): the first
+    process serves and saves, and the next (its caches of its own, empty, as on a fresh deploy) reads every graph
+    from the saved file: inductor's FX-graph cache hits, no miss."""
+    from torch._dynamo.utils import counters
+
+    from explorer.labs.optimize.job import own_caches
+
+    monkeypatch.chdir(tmp_path)  # where the snippet keeps compile-cache.bin
+    config = {"layers": 1}
+    code = snippet("transformer", dict(vars(make_config("transformer", config))), "warm_start", "inductor",
+                   build_model("transformer", make_config("transformer", config)), (), (9, 30))
+    ids = torch.tensor([encode("The cat sat on the mat.")])
+    for process in ("first", "next"):
+        torch._dynamo.reset()
+        with own_caches():
+            hits, misses = counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
+            space: dict = {}
+            exec(compile(code, f"<warm_start snippet, {process} process>", "exec"), space)
+            with torch.no_grad():
+                space["serve"](ids)
+            if process == "first":
+                space["save"]()
+                assert (tmp_path / "compile-cache.bin").stat().st_size > 0
+            read = (counters["inductor"]["fxgraph_cache_hit"] - hits,
+                    counters["inductor"]["fxgraph_cache_miss"] - misses)
+        assert read == ((0, 1) if process == "first" else (1, 0)), (process, read)
+    torch._dynamo.reset()
+
+
 def test_the_lab_through_its_spec_serves_the_stream_with_each_strategy_and_refuses_bad_workloads():
     here = Here()
     ctx = LabContext(Workers(here, here, here), lambda: "")
