@@ -63,7 +63,9 @@ COMPILE_WORKERS = _limit("compile_workers", max(1, len(os.sched_getaffinity(0)) 
                          "compile worker processes (default: a quarter of the cores); a session keeps its own")
 MAX_RUN_S = _limit("max_run_s", 10.0, float,
                    "seconds one run's capture or timings may take, estimated before they start: a longer capture is "
-                   "refused, longer timings are shortened, then not taken (and it is said)")
+                   "refused, longer timings are shortened, then not taken (and it is said); a run its estimate let "
+                   "start is still stopped at the bound (the capture at its next module call, the timings before "
+                   "their next block), with a message")
 TIMING_REUSE_S = _limit("timing_reuse_s", 60.0, float,
                         "seconds a timing of the same model, architecture and text is reused for another session "
                         "(labelled with its age; a person can ask for a fresh one)")
