@@ -231,6 +231,8 @@ def cache_served(caches: Sequence[str]) -> int:
 
 def served_said(served: int, n: int) -> str:
     """`served` of `n` compiles served by inductor's caches, in words."""
+    if n == 0:
+        return "no compile"
     if served == n:
         return "served by inductor's caches" if n == 1 else f"all {n} served by inductor's caches"
     if served == 0:

@@ -1,6 +1,7 @@
 """Real torch.compile in the real compile worker, on small models so the suite stays fast."""
 
 import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -259,6 +260,19 @@ def test_a_speedup_carries_its_interval_and_an_unresolved_one_says_so():
     assert noisy[0].endswith("(not resolved)") and "no difference between eager and compiled resolved" in noisy[1]
     report = _run(2.0, 1.0).as_dict()
     assert report["faster"] is True and report["pairs"] == 20 and report["speedup_interval"][0] > 1
+    low, high = report["break_even_range"]
+    assert low <= report["break_even_calls"] <= high and report["compile_cache"] == "no compile"
+    cards = dict((k, (v, d)) for k, v, d in compiled_cards(replace(_run(2.0, 1.0), caches=("fx miss, aot miss",))))
+    assert cards["compile time"][1].startswith("cold; this input") and "cold" in cards["break-even"][1]
+    assert cards["break-even"][1].startswith("about ")  # its range, from the speed-up's interval
+
+
+def test_whether_inductor_served_a_compile_is_said_in_words():
+    from explorer.compile.observe import cache_said
+
+    assert cache_said([]) == "no compile" and cache_said(["fx miss, aot miss"]) == "cold"
+    assert cache_said(["fx hit, aot hit"]) == "served by inductor's caches" and cache_said(["", ""]) == "all 2 cold"
+    assert cache_said(["fx hit, aot hit", "fx miss, aot hit"]) == "1 of 2 served by inductor's caches, 1 cold"
 
 
 def test_a_one_token_input_is_a_graph_of_its_own_and_says_why(fresh_service):

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from explorer.compile.observe import cache_said
-from explorer.eager.compare import CONFIDENCE, MIN_PAIRS, TARGET_PAIRS, Comparison, Estimate, too_few
+from explorer.eager.compare import CONFIDENCE, MIN_PAIRS, TARGET_PAIRS, Comparison, Estimate
 from explorer.labs.optimize.job import Costs, Served
 from explorer.labs.optimize.planner import Plan
 from explorer.labs.optimize.workload import Workload
@@ -63,8 +63,8 @@ class Totals:
 
     def said(self) -> str:
         if self.low is None or self.high is None:
-            return (f"{self.a} and {self.b} over the stream ({self.ratio:.2f}x): {too_few(self.requests)} requests "
-                    "without a compile, no interval")
+            return (f"{self.a} and {self.b} over the stream ({self.ratio:.2f}x): {self.requests} requests without a "
+                    f"compile, too few for an interval ({MIN_PAIRS} needed)")
         if self.faster is None:
             return (f"no difference between {self.a} and {self.b} resolved over the stream ({self.ratio:.2f}x, 95% "
                     f"interval {self.low:.2f}-{self.high:.2f}x)")

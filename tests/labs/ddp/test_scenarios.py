@@ -70,6 +70,8 @@ def test_equal_token_sharding_evens_the_padded_work_and_every_rank_step_has_its_
     for r in run.ranks:
         waits = {s.step for s in r.report.segments if s.kind == WAIT}
         assert waits == set(range(1, 2 * (2 + 1) + 1))  # every step of both shardings, warm-up included
+        rr, eq = stragglers.SHARDINGS  # which sharding runs first alternates step by step (warm-up step 0 first)
+        assert r.report.values["sharding"] == [eq, rr, rr, eq, eq, rr]
     assert [c.what for c in result.costs][:2] == ["round-robin: step (slowest rank)",
                                                   "equal tokens: step (slowest rank)"]
     said = result.verdict.split("step by step on the same batches: ")[1]

@@ -224,3 +224,28 @@ def test_the_lab_through_its_spec_serves_the_stream_with_each_strategy_and_refus
     with pytest.raises(InputError, match="this server takes at most"):
         LABS["optimize"].parse({"lengths_from": "uniform", "n": 1000, "min_len": 400, "max_len": 500})
     assert workload("zipf", 0, 1, 1, "3\n5,7 9").lengths == (3, 5, 7, 9)  # typed lengths: the distribution unused
+
+
+def test_which_of_a_requests_pair_runs_first_alternates(monkeypatch):
+    """The strategy's answer and eager's, request by request: the strategy first at even requests, eager first at
+    odd ones, so neither always meets the machine as the other left it."""
+    from explorer.labs.optimize import job
+
+    order: list[str] = []
+    timed = job._timed
+
+    def recording(fn, ids):
+        order.append("strategy" if type(fn).__name__ == "OptimizedModule" else "eager")
+        return timed(fn, ids)
+
+    monkeypatch.setattr(job, "_timed", recording)
+    served = _served("transformer", {"layers": 1}, "auto", lengths=(9, 9, 9, 9))
+    assert served.error == "" and order == ["strategy", "eager", "eager", "strategy"] * 2
+
+
+def test_a_stream_where_every_request_compiled_has_no_interval_of_its_totals():
+    every = Served("dynamic_false", [1.0] * 6, [1e-3] * 6, compiles=[CompileAt(i, 1.0, "new length") for i in range(6)])
+    eager = Served("eager", [1e-3] * 6, [1e-3] * 6)
+    t = totals(eager, every)
+    assert (t.low, t.high, t.faster) == (None, None, None) and t.requests == 0
+    assert "0 requests without a compile, too few for an interval (8 needed)" in t.said()
