@@ -195,10 +195,14 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None, confined: bool = Fals
 
 
 _LIVE: weakref.WeakSet[CompileService] = weakref.WeakSet()
+# The app is exiting: no worker starts any more. A background job (the start-up warm-up) that went on after the
+# workers were stopped used to start a new one, which multiprocessing's exit then joined while it waited on its pipe.
+_STOPPING = threading.Event()
 
 
 @atexit.register  # before multiprocessing's own exit function (registered first, so run last) joins children
 def _stop_every_worker() -> None:
+    _STOPPING.set()
     for service in list(_LIVE):
         service.stop()
 
@@ -243,9 +247,12 @@ class CompileService:
         self._tmp = ""
         self._conn: Any = None
         self._jobs = threading.Lock()  # one job at a time
+        self._shutting = threading.Lock()
         self._cancelled = threading.Event()
 
     def _start(self) -> None:
+        if _STOPPING.is_set():
+            raise CompileFailure(f"the server is stopping: the {self.name} worker does not start again.")
         for name, value in COMPILER_ENV.items():
             os.environ.setdefault(name, value)
         parent, child = self._ctx.Pipe()
@@ -256,6 +263,9 @@ class CompileService:
         self._proc.start()
         child.close()
         self._conn = parent
+        if _STOPPING.is_set():  # the exit began while it started: it goes with the others
+            self._shut(idle=False)
+            raise CompileFailure(f"the server is stopping: the {self.name} worker does not start again.")
         # However it ends (a SIGKILL too, while idle), its directory goes when it does: not at the next job.
         threading.Thread(target=_remove_when_gone, args=(self._proc, self._tmp), daemon=True,
                          name=f"{self.name}-worker-watch").start()
@@ -270,20 +280,23 @@ class CompileService:
                 self._jobs.release()
 
     def _shut(self, idle: bool) -> None:
-        if self._proc is not None:
-            if idle and self._proc.is_alive():
-                with contextlib.suppress(OSError):
-                    self._conn.send(Stop())
-                self._proc.join(timeout=5)
-            if self.confined and self._proc.pid:  # its own process group: what the visitor's code forked goes too
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self._proc.pid, signal.SIGKILL)
-            if self._proc.is_alive():
-                self._proc.kill()
-                self._proc.join(timeout=10)
-            self._conn.close()
-            shutil.rmtree(self._tmp, ignore_errors=True)
-        self._proc = self._conn = None
+        with self._shutting:  # the app's exit and a job's own failure may stop it at once, from two threads
+            proc, conn = self._proc, self._conn
+            if proc is not None:
+                if idle and proc.is_alive() and conn is not None:
+                    with contextlib.suppress(OSError):
+                        conn.send(Stop())
+                    proc.join(timeout=5)
+                if self.confined and proc.pid:  # its own process group: what the visitor's code forked goes too
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join(timeout=10)
+                if conn is not None:
+                    conn.close()
+                shutil.rmtree(self._tmp, ignore_errors=True)
+            self._proc = self._conn = None
 
     @property
     def pid(self) -> int | None:
@@ -348,7 +361,11 @@ class CompileService:
                 self.stop()
                 raise CompileFailure(f"the {self.name} worker did not start; try again in a moment.")
             yield Progress(time.monotonic() - start, f"starting the {self.name} worker")
-        if not isinstance(self._conn.recv(), Ready):
+        try:
+            ready = self._conn.recv()
+        except (EOFError, OSError):  # it died as it started (or the app is stopping and stopped it)
+            ready = None
+        if not isinstance(ready, Ready):
             self.stop()
             raise CompileFailure(f"the {self.name} worker did not start properly; try again.")
 

@@ -8,6 +8,7 @@ started lazily, one job at a time, stopped and replaced if it hangs or dies."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import time
@@ -106,9 +107,11 @@ class MeasurePool:
                     yield replace(item, retried=f"Measured on a second try: {e}") if isinstance(item, Timed) else item
 
     def start(self) -> None:
-        """Start every measurement process now (each imports torch: seconds), not on the first click."""
+        """Start every measurement process now (each imports torch: seconds), not on the first click; one that fails
+        to start (the app stopping meanwhile) is started again by its first job."""
         for w in self._workers.values():
-            w.start()
+            with contextlib.suppress(CompileFailure):
+                w.start()
 
     def stop(self) -> None:
         for w in self._workers.values():

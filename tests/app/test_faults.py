@@ -5,6 +5,7 @@ import multiprocessing as mp
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from bench.appserver import connect
+from bench.appserver import connect, free_port
 from explorer import server
 from explorer.compile import options as compile_options
 from explorer.compile.jobs import PlaygroundJob
@@ -31,7 +32,7 @@ from explorer.ui.stream import streamed
 from explorer.views.playground import update
 from models.rnn import UnrolledRNN
 from models.tokenizer import encode
-from tests.helpers import cmdline, marked, start_app, stop_app
+from tests.helpers import ROOT, cmdline, marked, start_app, stop_app
 
 pytestmark = pytest.mark.slow
 
@@ -173,3 +174,61 @@ def test_kill_9_of_every_worker_leaves_nothing_and_a_sigterm_of_the_app_leaves_n
         assert (_workers(mark, proc.pid), _ours(tmp_path)) == (set(), [])
     finally:
         stop_app(proc)
+
+
+STOPS_WITHIN_S = 60  # a hang detector, not a speed: the hang it guards against lasted past 12 minutes
+
+
+def _stopped(proc: subprocess.Popen, mark: str, tmp_path: Path) -> None:
+    """SIGTERM, then the app and every process it started gone, and its directories with them."""
+    proc.terminate()
+    proc.wait(timeout=STOPS_WITHIN_S)
+    deadline = time.monotonic() + 10
+    while (_workers(mark, proc.pid) or _ours(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (_workers(mark, proc.pid), _ours(tmp_path)) == (set(), [])
+
+
+def test_a_sigterm_stops_the_app_while_it_starts(tmp_path):
+    mark = f"faults-{os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "TMPDIR": str(tmp_path), "GE_TEST_MARK": mark, "GRADIO_SERVER_PORT": str(free_port()),
+           "GE_WARM_COMPILE": "0", "GE_WARM_CLAIMS": "0", "GE_CLAIMS_FILE": ""}
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1)  # importing torch and gradio: before the server listens
+        _stopped(proc, mark, tmp_path)
+    finally:
+        stop_app(proc)
+
+
+def test_a_sigterm_stops_the_app_while_its_warm_up_measures_the_claims_and_a_lab_runs(tmp_path):
+    """The start-up warm-up measuring the claims (each claim's workers, the multi-process one among them) and a
+    visitor's lab running: the workers stop, the warm-up's next claim starts none, and the app exits."""
+    mark = f"faults-{os.getpid()}-{time.monotonic_ns()}"
+    proc, url, _ = start_app({"TMPDIR": str(tmp_path), "GE_TEST_MARK": mark, "GE_WARM_CLAIMS": "1",
+                              "GE_QUICK_CLAIMS": "1"}, log=tmp_path / "server.log")
+    try:
+        deadline = time.monotonic() + 120
+        while not _workers(mark, proc.pid) and time.monotonic() < deadline:  # the warm-up started its workers
+            time.sleep(0.2)
+        assert _workers(mark, proc.pid), "the warm-up started no worker"
+        job = connect(url).submit("rnn", "{}", "The cat sat on the mat.", "5", "jit.trace,onnx", api_name="/deploy")
+        time.sleep(1)  # the lab under way beside the warm-up
+        _stopped(proc, mark, tmp_path)
+        del job  # its answer never comes: the server went
+    finally:
+        stop_app(proc)
+
+
+def test_once_the_app_exits_no_worker_starts_again(monkeypatch):
+    """The exit stops every worker; a background job that goes on after it (the warm-up's next claim) gets a
+    message instead of a new worker, which multiprocessing's own exit would otherwise wait for forever."""
+    from explorer.compile import worker
+
+    monkeypatch.setattr(worker, "_STOPPING", threading.Event())
+    service = CompileService(name="after-exit", starts_processes=True)  # not daemonic: what the exit would join
+    worker._stop_every_worker()  # what atexit runs on a SIGTERM or Ctrl-C
+    with pytest.raises(CompileFailure, match="the server is stopping: the after-exit worker does not start again"):
+        _job(service)
+    assert service.pid is None and not mp.active_children()
