@@ -98,8 +98,12 @@ class CodeEdits:
                 "forward": str(o.run.forward) if o.run.forward else None,
                 "against_previous": o.diff.as_dict() if o.diff else None}
 
-    def undo(self) -> str:
-        """The source before the latest that ran (the original when there is none), dropping the latest."""
+    def undo(self, editing: str | None = None) -> str:
+        """Undo the last edit that ran. The editor holding something that did not run (an edit that failed, or one
+        still being typed) goes back to the latest that ran, losing nothing that ran; else the source before the
+        latest that ran (the original when there is none), dropping the latest."""
+        if editing is not None and self.kept and editing != self.kept[-1]:
+            return self.kept[-1]
         if len(self.kept) > 1:
             self.kept.pop()
             return self.kept[-1]

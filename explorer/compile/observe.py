@@ -18,7 +18,7 @@ import torch._dynamo as dynamo
 import torch._dynamo.utils as dynamo_utils
 
 from explorer.core.errors import one_line
-from explorer.core.paths import EDITOR, PROJECT, relative
+from explorer.core.paths import EDITOR, PROJECT, in_editor, relative
 
 # Dynamo's words for a cause it skips a function for, and the setting made to let it capture that instead.
 LEVERS = (("RNN, GRU, or LSTM", "torch._dynamo.config.allow_rnn=True"),
@@ -282,7 +282,7 @@ def user_line(e: BaseException) -> str:
     if not frames:
         return ""
     file, line = frames[-1].group("file"), int(frames[-1].group("line"))
-    return f" (at {relative(file)}:{line}: {linecache.getline(file, line).strip()})"
+    return f" (at {in_editor(f'{relative(file)}:{line}')}: {linecache.getline(file, line).strip()})"
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,9 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         ours = e is not None and s.model_name == e.model
         text = s.last.input.text if s.last is not None and ours else DEFAULT_TEXT
         if e is None or not source.strip() or e.on_screen(source, text):
-            yield {}  # nothing to run (an empty generator's outputs would be None: Gradio cleared the last run's)
+            # nothing to run: every output left as it is (an empty dict is one value to Gradio, not "no change":
+            # it logged "didn't return enough output values" at each page load; no output would clear them)
+            yield {status: gr.skip()}
             return
         arch = arch_label(s.model_name, s.config) if ours else e.model
         items = e.run(source, _knobs(s, e), text, CODE_WORKER)
@@ -155,8 +157,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         yield from streamed(CODE_WORKER.run(job), lambda reply: {compiled: compiled_text(reply)}, compiled,
                             "Cannot compile the edit", kind="code compile")
 
-    def undone(e: CodeEdits | None) -> Any:
-        return gr.skip() if e is None else e.undo()
+    def undone(e: CodeEdits | None, editing: str) -> Any:
+        return gr.skip() if e is None else e.undo(editing)
 
     def original(e: CodeEdits | None) -> Any:
         return gr.skip() if e is None else e.original
@@ -169,7 +171,7 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
     debug.click(debugged_it, [session, edits, bug], [debugged, modes], **running)
     freeze.click(froze, [session, edits], [frozen, routes], **running)
     compile_it.click(compiled_it, [session, edits], compiled, **running)
-    set_by_the_app = [undo.click(undone, edits, editor, queue=False, api_visibility="private"),
+    set_by_the_app = [undo.click(undone, [edits, editor], editor, queue=False, api_visibility="private"),
                       back.click(original, edits, editor, queue=False, api_visibility="private"),
                       tab.select(opened, [session, edits], [edits, editor, status], queue=False,
                                  api_visibility="private")]

@@ -163,7 +163,9 @@ def test_a_sessions_edits_diff_against_the_last_good_code_and_undo_goes_back(wor
     session.labs["code"] = report
     page = html_report(session)  # the session's download carries the edit that ran
     assert "<h2>Code edit</h2>" in page and "new = cell(x, cell(x, state))" in page
-    assert edits.kept == [RNN, twice] and edits.undo() == RNN and edits.undo() == RNN  # back to the original
+    # the editor still holds the broken edit: undo goes back to the good edit that ran last, not past it
+    assert edits.kept == [RNN, twice] and edits.undo(broken.source) == twice and edits.kept == [RNN, twice]
+    assert edits.undo(twice) == RNN and edits.undo(RNN) == RNN  # then back to the original, and it stays
 
 
 def test_an_edit_compiles_in_the_code_worker_and_dynamo_breaks_at_the_edited_line(roomy):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -12,6 +13,8 @@ from explorer.eager.timing import Measurement
 TOLERANCE = 1e-4  # max |artefact - eager| for a run to count as correct (float32 reassociation stays far below)
 
 WORKS, LOUD, SILENT = "works", "fails loudly", "silently wrong"
+# export's and dynamo's words for a decision taken on a tensor's value
+DATA_DEPENDENT = re.compile(r"data-dependent|DataDependent|GuardOnDataDependentSymNode|generic_jump", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -134,14 +137,21 @@ class DeployResult:
         return f"Deploy with {best.route}: {why}{size}.{caveat}{warn}"
 
     def _rewrite(self) -> str:
-        """What to change so that a static graph can hold the model's decisions."""
-        if self.config.get("loop") == "python":
-            return "Set loop=scan: the time loop becomes one scan op, which exports with a dynamic length."
+        """What to change so that a static graph can hold the model's decisions: read from why the routes failed
+        (a decision on a tensor's value, at its line), then from the model's own options."""
         if self.config.get("exit_with") == "python":
             return "Set exit_with=cond: each exit decision becomes a torch.cond, which export keeps in the graph."
         if self.model == "tree":
             return ("The tree's shape is decided by the bytes of the text, which no fixed graph can hold: serve it "
                     "eagerly (or compile it, which recompiles per shape).")
+        decided = next((r for r in self.routes if r.error and DATA_DEPENDENT.search(r.error)), None)
+        if decided is not None:
+            at = f" at {decided.where}" if decided.where else ""
+            return (f"The forward decides on a tensor's value{at}, which no fixed graph can hold ({decided.route}: "
+                    f"{decided.error[:120]}): write that decision as torch.cond (both branches kept in the graph), "
+                    "or take it out of the forward.")
+        if self.config.get("loop") == "python":
+            return "Set loop=scan: the time loop becomes one scan op, which exports with a dynamic length."
         return "Rewrite the data-dependent part with torch.cond or scan."
 
     def as_dict(self) -> dict[str, Any]:

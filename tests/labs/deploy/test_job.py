@@ -71,3 +71,25 @@ def test_the_worker_is_replaced_between_jobs_after_its_jobs_or_past_its_memory_c
     finally:
         by_count.stop()
         by_memory.stop()
+
+
+def test_the_advice_for_a_model_no_route_freezes_follows_why_the_routes_failed():
+    """An edit that added a decision on a tensor's value: the advice names that line and torch.cond, not the RNN's
+    loop option (which cannot fix it); the RNN as shipped, whose loop specializes the length: loop=scan."""
+    from explorer.labs.deploy.results import DeployResult, RouteResult
+
+    branched = [RouteResult("export", error="GuardOnDataDependentSymNode: Could not guard on data-dependent "
+                            "expression Eq(u0, 1)", where="the edited file, line 91: if x.norm() > 1:")]
+    said = DeployResult("rnn", {"loop": "python"}, "x", 8, branched).verdict()
+    assert "decides on a tensor's value at the edited file, line 91: if x.norm() > 1:" in said
+    assert "torch.cond" in said and "loop=scan" not in said
+    looped = [RouteResult("export", error="UserError: Constraints violated (seq)!")]
+    assert "Set loop=scan" in DeployResult("rnn", {"loop": "python"}, "x", 8, looped).verdict()
+
+
+def test_a_users_line_in_the_edited_file_is_named_as_the_editor_numbers_it():
+    from explorer.compile.observe import user_line
+    from explorer.core.paths import EDITOR
+
+    error = RuntimeError(f'from user code:\n   File "{EDITOR}", line 91, in forward\n    if x.norm() > 1:')
+    assert user_line(error).startswith(" (at the edited file, line 91") and EDITOR not in user_line(error)
