@@ -141,6 +141,7 @@ class Session:
     config: Any = None
     history: deque[RunRecord] = field(default_factory=lambda: deque(maxlen=HISTORY_LENGTH))
     last: RunResult | None = None  # the latest run in full
+    shown: Captured | None = None  # the latest graph captured, timed or not: the run on screen
     baseline: RunResult | None = None  # the run the next is diffed against: the latest that stayed (see `typing`)
     labs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each lab's latest report, by lab name
     residency: Residency | None = field(default=None, repr=False)  # the server's bound on built models, if any
@@ -179,7 +180,7 @@ class Session:
 
     def release(self) -> None:
         """The person left: keep only the light history records."""
-        self._model = self.last = self.baseline = None
+        self._model = self.last = self.baseline = self.shown = None
         self.labs = {}
         self._forget()
 
@@ -242,8 +243,9 @@ class Session:
         prev = self.baseline if typing else self.last
         if other is None and prev is not None:
             diff = diff_graphs(prev.capture.graph, capture.graph, _change_label(prev, self, inp))
-        return Captured(self.model_name, self.config, arch_label(self.model_name, self.config), inp, compare or "",
-                        fixed, diff, keyed, typing)
+        self.shown = Captured(self.model_name, self.config, arch_label(self.model_name, self.config), inp,
+                              compare or "", fixed, diff, keyed, typing)
+        return self.shown
 
     def typing(self, compare: str | None = None) -> bool:
         """Whether a typed run starting now follows the latest typed one without a pause, on the same model,

@@ -11,6 +11,8 @@ import gradio as gr
 
 from explorer.api import run_lab, workers
 from explorer.core.examples import DEFAULT_TEXT
+from explorer.core.fmt import count
+from explorer.core.inputs import tokenize
 from explorer.core.queues import Queue
 from explorer.labs.contract import Kind, LabContext, LabSpec, Needs, Output
 from explorer.labs.registry import LABS
@@ -64,11 +66,22 @@ def _outputs(outputs: tuple[Output, ...]) -> dict[str, gr.components.Component]:
 
 
 def playground_subject(session: Session, needs: Needs) -> Subject | None:
-    """The model a lab takes from the Playground: its latest run (model, architecture, text) or its current model."""
+    """The model a lab takes from the Playground: the run on screen (model, architecture, text: its latest graph,
+    timed or not, not the latest timed run) or its current model."""
     if needs is Needs.MODEL:
         return Subject(source(session.model_name), session.config, playground=True)
-    r = session.last
+    r = session.shown
     return None if r is None else Subject(source(r.model), r.config, r.input.text, playground=True)
+
+
+def subject_line(subject: Subject | None, needs: Needs) -> str:
+    """What a lab ran on, said above its results: the Playground's architecture in full (and the input's length);
+    nothing for a lab that may run a model of its own."""
+    if subject is None or needs is Needs.ANY_MODEL:
+        return ""
+    if needs is Needs.MODEL:
+        return f"On the Playground's model: **{subject.arch}**.\n\n"
+    return f"On the Playground's run: **{subject.arch}**, {count(tokenize(subject.text).tokens, 'token')}.\n\n"
 
 
 @dataclass
@@ -98,9 +111,9 @@ def lab_tab(spec: LabSpec, session: gr.State, only: tuple[str, ...] | None = Non
                           open=False)
     last = gr.State(None)
 
-    def show(s: Session, view: Any) -> Updates:
+    def show(s: Session, view: Any, header: str) -> Updates:
         s.labs[spec.name] = view.report  # the session's report includes it
-        return {status: view.status, raw: view.report, last: view,
+        return {status: header + view.status, raw: view.report, last: view,
                 **{c: getattr(view, name) for name, c in shown.items()}}
 
     def run(request: gr.Request, s: Session, *values: Any) -> Iterator[Updates]:
@@ -113,8 +126,9 @@ def lab_tab(spec: LabSpec, session: gr.State, only: tuple[str, ...] | None = Non
             if playground_text:
                 chosen["text"] = subject.text if subject is not None and subject.text else DEFAULT_TEXT
             items = run_lab(spec, subject, chosen, LabContext(workers(s.id), EXPORTS.job_dir))
-            yield from streamed(items, lambda view: show(s, view), status, f"Cannot run the {spec.title.lower()}",
-                                kind=spec.name)
+            header = subject_line(subject, spec.needs)
+            yield from streamed(items, lambda view: show(s, view, header), status,
+                                f"Cannot run the {spec.title.lower()}", kind=spec.name)
         finally:
             OWNERS.pop(spec.name, None)
 

@@ -49,3 +49,20 @@ def test_typing_draws_every_step_but_the_history_and_the_diff_keep_what_stayed(m
     list(update(session, "rnn", "A deliberate call", "", {}))  # an API call, a control, a link: stays at once
     list(update(session, "rnn", "Another one", "", {}))
     assert len(session.history) == 6
+
+
+def test_a_lab_runs_on_the_run_on_screen_not_the_latest_timed_one_and_says_which():
+    """The RNN timed with its Python loop, then switched to loop=scan and captured but not (yet) timed: a lab that
+    needs the Playground's run takes the scan model on screen, and its header names it in full."""
+    from explorer.labs.contract import Needs
+    from explorer.ui.labs import playground_subject, subject_line
+
+    s = Session()
+    s.configure("rnn", {})
+    s.run("The cat sat on the mat.")
+    s.configure("rnn", {"loop": "scan"})
+    s.capture("The cat sat.")  # its graph drawn; its timings not taken
+    subject = playground_subject(s, Needs.RUN)
+    assert subject.config.loop == "scan" and subject.text == "The cat sat." and s.last.config.loop == "python"
+    assert subject_line(subject, Needs.RUN) == "On the Playground's run: **rnn loop=scan**, 12 tokens.\n\n"
+    assert subject_line(playground_subject(s, Needs.MODEL), Needs.MODEL).startswith("On the Playground's model: **rnn")
