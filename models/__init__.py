@@ -51,8 +51,10 @@ ZOO: dict[str, ModelEntry] = {
             "rnn", "Unrolled RNN",
             "A Python loop over the tokens: one cell call per token, so the graph grows with the input.",
             RNNConfig, UnrolledRNN,
-            lambda calls: {"unrolled steps per layer": calls.get("layers.0.fwd", 0),
-                           "cell calls": sum(n for k, n in calls.items() if k.startswith("layers."))},
+            # loop=scan runs the cell inside one scan op: no Python step to count (the card counts module calls)
+            lambda calls: {"unrolled steps per layer": calls["layers.0.fwd"],
+                           "cell calls": sum(n for k, n in calls.items() if k.startswith("layers."))}
+            if calls.get("layers.0.fwd") else {},
             rnn.activation_bytes,
         ),
         ModelEntry(

@@ -25,7 +25,7 @@ from explorer.sources.registry import SOURCES, source
 from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
 from explorer.ui.stream import Updates, streamed
-from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update
+from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update, pending_cards
 from explorer.views.playground import GraphFirst, View, control_specs, openable, opened_graph, update, values_for
 from models.config import config_dict, echoed
 
@@ -225,9 +225,12 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
             options = CompileOptions(backend, dynamic, mark, fullgraph)
         except InputError as e:
             raise gr.Error(str(e), title="Cannot compile", print_exception=False) from None
-        if not enabled or s.last is None:
-            yield {c.status: "Compiled execution is off: tick *compile* to compare with torch.compile."}
+        if not enabled or s.last is None:  # no earlier run's compiled cards beside this run's eager ones
+            yield {c.status: "Compiled execution is off: tick *compile* to compare with torch.compile.",
+                   c.cards: cards_html([])}
             return
+        yield {c.status: f"Compiling {s.last.arch}, {s.last.tokens} tokens…",
+               c.cards: cards_html(pending_cards(s.last.arch, s.last.tokens))}
 
         def show(item: Any) -> Updates:
             return {session: s, c.status: item.status, c.cards: cards_html(item.cards), c.timeline: item.timeline,

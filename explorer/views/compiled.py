@@ -47,7 +47,9 @@ def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
          f"{c.speedup:.2f}x" + ("" if pair.resolved else " (not resolved)"),
          "no compiled code ran: see the message above" if c.fallback or pair is None or e is None else
          f"{pair.said()}; eager re-timed {e.median_ms:.3f} ms in the same process, interleaved"),
-        ("compile time", f"{c.total_compile_s:.2f} s", f"{c.cache}; this input: {c.compile_s:.2f} s"),
+        ("compile time", f"{c.total_compile_s:.2f} s", f"{c.cache}; " + (
+            f"this input: {c.compile_s:.2f} s" if c.events else "this input compiled nothing (a graph compiled "
+            "before served it)")),
         ("break-even", "not reached" if be is None else f"{rounded(be.value)} calls",
          "compile time / per-call saving, once compiled is faster by its whole interval" if be is None else
          f"{be.said()} calls by the speed-up's interval; {c.total_compile_s:.2f} s of compiling, {c.cache}"),
@@ -55,6 +57,14 @@ def compiled_cards(c: CompiledRun) -> list[tuple[str, str, str]]:
         ("graphs", f"{c.graph_count}", f"{c.explanation.breaks_said()} when it compiled, "
          f"at {len(c.explanation.graph_breaks)} place(s)"),
     ]
+
+
+COMPILED_CARDS = ("compiled forward", "speed-up vs eager", "compile time", "break-even", "peak memory", "graphs")
+
+
+def pending_cards(arch: str, tokens: int) -> list[tuple[str, str, str]]:
+    """The compiled cards while the run on screen compiles: no earlier run's figures beside its eager ones."""
+    return [(label, "…", f"compiling {arch}, {tokens} tokens") for label in COMPILED_CARDS]
 
 
 def breaks_markdown(c: CompiledRun) -> str:

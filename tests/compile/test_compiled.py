@@ -304,3 +304,14 @@ def test_compile_options_refuse_what_is_not_a_switch_or_a_choice_before_any_work
         CompileOptions(**options)
     assert message in str(e.value) and len(str(e.value)) < 200
     assert CompileOptions(mark_dynamic=True).label() == "inductor (dynamic=auto, mark_dynamic)"
+
+
+def test_while_the_run_on_screen_compiles_its_cards_wait_and_no_earlier_figure_stays():
+    from explorer.views.compiled import COMPILED_CARDS, compiled_cards, pending_cards
+
+    assert [label for label, _, _ in compiled_cards(_run(2.0, 1.0))] == list(COMPILED_CARDS)
+    waiting = pending_cards("rnn loop=scan", 131)
+    assert [label for label, _, _ in waiting] == list(COMPILED_CARDS)
+    assert {v for _, v, _ in waiting} == {"…"} and all(d == "compiling rnn loop=scan, 131 tokens" for *_, d in waiting)
+    served = dict((k, d) for k, _, d in compiled_cards(_run(2.0, 1.0)))["compile time"]  # no compile of its own
+    assert "this input compiled nothing (a graph compiled before served it)" in served and "0.00 s" not in served

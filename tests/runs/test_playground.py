@@ -66,3 +66,14 @@ def test_a_lab_runs_on_the_run_on_screen_not_the_latest_timed_one_and_says_which
     assert subject.config.loop == "scan" and subject.text == "The cat sat." and s.last.config.loop == "python"
     assert subject_line(subject, Needs.RUN) == "On the Playground's run: **rnn loop=scan**, 12 tokens.\n\n"
     assert subject_line(playground_subject(s, Needs.MODEL), Needs.MODEL).startswith("On the Playground's model: **rnn")
+
+
+def test_a_scan_rnn_counts_its_module_calls_not_zero_unrolled_steps():
+    from explorer.views.playground import cards
+
+    s = Session()
+    s.configure("rnn", {"loop": "scan"})
+    label, value, _ = cards(s.capture("The cat sat."))[1]  # what the input decided: scan unrolls nothing in Python
+    assert label == "module calls" and int(value) > 0
+    s.configure("rnn", {})
+    assert cards(s.capture("The cat sat."))[1][:2] == ("unrolled steps per layer", "12")
