@@ -64,13 +64,15 @@ def build_app(code: bool = False) -> gr.Blocks:
                     lab_tab(spec, session)
             with gr.Tab("Claims", id="claims") as claims:
                 cards = claims_tab(session)
-            with gr.Tab("Lessons", id="lessons"):
+            with gr.Tab("Lessons", id="lessons") as lessons:
                 lesson = lessons_tab("lessons")
             if code:  # the operator allowed visitors' code (explorer/code/allowed.py)
                 with gr.Tab("Code", id="code") as code_page:
                     code_tab(demo, tabs, code_page, session)
         claims.select(lambda: cached_claims(cards), None, [x for c in cards for x in c.outputs], queue=False,
                       api_visibility="private")
+        # the step on screen with the board as it is now (a claim measured on the Claims tab since the page loaded)
+        lessons.select(lesson.at, lesson.number, lesson.outputs, queue=False, api_visibility="private")
 
         def open_lesson(request: gr.Request) -> dict:
             return lesson.opened(tabs, request)

@@ -100,3 +100,13 @@ def test_a_class_follows_the_eight_lessons_at_a_projector(page: Page, restarted_
             page.get_by_role("button", name="next →").click()
     page.get_by_role("tab", name="Claims").click()  # the same board: the Claims tab shows the results too
     expect(page.get_by_text(re.compile(r"^Holds: the RNN's graph grows")).first).to_be_visible(timeout=TIMEOUT)
+
+
+def test_the_lessons_tab_opened_by_a_click_shows_the_board_as_it_is_now(page: Page, restarted_url):
+    """The page is built before the board is read: the tab, clicked, shows step 1 with the result this server has
+    (the board restored at start-up), not "not run yet" until a link or a button is used."""
+    page.goto(restarted_url)
+    page.get_by_role("tab", name="Lessons").click()
+    expect(page.get_by_text("Step 1 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("Its experiment last took")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("Its experiment has not run on this server yet")).to_have_count(0)
