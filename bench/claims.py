@@ -8,6 +8,7 @@ of the first, once."""
 
 from __future__ import annotations
 
+import math
 import time
 
 from bench.common import parser
@@ -28,6 +29,16 @@ def _section(number: int, r: ClaimResult) -> list[str]:
             *[f"- {n}" for n in r.evidence.notes], "", f"**Verdict: {r.verdict.kind.value}**: {r.verdict.why}", ""]
 
 
+def _overlapping(runs: list[dict[str, float]]) -> str:
+    """Of the intervals a claim's numbers hold (`key_low`, `key_high`, as pair_numbers stores them), how many
+    overlap in every run, and which do not."""
+    keys = [k.removesuffix("_low") for k in runs[0] if k.endswith("_low") and all(f"{k[:-4]}_high" in r for r in runs)]
+    bounds = {k: [(r[f"{k}_low"], r[f"{k}_high"]) for r in runs if f"{k}_low" in r] for k in keys}
+    kept = {k: b for k, b in bounds.items() if len(b) == len(runs) and not any(math.isnan(x) for p in b for x in p)}
+    apart = [k for k, b in kept.items() if max(lo for lo, _ in b) > min(hi for _, hi in b)]
+    return f"{len(kept) - len(apart)} of {len(kept)}" + (f" (apart: {', '.join(apart)})" if apart else "")
+
+
 def main() -> None:
     args = parser(__doc__, "RESULTS-claims.md", runs=2).parse_args()
     runs = 1 if args.quick else args.runs
@@ -38,6 +49,7 @@ def main() -> None:
     started = time.monotonic()
     sections: list[str] = []
     kinds: dict[str, list[str]] = {c: [] for c in chosen}
+    numbers: dict[str, list[dict[str, float]]] = {c: [] for c in chosen}
     try:
         for run in range(1, runs + 1):
             sections += [f"# Run {run} of {runs}", ""]
@@ -46,6 +58,7 @@ def main() -> None:
                 assert isinstance(result, ClaimResult)
                 sections += _section(list(CLAIMS).index(claim_id) + 1, result)
                 kinds[claim_id].append(result.verdict.kind.value)
+                numbers[claim_id].append(result.evidence.numbers)
                 print(run, claim_id, result.verdict.kind.value, flush=True)
     finally:
         for service in (workers.compile, workers.deploy, workers.ddp):
@@ -56,9 +69,11 @@ def main() -> None:
              f"{m['cores']} cores), {m['threads']} thread(s) per measurement, torch {m['torch']}, "
              f"{time.strftime('%Y-%m-%d')}, in {time.monotonic() - started:.0f} s, {runs} run(s) of each "
              "experiment in a row (the inductor caches as this machine had them: a compile may have been served by "
-             "them, as it is said where it matters).", "", "| claim | verdict per run | the same each run |",
-             "|---|---|---|",
-             *[f"| {c} | {' / '.join(k)} | {'yes' if len(set(k)) == 1 else 'NO'} |" for c, k in kinds.items()], "",
+             "them, as it is said where it matters).", "",
+             "| claim | verdict per run | the same each run | intervals that overlap in every run |",
+             "|---|---|---|---|",
+             *[f"| {c} | {' / '.join(k)} | {'yes' if len(set(k)) == 1 else 'NO'} | {_overlapping(numbers[c])} |"
+               for c, k in kinds.items()], "",
              *sections]
     args.out.write_text("\n".join(lines))
     print(f"wrote {args.out}")
