@@ -127,6 +127,8 @@ def lab_tab(spec: LabSpec, session: gr.State, only: tuple[str, ...] | None = Non
                 chosen["text"] = subject.text if subject is not None and subject.text else DEFAULT_TEXT
             items = run_lab(spec, subject, chosen, LabContext(workers(s.id), EXPORTS.job_dir))
             header = subject_line(subject, spec.needs)
+            # the last run's results go first: a failure said under them read as if they were this run's
+            yield {raw: None, last: None, **{c: None for c in shown.values()}}
             yield from streamed(items, lambda view: show(s, view, header), status,
                                 f"Cannot run the {spec.title.lower()}", kind=spec.name)
         finally:

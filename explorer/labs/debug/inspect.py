@@ -12,7 +12,7 @@ import torch
 import torch._dynamo as dynamo
 from torch import nn
 
-from explorer.compile.observe import BreakLog, CountingBackend
+from explorer.compile.observe import BreakLog, CountingBackend, message_line, user_line
 from explorer.compile.protocol import Job, WorkerContext
 from explorer.sources.edited import model_of
 from models.bugs import embedding_path
@@ -35,9 +35,15 @@ class Recording:
     graphs: int = 0
     seconds: float = 0.0
     max_abs_diff_vs_eager: float | None = None
+    error: str = ""  # the compiled forward failed (a hook inside a scan or cond dynamo cannot capture): why
+
+    def said(self) -> str:
+        if self.error:
+            return f"{self.mode}: failed: {self.error}"
+        return f"{self.mode}: {len(self.norms)} values, {self.graphs} graph(s), {len(self.graph_breaks)} break(s)"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"said": self.said()}
 
 
 def _record(model: nn.Module, name: str, rec: Recording) -> Any:
@@ -65,8 +71,12 @@ def record(model_name: str, config: dict, tokens: list[int], backend: str | None
         else:
             dynamo.reset()
             counter = CountingBackend(backend)
-            with BreakLog() as breaks, torch.no_grad():
-                torch.compile(model, backend=counter)(ids)
+            try:
+                with BreakLog() as breaks, torch.no_grad():
+                    torch.compile(model, backend=counter)(ids)
+            except Exception as e:  # a finding to show (a scan's body with a hook in it), not a fault
+                rec.error = f"{type(e).__name__}: {message_line(e)[:200]}{user_line(e)}"
+                rec.norms = []
             rec.graph_breaks, rec.graphs = [b.one_line() for b in breaks.breaks], counter.graphs
             dynamo.reset()
     finally:

@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 import torch
+import torch._dynamo as dynamo
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -30,16 +31,19 @@ class Finding:
     method: str  # "detect_anomaly", "forward hooks", "dispatch mode"
     found: str  # what it names: a backward function, a module and call, an op, or "nothing"
     where: str  # the user's line it names ("" if none)
-    cost: Comparison  # a step under the method (a) against a plain step (b), in rotated rounds
+    cost: Comparison | None  # a step under the method (a) against a plain step (b), in rotated rounds; None when
+    # the method cannot run on this model (said in `found`)
 
     @property
-    def ms(self) -> float:
-        return self.cost.measurement(self.method).median_ms
+    def ms(self) -> float | None:
+        return self.cost.measurement(self.method).median_ms if self.cost else None
 
     def cost_said(self) -> str:
         """'3.1x a plain step (95% interval 2.9-3.3x, 12 pairs)', or that no cost was resolved at this noise, or
         (noise the other way) that the step under it ran faster by its whole interval."""
         c = self.cost
+        if c is None:
+            return "not timed: it cannot run on this model"
         if not c.enough:
             return f"{c.ratio:.2f}x a plain step: {c.interval()}"
         if c.faster == PLAIN:
@@ -50,7 +54,8 @@ class Finding:
 
     def as_dict(self) -> dict[str, Any]:
         return {"method": self.method, "found": self.found, "where": self.where, "ms": self.ms,
-                "cost": self.cost.ratio, "cost_said": self.cost_said(), "comparison": self.cost.as_dict()}
+                "cost": self.cost.ratio if self.cost else None, "cost_said": self.cost_said(),
+                "comparison": self.cost.as_dict() if self.cost else None}
 
 
 def _mine(file: str) -> bool:
@@ -144,7 +149,15 @@ PLAIN = "plain step"
 def locate(model: nn.Module, ids: torch.Tensor, budget_s: float = 4 * TRAIN_BUDGET_S) -> list[Finding]:
     """Every method on the same model and input: what it names, then its cost against a plain step, all of them
     timed round-robin with the plain step (so each cost is a paired comparison)."""
-    named = {name: method(model, ids) for name, method in METHODS.items()}
+    named, failed = {}, {}
+    for name, method in METHODS.items():
+        try:
+            named[name] = method(model, ids)
+        except Exception as e:  # a dispatch mode cannot trace a scan or cond: said, not timed
+            failed[name] = f"not run on this model: {type(e).__name__}: {message_line(e)[:160]}"
+            # such a failure leaves dynamo's cache of the scan's body broken for every later forward: cleared
+            dynamo.reset()
     rounds = interleaved({PLAIN: lambda: _step(model, ids)}
-                         | {name: partial(method, model, ids) for name, method in METHODS.items()}, budget_s)
-    return [Finding(name, found, where, rounds.comparison(name, PLAIN)) for name, (found, where) in named.items()]
+                         | {name: partial(METHODS[name], model, ids) for name in named}, budget_s)
+    return [Finding(name, *named[name], rounds.comparison(name, PLAIN)) if name in named
+            else Finding(name, failed[name], "", None) for name in METHODS]

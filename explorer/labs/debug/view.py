@@ -72,8 +72,7 @@ def comparison_figure(result: DebugResult, height: int = 320) -> go.Figure:
 def inspection_figure(result: DebugResult, height: int = 320) -> go.Figure:
     fig = go.Figure()
     for r in result.inspection:
-        label = f"{r.mode}: {len(r.norms)} values, {r.graphs} graph(s), {len(r.graph_breaks)} break(s)"
-        fig.add_scatter(y=r.norms, mode="lines+markers", name=label)
+        fig.add_scatter(y=r.norms, mode="lines+markers", name=r.said()[:120])
     name = result.inspection[0].module if result.inspection else ""
     fig.update_layout(title=f"A hook on {name}: each hidden state's norm", height=height,
                       xaxis_title="hidden state (token, for the RNN's cell)", yaxis_title="norm",
@@ -85,7 +84,8 @@ def view_of(result: DebugResult) -> DebugView:
     report = result.as_dict() | {"machine": machine.describe()}
     blocks = [f"**{m.mode}** ({m.failure.lines} lines)\n```\n{m.failure.text}\n```" for m in result.modes
               if m.failure]
-    nan = [[f.method, f.found, f.where or "—", f"{f.ms:.2f}", f.cost_said()] for f in result.findings]
+    nan = [[f.method, f.found, f.where or "—", f"{f.ms:.2f}" if f.ms is not None else "—", f.cost_said()]
+           for f in result.findings]
     g = result.graph
     status = (f"{result.model}, {result.tokens} tokens, bug: {BUGS[result.bug].what}. Times to the error are one "
               "run each; the NaN methods' costs are paired against a plain step; on "
@@ -113,12 +113,12 @@ def format_debug(report: dict[str, Any]) -> str:
         lines.append(f"{'':<23}names {f['where'] or 'none of your lines'} {f['source']}; traceback "
                      f"{f['frames']} frames, {f['lines']} lines")
     for n in report["nan"]:
-        lines.append(f"NaN by {n['method']:<15} {n['found']} {n['where']}  ({n['ms']:.2f} ms, {n['cost_said']})")
+        ms = f"{n['ms']:.2f} ms, " if n["ms"] is not None else ""
+        lines.append(f"NaN by {n['method']:<15} {n['found']} {n['where']}  ({ms}{n['cost_said']})")
     for c in report["comparison"]:
         lines.append(f"vs un-bugged, {c['tokens']:>4} tokens: " + (f"raised {c['error']}" if c["error"] else
                                                                   f"max |diff| {c['max_abs_diff']:.3g}"))
     for r in report["inspection"]:
-        lines.append(f"hook on {r['module']}, {r['mode']}: {len(r['norms'])} values, {r['graphs']} graph(s), "
-                     f"{len(r['graph_breaks'])} graph break(s)")
+        lines.append(f"hook on {r['module']}, {r['said']}")
     lines.append(f"verdict: {report['verdict']}")
     return "\n".join(lines)

@@ -145,3 +145,24 @@ def test_a_nan_locators_cost_is_said_only_by_its_whole_interval():
     assert finding([3 * x for x in plain], plain).startswith("3.0x a plain step (95% interval")
     assert finding(list(reversed(plain)), plain).startswith("no cost resolved against a plain step")
     assert finding([0.5 * x for x in plain], plain).startswith("no cost: 0.50x a plain step, faster by its whole")
+
+
+def test_the_debugging_lab_runs_on_a_scan_rnn_and_says_what_cannot_run_there():
+    """loop=scan: a dispatch mode cannot trace the scan (its failure left dynamo's cache broken, and the graph
+    diff after it raised inside the model); a hook inside the scan cannot be compiled. Each is said, the rest run."""
+    from explorer.api import final, named_subject, run_lab
+    from explorer.compile.protocol import Here, Workers
+    from explorer.labs.contract import LabContext
+    from explorer.labs.registry import LABS
+
+    here = Here()
+    view = final(run_lab(LABS["debug"], named_subject("rnn", {"loop": "scan"}, "The cat sat on the mat, and then."),
+                         {"bug": "nan_forward", "modes": "eager"}, LabContext(Workers(here, here, here), lambda: "")))
+    report = view.report
+    assert report["graph_change"] is not None  # the graphs of the clean and the bugged model, diffed
+    dispatch = next(n for n in report["nan"] if n["method"] == "dispatch mode")
+    assert dispatch["found"].startswith("not run on this model") and dispatch["ms"] is None
+    assert [n["ms"] is not None for n in report["nan"]] == [True, True, False]
+    compiled = report["inspection"][1]
+    assert compiled["error"].startswith("UncapturedHigherOrderOpError")
+    assert "compiled (eager): failed: UncapturedHigherOrderOpError" in compiled["said"]
