@@ -60,8 +60,8 @@ def build_app(code: bool = False) -> gr.Blocks:
                 playground = playground_tab()
                 generation_panel(session)
             for spec in LABS.values():
-                with gr.Tab(spec.title, id=spec.name):
-                    lab_tab(spec, session)
+                with gr.Tab(spec.title, id=spec.name) as lab:
+                    lab_tab(spec, session, tab=lab)
             with gr.Tab("Claims", id="claims") as claims:
                 cards = claims_tab(session)
             with gr.Tab("Lessons", id="lessons") as lessons:

@@ -19,7 +19,7 @@ from explorer.labs.registry import LABS
 from explorer.runs.session import Session
 from explorer.server import EXPORTS, RESIDENCY, concurrency
 from explorer.sources.contract import Subject
-from explorer.sources.registry import source
+from explorer.sources.registry import SOURCES, source
 from explorer.ui.controls import control
 from explorer.ui.stream import Updates, streamed
 
@@ -84,6 +84,19 @@ def subject_line(subject: Subject | None, needs: Needs) -> str:
     return f"On the Playground's run: **{subject.arch}**, {count(tokenize(subject.text).tokens, 'token')}.\n\n"
 
 
+def fit_notice(spec: LabSpec, s: Session) -> str:
+    """Before any click: why the lab cannot run on the Playground's model, and the models it runs ("" if it can)."""
+    if spec.refuses is None:
+        return ""
+    subject = playground_subject(s, spec.needs) or Subject(source(s.model_name), s.config, playground=True)
+    reason = spec.refuses(subject)
+    if not reason:
+        return ""
+    runs = [name for name, src in SOURCES.items() if not spec.refuses(Subject(src, src.config(), playground=True))]
+    return (f"**This lab cannot run on the Playground's {subject.arch}**: {reason}. It runs on "
+            f"{', '.join(runs) or 'none of the models here'}: pick one in the Playground.")
+
+
 @dataclass
 class LabPanel:
     """A lab's controls and outputs, and the last view shown (for a handler that redraws part of it)."""
@@ -94,11 +107,15 @@ class LabPanel:
 
 
 def lab_tab(spec: LabSpec, session: gr.State, only: tuple[str, ...] | None = None,
-            playground_text: bool = False) -> LabPanel:
+            playground_text: bool = False, tab: gr.Tab | None = None) -> LabPanel:
     """The lab's intro, controls, button and outputs; `only` these knobs as controls (the others at their
-    defaults), and with `playground_text` the text of the Playground's latest run (a panel inside the Playground)."""
+    defaults), and with `playground_text` the text of the Playground's latest run (a panel inside the Playground).
+    Opening its `tab` says at once whether it can run on the Playground's model."""
     if only is None:
         gr.Markdown(spec.intro)
+    if tab is not None:
+        fit = gr.Markdown()
+        tab.select(lambda s: fit_notice(spec, s), session, fit, queue=False, api_visibility="private")
     knobs = [k for k in spec.shown() if only is None or k.name in only]
     with gr.Row():
         with gr.Column(scale=1, min_width=280):

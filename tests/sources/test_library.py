@@ -81,3 +81,19 @@ def test_a_model_of_yours_runs_through_every_tab(menu_restored, tmp_path, model,
     finally:
         for w in (ws.compile, ws.deploy):
             w.stop()
+
+
+def test_a_lab_says_before_any_click_why_it_cannot_run_the_playgrounds_model_and_which_it_runs(menu_restored):
+    """The shipped tagger returns a tag per token, where the batching lab compares one row per sentence: opening
+    the tab says so, with the models it runs; on a model it runs, nothing is said."""
+    from explorer.ui.labs import fit_notice
+
+    s = Session()
+    s.configure(add_model_file(str(ROOT / "examples/lstm_tagger.py")), {})
+    s.capture("The cat sat.")
+    said = fit_notice(LABS["batch"], s)
+    assert said.startswith("**This lab cannot run on the Playground's lstm_tagger**: the batching lab runs padded")
+    assert "It runs on rnn, transformer" in said
+    s.configure("rnn", {})
+    s.capture("The cat sat.")
+    assert fit_notice(LABS["batch"], s) == "" and fit_notice(LABS["deploy"], s) == ""
