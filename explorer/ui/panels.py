@@ -4,10 +4,15 @@ the server's limits."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
+from typing import Any
 
 import gradio as gr
 
+from explorer.artefacts.perfetto import latest_run_job
+from explorer.artefacts.tlparse import replay_job
 from explorer.core import limits
+from explorer.core.errors import InputError
 from explorer.core.queues import Queue
 from explorer.runs.session import Session
 from explorer.server import EXPORTS
@@ -57,23 +62,48 @@ def downloads_panel(session: gr.State) -> None:
     export_btn.click(lambda s: EXPORTS.write(s), session, downloads, api_visibility="private",
                      concurrency_id=Queue.EXPORT.value, concurrency_limit=2)
 
-    def perfetto(s: Session) -> list[str]:
-        return [perfetto_file(EXPORTS, s, compile_service(s.id))]
+    # Each of the two: whether it can run is said at once, beside its button (not as an error on the downloads
+    # after the compile queue's wait); what it makes joins the files already prepared instead of replacing them.
+    def perfetto(s: Session, kept: list[str] | None) -> Any:
+        if refused(latest_run_job, s):
+            return gr.skip()
+        return [*(kept or []), perfetto_file(EXPORTS, s, compile_service(s.id))]
 
-    trace_btn.click(refusing(perfetto), session, downloads, api_visibility="private",
-                    concurrency_id=Queue.COMPILE.value)
+    trace_btn.click(lambda s: said_now(latest_run_job, s, "Profiling the latest run…"), session, report_links,
+                    queue=False, api_visibility="private").then(
+        refusing(perfetto), [session, downloads], downloads, api_visibility="private",
+        concurrency_id=Queue.COMPILE.value)
 
-    def compile_report(s: Session) -> tuple[list[str], str]:
+    def compile_report(s: Session, kept: list[str] | None) -> tuple[Any, Any]:
+        if refused(replay_job, s):
+            return gr.skip(), gr.skip()
         files = tlparse_files(EXPORTS, s)
         rows = "".join(
             f"<li><code>[{html.escape(cid)}]</code> at {length} tokens: {html.escape(reason)}: "
             + (f'<a href="{PREFIX}{html.escape(page)}" target="_blank">its entry in the report</a>' if page else
                "not in the replayed report")
             + "</li>" for cid, length, reason, page in files.rows)
-        return [files.zip], f"<p>The compile timeline's rows in tlparse's report:</p><ul>{rows}</ul>"
+        return [*(kept or []), files.zip], f"<p>The compile timeline's rows in tlparse's report:</p><ul>{rows}</ul>"
 
-    report_btn.click(refusing(compile_report), session, [downloads, report_links], api_visibility="private",
-                     concurrency_id=Queue.COMPILE.value)
+    report_btn.click(lambda s: said_now(replay_job, s, "Replaying this session's compiles for tlparse…"), session,
+                     report_links, queue=False, api_visibility="private").then(
+        refusing(compile_report), [session, downloads], [downloads, report_links], api_visibility="private",
+        concurrency_id=Queue.COMPILE.value)
+
+
+def refused(check: Callable[[Session], Any], s: Session) -> str | None:
+    """Why `check` (a job's maker, which refuses before any work) refuses this session, or None."""
+    try:
+        check(s)
+    except InputError as e:
+        return str(e)
+    return None
+
+
+def said_now(check: Callable[[Session], Any], s: Session, starting: str) -> str:
+    """Beside the button, at once: what starts, or why it cannot yet (nothing else changes)."""
+    why = refused(check, s)
+    return f"<p>{html.escape(starting if why is None else 'Not yet: ' + why)}</p>"
 
 
 def limits_panel() -> None:

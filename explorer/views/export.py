@@ -190,8 +190,9 @@ class TlparseFiles:
 def tlparse_files(exports: ExportDir, session: Session) -> TlparseFiles:
     """The session's compiles replayed with TORCH_TRACE, tlparse's report kept in a job directory of the export
     directory (its pages are read in the browser) and zipped with the log."""
+    replayed = replay_job(session)  # refused before any directory is made: nothing compiled yet
     job = Path(exports.job_dir(owner=session.id))
-    *_, report = traced(replay_job(session), job)
+    *_, report = traced(replayed, job)
     run = session.last
     assert run is not None and run.compiled is not None  # replay_job refused otherwise
     shown = [t.event for t in session.compile_track.timeline

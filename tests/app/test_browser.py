@@ -101,6 +101,15 @@ def test_the_session_downloads_as_csv_html_script_and_notebook(page: Page, app_u
     expect(page.get_by_text(re.compile(r"graph-explorer-.*\.html"))).to_be_visible(timeout=TIMEOUT)
     for suffix in ("csv", "py", "ipynb"):
         expect(page.get_by_text(re.compile(rf"graph-explorer-.*\.{suffix}$"))).to_be_visible()
+    # tlparse's report before any compile: said at once beside the button, no error mark, the files stay
+    page.get_by_role("button", name="Compile report for tlparse (zip)").click()
+    expect(page.get_by_text("Not yet: compile the latest run first")).to_be_visible(timeout=TIMEOUT)
+    page.wait_for_timeout(1000)  # the queued part's answer (nothing to change) has come back
+    expect(page.get_by_text(re.compile(r"graph-explorer-.*\.html"))).to_be_visible()
+    expect(page.locator(".error").filter(visible=True)).to_have_count(0)
+    page.get_by_role("button", name="Profile the latest run for Perfetto").click()
+    expect(page.get_by_role("row", name=re.compile(r"-perfetto\.json\.gz "))).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(re.compile(r"graph-explorer-.*\.csv$"))).to_be_visible()  # joined, not replaced
     shot(page, "08-downloads")
 
 
