@@ -111,5 +111,24 @@ PAGE_JS = """() => {
     clearTimeout(window.geCodePause);
     document.getElementById('CODE_RUN_ID')?.click();
   }, true);
+  // Enter in the editor keeps the line's indentation, four spaces more after a colon: the editor's Python mode
+  // indents in its own unit of two, which made the first natural edit an IndentationError. The new line goes in as
+  // the editor takes a paste (its own handler, one undo step), so nothing of its state is reached into.
+  document.addEventListener('keydown', (e) => {
+    if (e.key !== 'Enter' || e.ctrlKey || e.metaKey || e.altKey || e.shiftKey || e.isComposing) return;
+    const sel = window.getSelection();
+    const at = sel?.anchorNode;
+    const line = (at?.nodeType === 1 ? at : at?.parentElement)?.closest?.('#CODE_EDITOR_ID .cm-line');
+    if (!line || !sel.isCollapsed) return;
+    const before = document.createRange();
+    before.setStart(line, 0);
+    before.setEnd(at, sel.anchorOffset);
+    const indent = line.textContent.match(/^[ ]*/)[0] + (before.toString().trimEnd().endsWith(':') ? '    ' : '');
+    const data = new DataTransfer();
+    data.setData('text/plain', '\n' + indent);
+    e.preventDefault();
+    e.stopPropagation();
+    line.closest('.cm-content').dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true}));
+  }, true);
 }""".replace("CODE_EDITOR_ID", CODE_EDITOR_ID).replace("CODE_RUN_ID", CODE_RUN_ID).replace("CODE_ERROR_ID",
                                                                                           CODE_ERROR_ID)

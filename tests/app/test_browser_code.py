@@ -121,3 +121,37 @@ def test_an_early_exit_edited_to_run_every_block_freezes_correctly_where_the_shi
     freeze.click()
     expect(routes.get_by_role("row", name=re.compile(r"^jit\.trace works"))).to_be_visible(timeout=TIMEOUT)
     shot(page, "code-freeze")
+
+
+EMBED = next(i for i, line in enumerate((ROOT / "models" / "rnn.py").read_text().splitlines(), 1)
+             if line.strip() == "x = self.embed(ids)")
+
+
+def _line_text(page: Page) -> str:
+    """The text of the editor's line the cursor is on."""
+    return page.evaluate("() => { const n = window.getSelection().anchorNode;"
+                         " return (n.nodeType === 1 ? n : n.parentElement).closest('.cm-line').textContent; }")
+
+
+def test_enter_keeps_the_indentation_and_undo_goes_back_to_the_last_edit_that_ran(page: Page, code_url):
+    """Enter after an indented line starts the next at its indentation (four more after a colon), so the first
+    natural edit runs; after a good edit and then a broken one, Undo brings back the good one, not the original."""
+    loaded(page, code_url)
+    page.get_by_role("tab", name="Code").click()
+    built = page.get_by_text(re.compile(r"^Built and ran in the code worker: ([\d,]+) nodes"))
+    expect(built).to_be_visible(timeout=TIMEOUT)
+    _to_line(page, EMBED)
+    page.keyboard.press("Enter")
+    page.keyboard.type("x = x * 2")
+    assert _line_text(page) == "        x = x * 2"  # the 8 spaces of `x = self.embed(ids)`
+    page.keyboard.press("Control+Enter")  # runs: a good edit
+    expect(page.get_by_text(re.compile(r"Against the previous code: "))).to_be_visible(timeout=TIMEOUT)
+    good = page.locator(".cm-content").inner_text()
+    page.keyboard.press("Enter")
+    page.keyboard.type("if x.sum() > 0:")
+    page.keyboard.press("Enter")
+    page.keyboard.type("x = x +")  # broken
+    assert _line_text(page) == "            x = x +"  # four more after the colon
+    expect(page.get_by_text(re.compile(r"^Syntax error at line"))).to_be_visible(timeout=TIMEOUT)
+    page.get_by_role("button", name="Undo the last edit that ran").click()
+    expect(page.locator(".cm-content")).to_have_text(good, timeout=TIMEOUT)  # the good edit, not the original
