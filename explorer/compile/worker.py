@@ -212,11 +212,12 @@ def _remove_when_gone(proc: Any, tmpdir: str) -> None:
     shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def resident_mb(pid: int) -> float | None:
-    """A process's resident memory in MB (VmRSS), or None if it is gone."""
+def resident_mb(pid: int, field: str = "VmRSS") -> float | None:
+    """A process's resident memory in MB (VmRSS; VmHWM: its peak since its program started, which getrusage's
+    ru_maxrss is not: it keeps the peak of the process that forked it), or None if it is gone."""
     try:
         with open(f"/proc/{pid}/status") as status:
-            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+            return next(int(line.split()[1]) / 1024 for line in status if line.startswith(f"{field}:"))
     except (OSError, StopIteration):
         return None
 

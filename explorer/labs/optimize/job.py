@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
-import resource
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line
 from explorer.compile.protocol import Job, WorkerContext
-from explorer.compile.worker import CompileService
+from explorer.compile.worker import CompileService, resident_mb
 from explorer.core.limits import THREADS
 from explorer.core.machine import on_core
 from explorer.eager.timing import measure, measuring_core
@@ -171,7 +170,7 @@ class ServeJob(Job[Served]):
         served.cache_hits = counters["inductor"]["fxgraph_cache_hit"] - hits
         served.cache_misses = counters["inductor"]["fxgraph_cache_miss"] - misses
         served.cores = cores
-        served.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        served.peak_rss_mb = resident_mb(os.getpid(), "VmHWM") or 0.0  # this process image's own peak
         dynamo.reset()
         return served
 

@@ -1,6 +1,7 @@
 """The optimization lab: each strategy serves a real workload (compile events counted), its answers are checked
 against eager's or flagged, the generated code runs, and the lab runs end to end through its spec."""
 
+import os
 import random
 import uuid
 from dataclasses import replace
@@ -249,3 +250,22 @@ def test_a_stream_where_every_request_compiled_has_no_interval_of_its_totals():
     t = totals(eager, every)
     assert (t.low, t.high, t.faster) == (None, None, None) and t.requests == 0
     assert "0 requests without a compile, too few for an interval (8 needed)" in t.said()
+
+
+@pytest.mark.slow
+def test_a_strategys_peak_memory_is_its_own_process_not_the_one_that_started_it():
+    """getrusage's ru_maxrss survives the exec of a spawned process: every strategy's "peak" read the server's
+    resident size. The fresh worker's own high-water mark is far below a parent holding an extra gigabyte."""
+    from explorer.compile.worker import resident_mb
+    from explorer.labs.optimize.job import optimize_service
+
+    ballast = bytearray(2**30)  # the parent's resident size up by a gigabyte, touched
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    parent = resident_mb(os.getpid(), "VmHWM")
+    service = optimize_service(120.0)
+    try:
+        *_, served = service.run(ServeJob("transformer", {"layers": 1}, (9, 12), "eager", "eager", {}))
+    finally:
+        service.stop()
+    assert served.error == "" and 0 < served.peak_rss_mb < parent - 800, (served.peak_rss_mb, parent)
+    del ballast
