@@ -167,7 +167,8 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     c = p.compiled
 
     def shown(s: Session, item: GraphFirst | View, drawn: list[bool], groups: list[tuple[str, str]]) -> Updates:
-        out: Updates = {session: s, p.cards: cards_html(item.cards), p.status: item.status}
+        # the raw numbers too: a capture's own so far (never the previous run's beside this one's graph)
+        out: Updates = {session: s, p.cards: cards_html(item.cards), p.status: item.status, p.raw: item.report}
         if isinstance(item, GraphFirst) or not drawn[0]:  # a big figure is sent once per run
             # the menu's choices only when they changed: an update rebuilds the component and its config in Gradio,
             # a plain value (the menu back to "every module grouped") does not
@@ -176,7 +177,7 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         if isinstance(item, GraphFirst):
             drawn[0] = True
         else:
-            out |= {p.history: item.history, p.diff: item.diff, p.raw: item.report}
+            out |= {p.history: item.history, p.diff: item.diff}
         return out
 
     def measured(request: gr.Request, s: Session, model: str, text: str, compare: str, values: Any,

@@ -22,7 +22,7 @@ from explorer.serving.shared import LRU
 from explorer.serving.sourcing import Timer
 from explorer.sources.registry import SOURCES, source
 from explorer.views.figures import graph_figure, history_figure
-from explorer.views.report import build_report
+from explorer.views.report import build_report, captured_report
 from models import Knob
 
 
@@ -107,6 +107,7 @@ class GraphFirst:
     groups: list[tuple[str, str]]
     cards: list[tuple[str, str, str]]
     status: str
+    report: dict[str, Any]  # the raw numbers so far: this capture's, not the previous run's
 
 
 DRAWN: LRU[Unchecked] = LRU(CACHED_RUNS)  # graph figures of runs without a diff: thirty students opening one link
@@ -128,10 +129,11 @@ def first_view(planned: Planned) -> GraphFirst:
     """The new graph and the cards of its counts, drawn before the timings."""
     captured, p = planned.captured, planned.plan
     said = f"Graph of {count(captured.tokens, 'token')} drawn"
+    status = (f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn comes)…"
+              if p.timed else f"{said}. {p.note}")
     return GraphFirst(drawn_graph(captured), openable(captured),
-                      cards(captured) if p.timed else cards(captured, "not timed", "not profiled"),
-                      f"{said}; timing forward and train step next (about {p.estimate_s:.1f} s once its turn "
-                      "comes)…" if p.timed else f"{said}. {p.note}")
+                      cards(captured) if p.timed else cards(captured, "not timed", "not profiled"), status,
+                      captured_report(captured, "timing next" if p.timed else p.note))
 
 
 def measured_on(r: RunResult) -> str:

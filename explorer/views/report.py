@@ -9,9 +9,19 @@ from typing import Any
 
 from explorer.compile.track import CompileTrack
 from explorer.core import limits, machine
-from explorer.runs.session import RunResult
+from explorer.runs.session import Captured, RunResult
 from explorer.sources.registry import source
 from models.config import config_dict
+
+
+def captured_report(c: Captured, note: str) -> dict[str, Any]:
+    """A run's report while it is only captured (or will not be timed): what its graph determines, and why the
+    timings are not there; never an earlier run's numbers in their place."""
+    graph = c.fixed.capture.graph
+    return {"model": c.model, "config": config_dict(c.config), "arch": c.arch, "text": c.input.text,
+            "tokens": c.tokens, "truncated": c.input.truncated_from is not None, "graph": graph.summary(),
+            "eager": None, "timing_note": note, "trace": c.fixed.capture.trace,
+            "structure": source(c.model).structure(c.fixed.capture.trace)}
 
 
 def build_report(r: RunResult, track: CompileTrack | None = None) -> dict[str, Any]:

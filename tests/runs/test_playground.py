@@ -77,3 +77,18 @@ def test_a_scan_rnn_counts_its_module_calls_not_zero_unrolled_steps():
     assert label == "module calls" and int(value) > 0
     s.configure("rnn", {})
     assert cards(s.capture("The cat sat."))[1][:2] == ("unrolled steps per layer", "12")
+
+
+def test_an_untimed_runs_raw_numbers_are_its_own_capture_not_the_previous_runs():
+    from explorer.runs.playground import Planned
+    from explorer.serving.plan import plan
+    from explorer.views.playground import first_view
+
+    s = Session()
+    s.configure("rnn", {})
+    s.run("The cat sat on the mat.")
+    s.configure("rnn", {"loop": "scan"})
+    captured = s.capture("The cat sat.")
+    view = first_view(Planned(captured, plan(captured.capture)))
+    assert view.report["config"]["loop"] == "scan" and view.report["tokens"] == 12 and view.report["eager"] is None
+    assert view.report["graph"]["nodes"] == len(captured.capture.graph.nodes)
