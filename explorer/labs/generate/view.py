@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+import plotly.colors
 import plotly.graph_objects as go
 
 from explorer.core import machine
@@ -78,18 +79,22 @@ def latency_figure(result: GenerateResult) -> go.Figure:
     at the prompt's length, the decode steps a line."""
     fig = go.Figure()
     start = max(len(p.encode()) for p in result.prompts)
+    palette = iter(plotly.colors.qualitative.Plotly * 2)
     for run in result.runs:
         for side, samples, dash in (("eager", run.eager_s, "solid"), ("compiled", run.compiled_s, "dash")):
             if not samples:
                 continue
+            name, colour = f"{run.cache}, {side}", next(palette)
             spread = [_quartiles([r[i] * 1e3 for r in samples]) for i in range(result.tokens)]
             med = [m for _, m, _ in spread]
             bars = {"type": "data", "symmetric": False, "array": [q3 - m for _, m, q3 in spread],
                     "arrayminus": [m - q1 for q1, m, _ in spread], "thickness": 1, "width": 0}
-            fig.add_scatter(x=list(range(start + 1, start + result.tokens)), y=med[1:], mode="lines",
-                            name=f"{run.cache}, {side}", line={"dash": dash},
+            fig.add_scatter(x=list(range(start + 1, start + result.tokens)), y=med[1:], mode="lines", name=name,
+                            legendgroup=name, line={"dash": dash, "color": colour},
                             error_y={**bars, "array": bars["array"][1:], "arrayminus": bars["arrayminus"][1:]})
-            fig.add_scatter(x=[start], y=med[:1], mode="markers", name=f"{run.cache}, {side}: prefill",
+            # the prefill: a marker of the line's colour and legend entry (a legend of twelve squeezed the plot)
+            fig.add_scatter(x=[start], y=med[:1], mode="markers", name=f"{name}: prefill", legendgroup=name,
+                            showlegend=False, marker={"color": colour, "size": 9},
                             error_y={**bars, "array": bars["array"][:1], "arrayminus": bars["arrayminus"][:1]})
     return line_layout(fig, "Each step's forward, by cache kind (bars: IQR over the warm runs)",
                        "position (prompt + generated)", "ms per step (median)")

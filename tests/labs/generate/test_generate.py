@@ -145,6 +145,8 @@ def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_tha
     assert per_token["pairs"] == 2  # a pair per warm generation (its five decode steps share its slow spells)
     assert f"per token {per_token['said']}" in view.verdict and "Hello there" in view.report["prompts"][0]
     assert per_token["faster"] is None and "too few samples to compare (2; 8 needed)" in per_token["said"]
+    legend = [t.name for t in view.latency.data if t.showlegend is not False]
+    assert legend == ["dynamic, eager", "dynamic, compiled", "static, eager", "static, compiled"]  # prefills grouped
     later = step_graphs(view.report, 5)  # the Playground's step slider: from the report, without generating again
     assert set(later) == {"dynamic", "static"} and later["static"].graph.nodes
     grown = {n.shape[2] for n in later["dynamic"].graph.nodes if n.op == "CatBackward0"}
