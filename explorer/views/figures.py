@@ -137,11 +137,13 @@ def compiled_figure(runs: Iterable[CompiledRun], height: int = 380) -> go.Figure
             hoverinfo="text",
         ))
         threads = last.compiled.threads if last.compiled else 1
-        title = (f"Eager vs compiled forward: {last.arch}, {last.options.label()} "
-                 f"(cpu, {threads} thread(s); bars = IQR)")
+        # the architecture on a line of its own: a long one ran past the plot's width and was cut
+        title = (f"Eager vs compiled forward (cpu, {threads} thread(s); bars = IQR)<br><sup>"
+                 f"{html.escape(last.arch)}, {html.escape(last.options.label())}</sup>")
+        fig.update_xaxes(**whole_ticks(max(r.length for r in same)))  # a count of tokens has no 130.5
     else:
         title = "Eager vs compiled forward: switch on compiled execution to fill this in"
     fig.update_layout(height=height, title={"text": title, "font": {"size": 13}}, plot_bgcolor="white",
-                      margin={"l": 10, "r": 10, "t": 40, "b": 30}, xaxis_title="input length (tokens)",
+                      margin={"l": 10, "r": 10, "t": 60, "b": 30}, xaxis_title="input length (tokens)",
                       yaxis_title="ms", yaxis_rangemode="tozero")
     return fig

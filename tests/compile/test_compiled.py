@@ -315,3 +315,13 @@ def test_while_the_run_on_screen_compiles_its_cards_wait_and_no_earlier_figure_s
     assert {v for _, v, _ in waiting} == {"…"} and all(d == "compiling rnn loop=scan, 131 tokens" for *_, d in waiting)
     served = dict((k, d) for k, _, d in compiled_cards(_run(2.0, 1.0)))["compile time"]  # no compile of its own
     assert "this input compiled nothing (a graph compiled before served it)" in served and "0.00 s" not in served
+
+
+def test_the_compile_chart_keeps_a_long_architecture_on_a_line_of_its_own_and_counts_tokens_whole():
+    from explorer.views.figures import compiled_figure
+
+    run = replace(_run(2.0, 1.0), arch="rnn cell=lstm bidirectional=True layers=4 hidden=512 embed=512")
+    figure = compiled_figure([run])
+    first, second = figure.layout.title.text.split("<br>")
+    assert first.startswith("Eager vs compiled forward (cpu, ") and "hidden=512 embed=512" in second
+    assert figure.layout.xaxis.tickformat == ",d" and figure.layout.xaxis.dtick == 1
