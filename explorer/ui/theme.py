@@ -42,6 +42,8 @@ body.ge-presentation .card .detail { font-size: 13px !important; }
 /* The line where the Code tab's last edit broke (marked by PAGE_JS). */
 #ge-code-editor .ge-broken { background: rgba(220, 0, 0, 0.16) !important; }
 #ge-code-editor .cm-gutterElement.ge-broken { color: #b00020 !important; font-weight: 700; }
+/* A number box's value past its bounds, said beside it (PAGE_JS). */
+.ge-clamped { font-size: 12px; color: #8a4b00; margin-top: 2px; }
 body.ge-presentation .cards { grid-template-columns: repeat(auto-fit, minmax(98px, 1fr)) !important;
   gap: 6px !important; }
 body.ge-presentation .card { padding: 6px 8px !important; }
@@ -93,11 +95,26 @@ PAGE_JS = """() => {
   const box = (t) => t instanceof HTMLInputElement && t.type === 'number';
   document.addEventListener('keydown', (e) => { if (e.key === 'Enter' && box(e.target)) e.target.blur(); });
   document.addEventListener('focusin', (e) => { if (box(e.target)) e.target.dataset.settled = e.target.value; });
+  // A value past a box's bounds runs clamped, and the box says so beside it for a few seconds (it was silent).
+  const said = (t, text) => {
+    let n = t.parentElement.querySelector('.ge-clamped');
+    if (!n) {
+      n = Object.assign(document.createElement('div'), {className: 'ge-clamped'});
+      n.setAttribute('role', 'status');
+      t.parentElement.append(n);
+    }
+    n.textContent = text;
+    clearTimeout(n.geTimer);
+    n.geTimer = setTimeout(() => n.remove(), 6000);
+  };
   document.addEventListener('change', (e) => {
     const t = e.target;
     if (!box(t)) return;
-    let v = t.value === '' ? NaN : Number(t.value);
+    const typed = t.value;
+    let v = typed === '' ? NaN : Number(typed);
     if (Number.isNaN(v)) v = Number(t.dataset.settled ?? t.min);
+    else if (t.min !== '' && v < Number(t.min)) said(t, `${typed} is below ${t.min}, the least: ${t.min} is used`);
+    else if (t.max !== '' && v > Number(t.max)) said(t, `${typed} is past ${t.max}, the most: ${t.max} is used`);
     if (t.min !== '') v = Math.max(v, Number(t.min));
     if (t.max !== '') v = Math.min(v, Number(t.max));
     if (String(v) !== t.value) { t.value = String(v); t.dispatchEvent(new Event('input', {bubbles: true})); }

@@ -169,6 +169,7 @@ def test_a_number_past_a_slider_bound_runs_clamped_and_the_box_agrees_with_the_g
     diff = page.get_by_label("diff", exact=True)
     expect(diff).to_have_value(re.compile(rf"architecture change \(layers 1->{top}\)"), timeout=TIMEOUT)
     expect(box).to_have_value(top)
+    expect(page.get_by_role("status").filter(has_text=f"99 is past {top}, the most: {top} is used")).to_be_visible()
     shown = nodes(page)
     box.click()
     box.press("Control+A")
