@@ -87,7 +87,7 @@ class Playground:
 
 
 def playground_tab() -> Playground:
-    with gr.Row():
+    with gr.Row(elem_classes="ge-playground"):
         with gr.Column(scale=1, min_width=280):
             model = gr.Dropdown([(s.title, s.name) for s in SOURCES.values()], value=DEFAULT_MODEL,
                                 label="model", info=SOURCES[DEFAULT_MODEL].summary)
@@ -95,7 +95,7 @@ def playground_tab() -> Playground:
             for name in SOURCES:
                 with gr.Group(visible=name == DEFAULT_MODEL) as groups[name]:
                     controls += [control(k) for m, k in control_specs() if m == name]
-        with gr.Column(scale=3):
+        with gr.Column(scale=3, elem_classes="ge-main"):  # first on a phone (theme.CSS): the input, then the graph
             # Empty until the page's load event fills it (the default or a link's text): that change is the first run.
             text = gr.Textbox("", label="input (each UTF-8 byte is one token)", lines=2,
                               max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens. Every edit runs it "

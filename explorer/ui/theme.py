@@ -42,6 +42,9 @@ body.ge-presentation .card .detail { font-size: 13px !important; }
 /* The line where the Code tab's last edit broke (marked by PAGE_JS). */
 #ge-code-editor .ge-broken { background: rgba(220, 0, 0, 0.16) !important; }
 #ge-code-editor .cm-gutterElement.ge-broken { color: #b00020 !important; font-weight: 700; }
+/* On a phone the Playground's columns stack: the input and the graph first, the architecture's controls after
+   (below every knob, the input was 1.7 screens down and the graph 3.5). */
+@media (max-width: 640px) { .ge-playground > .ge-main { order: -1; } }
 /* A number box's value past its bounds, said beside it (PAGE_JS). */
 .ge-clamped { font-size: 12px; color: #8a4b00; margin-top: 2px; }
 body.ge-presentation .cards { grid-template-columns: repeat(auto-fit, minmax(98px, 1fr)) !important;

@@ -301,3 +301,16 @@ def test_the_playground_generates_from_its_input_and_the_step_slider_redraws_eac
         expect(page.locator("svg text", has_text=f"{kind} cache, decode step 9:")).to_be_visible(timeout=TIMEOUT)
     expect(verdict).to_be_visible()
     shot(page, "playground-generation")
+
+
+def test_on_a_phone_the_input_and_the_graph_come_before_the_controls(page: Page, app_url):
+    """390x844: the input on the first screen and the graph within the first two (below every knob they were 1.7
+    and 3.5 screens down)."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    loaded(page, app_url)
+    box = page.get_by_label(INPUT).bounding_box()
+    graph = page.locator(".js-plotly-plot").filter(visible=True).first.bounding_box()
+    assert box["y"] < 844 and graph["y"] < 2 * 844, (box, graph)
+    knob = page.get_by_role("spinbutton", name="hidden").first.bounding_box()
+    assert knob["y"] > graph["y"]  # the controls after the graph
+    shot(page, "10-phone")
