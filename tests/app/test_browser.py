@@ -314,3 +314,20 @@ def test_on_a_phone_the_input_and_the_graph_come_before_the_controls(page: Page,
     knob = page.get_by_role("spinbutton", name="hidden").first.bounding_box()
     assert knob["y"] > graph["y"]  # the controls after the graph
     shot(page, "10-phone")
+
+
+def test_after_a_model_switch_no_earlier_compiled_figure_stays_beside_the_new_eager_ones(page: Page, app_url):
+    loaded(page, app_url)
+    short_input(page)
+    page.get_by_role("radio", name="aot_eager").check()
+    page.get_by_label("compile", exact=True).check()
+    expect(page.get_by_text("Compiled with aot_eager")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_label("model", exact=True).click()
+    page.get_by_role("option", name="Transformer encoder").click()
+    # from the switch until the transformer's compile is in: its cards wait, rnn's are gone
+    expect(page.get_by_text(re.compile(r"compiling transformer")).first).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("Compiled with aot_eager")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator(".card .detail", has_text="compiling rnn")).to_have_count(0)
+    page.get_by_label("compile", exact=True).uncheck()  # off: the cards go too
+    expect(page.get_by_text("Compiled execution is off")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator(".card .label", has_text="speed-up vs eager")).to_have_count(0)

@@ -91,3 +91,22 @@ def test_no_serious_or_critical_wcag_violation_on_any_tab(page: Page, app_url):
         page.wait_for_timeout(1500)
         found[tab] = page.evaluate(_AXE)
     assert found == {tab: [] for tab in TABS}
+
+
+def test_the_deployment_lab_freezes_the_run_on_screen_a_scan_rnn_and_says_so(page: Page, app_url):
+    """loop=scan ticked after a timed Python-loop run: the lab freezes the scan model on screen, names it above its
+    results, and does not advise loop=scan (it froze the older Python-loop run and did)."""
+    loaded(page, app_url)
+    short_input(page)
+    page.get_by_role("radio", name="scan", exact=True).check()
+    expect(page.get_by_label("diff", exact=True)).to_have_value(re.compile(r"architecture change \(loop python->scan"),
+                                                               timeout=TIMEOUT)
+    page.get_by_role("tab", name="Deployment lab").click()
+    for slow in ("export (Dim.AUTO)", "onnx"):
+        page.get_by_label(slow, exact=True).uncheck()
+    page.get_by_role("button", name="Freeze the current model").click()
+    expect(page.get_by_text(re.compile(r"On the Playground's run: rnn loop=scan, \d+ tokens"))).to_be_visible(
+        timeout=TIMEOUT)
+    verdict = page.get_by_text(re.compile("^Verdict: "))
+    expect(verdict).to_be_visible(timeout=TIMEOUT)
+    expect(verdict).not_to_contain_text("Set loop=scan")
