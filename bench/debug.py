@@ -43,7 +43,8 @@ def main() -> None:
                 assert isinstance(result, DebugResult)
                 rows += [_mode_row(model, bug, m) for m in result.modes]
                 nan_rows += [f"| {model} | {bug} | {f.method} | {f.found} | {f.where.split(': ')[0] or '—'} | "
-                             f"{f.seconds:.3f} | {f.cost:.1f}x |" for f in result.findings]
+                             f"{f'{f.ms:.2f}' if f.ms is not None else '—'} | {f.cost_said()} |"
+                             for f in result.findings]
                 print(model, bug, "done", flush=True)
     finally:
         service.stop()
@@ -57,9 +58,11 @@ def main() -> None:
              "| model | bug | mode | fails | seconds | exception: first line | last user line named | frames | "
              "lines |", "|---|---|---|---|---:|---|---|---:|---:|", *rows, "",
              "## Where did the NaN come from", "",
-             "Each method once, on the same model and input, against one plain training step.", "",
-             "| model | bug | method | what it names | user line | seconds | x a plain step |",
-             "|---|---|---|---|---|---:|---:|", *nan_rows]
+             "Each method once for what it names, then timed against a plain training step in rotated rounds (a "
+             "paired comparison: the ratio with its 95% interval).", "",
+             "| model | bug | method | what it names | user line | ms a step under it (median) | "
+             "against a plain step |",
+             "|---|---|---|---|---|---:|---|", *nan_rows]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
