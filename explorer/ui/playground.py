@@ -97,7 +97,7 @@ def playground_tab() -> Playground:
                     controls += [control(k) for m, k in control_specs() if m == name]
         with gr.Column(scale=3, elem_classes="ge-main"):  # first on a phone (theme.CSS): the input, then the graph
             # Empty until the page's load event fills it (the default or a link's text): that change is the first run.
-            text = gr.Textbox("", label="input (each UTF-8 byte is one token)", lines=2,
+            text = gr.Textbox("", label="input (each UTF-8 byte is one token)", lines=2, elem_classes="ge-input",
                               max_lines=6, info=f"Up to {limits.MAX_TOKENS} tokens. Every edit runs it "
                               "(Enter adds a newline: a token too).")
             example = gr.Radio(list(EXAMPLES), label="examples of very different lengths", value=None,
@@ -114,7 +114,7 @@ def playground_tab() -> Playground:
                 "right (hover for shapes and saved bytes). **Try** a 1-token input and then a paragraph, "
                 "change the cell or the layers, and watch the graph, the cards and the history change.",
                 elem_classes="explain")
-            graph = gr.Plot(label="autograd graph")
+            graph = gr.Plot(label="autograd graph", elem_classes="ge-graph")
             open_module = gr.Dropdown([("none: every module grouped", "")], value="", label="open a module",
                                       info="a big graph is drawn in groups: pick a module to draw its nodes one by "
                                            "one")

@@ -44,7 +44,12 @@ body.ge-presentation .card .detail { font-size: 13px !important; }
 #ge-code-editor .cm-gutterElement.ge-broken { color: #b00020 !important; font-weight: 700; }
 /* On a phone the Playground's columns stack: the input and the graph first, the architecture's controls after
    (below every knob, the input was 1.7 screens down and the graph 3.5). */
-@media (max-width: 640px) { .ge-playground > .ge-main { order: -1; } }
+@media (max-width: 640px) {
+  .ge-playground > .ge-main { order: -1; }
+  .ge-main > * { order: 3; }
+  .ge-main > :has(.ge-input), .ge-main > .ge-input { order: 1; }
+  .ge-main > :has(.ge-graph), .ge-main > .ge-graph { order: 2; }
+}
 /* A number box's value past its bounds, said beside it (PAGE_JS). */
 .ge-clamped { font-size: 12px; color: #8a4b00; margin-top: 2px; }
 body.ge-presentation .cards { grid-template-columns: repeat(auto-fit, minmax(98px, 1fr)) !important;
@@ -145,7 +150,7 @@ PAGE_JS = """() => {
     before.setEnd(at, sel.anchorOffset);
     const indent = line.textContent.match(/^[ ]*/)[0] + (before.toString().trimEnd().endsWith(':') ? '    ' : '');
     const data = new DataTransfer();
-    data.setData('text/plain', '\n' + indent);
+    data.setData('text/plain', '\\n' + indent);
     e.preventDefault();
     e.stopPropagation();
     line.closest('.cm-content').dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true}));
