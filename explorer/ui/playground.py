@@ -168,7 +168,8 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
 
     def shown(s: Session, item: GraphFirst | View, drawn: list[bool], groups: list[tuple[str, str]]) -> Updates:
         # the raw numbers too: a capture's own so far (never the previous run's beside this one's graph)
-        out: Updates = {session: s, p.cards: cards_html(item.cards), p.status: item.status, p.raw: item.report}
+        out: Updates = {session: s, p.cards: cards_html(item.cards), p.status: item.status, p.raw: item.report,
+                        p.diff: item.diff}
         if isinstance(item, GraphFirst) or not drawn[0]:  # a big figure is sent once per run
             # the menu's choices only when they changed: an update rebuilds the component and its config in Gradio,
             # a plain value (the menu back to "every module grouped") does not
@@ -177,7 +178,7 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         if isinstance(item, GraphFirst):
             drawn[0] = True
         else:
-            out |= {p.history: item.history, p.diff: item.diff}
+            out |= {p.history: item.history}
         return out
 
     def measured(request: gr.Request, s: Session, model: str, text: str, compare: str, values: Any,

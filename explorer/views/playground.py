@@ -82,7 +82,7 @@ def _view(session: Session, r: RunResult, status: str, first: GraphFirst) -> Vie
         groups=first.groups,
         cards=cards(r, memory_pending="not profiled"),
         history=history_figure(session.history),
-        diff=r.diff.text() if r.diff else "First run of this session: change the input or the architecture to diff.",
+        diff=first.diff,
         report=build_report(r, session.compile_track),
         status=status,
     )
@@ -108,8 +108,10 @@ class GraphFirst:
     cards: list[tuple[str, str, str]]
     status: str
     report: dict[str, Any]  # the raw numbers so far: this capture's, not the previous run's
+    diff: str  # against the previous run, known once captured: an untimed run shows it too
 
 
+FIRST_RUN = "First run of this session: change the input or the architecture to diff."
 DRAWN: LRU[Unchecked] = LRU(CACHED_RUNS)  # graph figures of runs without a diff: thirty students opening one link
 # are shown one figure, drawn once (the figure is never changed once built)
 
@@ -133,7 +135,8 @@ def first_view(planned: Planned) -> GraphFirst:
               if p.timed else f"{said}. {p.note}")
     return GraphFirst(drawn_graph(captured), openable(captured),
                       cards(captured) if p.timed else cards(captured, "not timed", "not profiled"), status,
-                      captured_report(captured, "timing next" if p.timed else p.note))
+                      captured_report(captured, "timing next" if p.timed else p.note),
+                      captured.diff.text() if captured.diff else FIRST_RUN)
 
 
 def measured_on(r: RunResult) -> str:
