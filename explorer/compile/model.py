@@ -15,6 +15,7 @@ import torch._dynamo.utils as dynamo_utils
 from torch._guards import CompileContext, TracingContext
 
 from explorer.compile.observe import (
+    SCALAR_OUTPUTS_WHY,
     BreakLog,
     CompileEvent,
     CountingBackend,
@@ -22,6 +23,7 @@ from explorer.compile.observe import (
     frame_compiles,
     fx_nodes,
     is_symbolic,
+    needs_scalar_outputs,
     run_guarded,
 )
 from explorer.compile.options import DYNAMIC_MODES, CompileOptions
@@ -73,6 +75,7 @@ class CompiledModel:
         self.compiled = torch.compile(self.model, backend=self._backend, dynamic=DYNAMIC_MODES[options.dynamic],
                                       fullgraph=options.fullgraph)
         self.limit_hit_at: int | None = None
+        self.scalar_outputs = False  # on once a compile needed it (a scan under inductor), for every later call
 
     @property
     def compiled_calls(self) -> int:
@@ -106,8 +109,12 @@ class CompiledModel:
         first_new = len(self.events)
         self._mark = time.perf_counter()
         since = time.time()
-        with torch.no_grad(), BreakLog() as breaks:
+        with torch.no_grad(), BreakLog() as breaks, self._config():
             ran = run_guarded(lambda: self.compiled(ids), self._backend, f" at length {length}")
+        if not self.scalar_outputs and needs_scalar_outputs(ran.error):
+            self.scalar_outputs = True
+            del self.events[first_new:]
+            return self.call(ids)
         frames = {f.compile_id: f for f in frame_compiles(since)}
         fallback = ran.fallback
         if ran.error is None and ran.fallback and ran.fallback.startswith("recompile limit"):
@@ -121,6 +128,8 @@ class CompiledModel:
             # Every guard that failed for this frame (the static graph's and the symbolic one's), each once.
             failed = list(dict.fromkeys(r.split(": ", 1)[-1] for r in match))
             ev.reason = "; ".join(failed) if failed else self._first_reason(ev)
+            if self.scalar_outputs:
+                ev.reason += f"; {SCALAR_OUTPUTS_WHY}"
             if length <= 1:
                 ev.reason += ("; dynamo specializes sizes 0 and 1 (a symbolic size starts at 2), so a 1-token input "
                               "gets a graph of its own")
@@ -132,13 +141,17 @@ class CompiledModel:
         explanation = Explanation.of(length, new, breaks.breaks, breaks.count) if worked else None
         return CallOutcome(length, new, fallback, ran.error, explanation)
 
+    def _config(self) -> Any:
+        return dynamo.config.patch(capture_scalar_outputs=self.scalar_outputs)
+
     def measure(self, ids: torch.Tensor) -> ForwardFigures:
         compiled = self.compiled
-        pair = compare("eager", lambda: forward(self.model, ids), "compiled", lambda: forward(compiled, ids),
-                       2 * FORWARD_BUDGET_S)
-        peaks = []
-        for fn in (self.model, compiled):
-            with MemoryProfile() as mem:
-                forward(fn, ids)
-            peaks.append(mem.peak())
+        with self._config():
+            pair = compare("eager", lambda: forward(self.model, ids), "compiled", lambda: forward(compiled, ids),
+                           2 * FORWARD_BUDGET_S)
+            peaks = []
+            for fn in (self.model, compiled):
+                with MemoryProfile() as mem:
+                    forward(fn, ids)
+                peaks.append(mem.peak())
         return ForwardFigures(pair, peaks[0], peaks[1])

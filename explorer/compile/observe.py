@@ -261,6 +261,18 @@ class CompileLog:
         return [CompileAt(at, f.seconds, why, f.cache) for (at, why), f in zip(self._asked, frames, strict=False)]
 
 
+# torch 2.13's inductor lowers a scan to a while_loop whose body reads its step with .item(): the fake tensor refuses
+# that unless dynamo captures scalar outputs, so a model with a scan compiles under inductor only with them on
+SCALAR_OUTPUTS = "torch._dynamo.config.capture_scalar_outputs=True"
+SCALAR_OUTPUTS_WHY = (f"compiled with {SCALAR_OUTPUTS}: torch 2.13's inductor lowers a scan to a loop that reads its "
+                      "step with .item(), which fails without it")
+
+
+def needs_scalar_outputs(error: str | None) -> bool:
+    """Whether a compile failed the way a scan fails under inductor without captured scalar outputs."""
+    return bool(error) and "DataDependentOutputException: aten._local_scalar_dense" in error
+
+
 _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 

@@ -11,4 +11,5 @@ class Queue(Enum):
     DDP = "ddp"  # a distributed run: every core, one at a time server-wide
     CLAIMS = "claims"  # a claim's experiment
     EXPORT = "export"  # writing a session's downloads
+    DRAW = "draw"  # redraws that time nothing (the generation step slider): never behind a measurement
     STEPS = "steps"  # a lesson's previous/next: one at a time, each reading the step the one before left

@@ -42,7 +42,8 @@ def _hover(d: DrawNode) -> str:
 
 
 MAX_GRAPH_LABELS = 8  # group labels drawn on a graph; more would cover each other
-TITLE_CHARS = 120  # a title line within the graph's width (about 7 px a character at 14 px): plotly clips more
+TITLE_CHARS = 80  # a title line within the narrowest place a graph is drawn (the compiled panel's FX graph, ~600 px;
+# about 7.5 px a character at 14 px): plotly clips a longer one on both sides
 
 
 def _legend_name(group: str, nodes: list[DrawNode]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 import gradio as gr
 
@@ -42,11 +43,22 @@ def _breakable(value: str) -> str:
     return html.escape(value).replace("_", "_<wbr>")
 
 
+LONG_WORD = 7  # characters between breaks past which a value's word would not fit a presentation card's width
+
+
+def _value_class(value: str) -> str:
+    """'value', or 'value long' for a value with a word that a narrow card would break between letters
+    ("sequenc / e"): presentation mode sets it smaller instead."""
+    words = re.split(r"[\s_]+", value)
+    return "value long" if max(map(len, words), default=0) > LONG_WORD else "value"
+
+
 def cards_html(cards: list[tuple[str, str, str]]) -> str:
     """(label, value, detail) cards in a grid."""
     items = "".join(
         f'<div class="card"><div class="label">{html.escape(label)}</div>'
-        f'<div class="value">{_breakable(value)}</div><div class="detail">{html.escape(detail)}</div></div>'
+        f'<div class="{_value_class(value)}">{_breakable(value)}</div>'
+        f'<div class="detail">{html.escape(detail)}</div></div>'
         for label, value, detail in cards
     )
     return f'<div class="cards">{items}</div>'

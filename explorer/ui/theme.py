@@ -58,6 +58,8 @@ body.ge-presentation .card { padding: 6px 8px !important; }
 /* Every tab's name in one row at 1280 px (at the presentation's 18 px they took two). */
 body.ge-presentation [role="tab"] { font-size: 15px !important; }
 body.ge-presentation .card .value { font-size: 1.05em !important; }
+/* A value with a long word ("pack_padded_sequence") smaller rather than broken between letters. */
+body.ge-presentation .card .value.long { font-size: 0.85em !important; overflow-wrap: normal; }
 /* A claim's experiment sentence and where it was measured: smaller than the evidence, so that a lesson's chart and
    its four cards fit the first screen beside the step. */
 body.ge-presentation .ge-claim-head, body.ge-presentation .ge-claim-head *,

@@ -14,7 +14,7 @@ from explorer.compile.observe import CompileEvent
 from explorer.compile.track import CompiledRun
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.draw.graph import draw_graph, fx_graph
-from explorer.draw.style import PALETTE, Unchecked, iqr_bars, whole_ticks
+from explorer.draw.style import PALETTE, Unchecked, iqr_bars, whole_ticks, wrapped
 from explorer.draw.tree_layout import tree_layout
 from explorer.runs.session import Captured, RunRecord, RunResult
 from explorer.sources.registry import source
@@ -49,6 +49,7 @@ def fx_figure(event: CompileEvent, height: int = 460) -> Unchecked:
     return draw_graph(fx_graph(event.fx), title, height=height, colour_by="op kind")
 
 
+HISTORY_TITLE_CHARS = 60  # the history sits in a column about 480 px wide: a longer line lost its ")"
 LEGEND_ARCHS = 6  # architectures named in the history's legend; older ones are drawn in grey, unnamed
 
 
@@ -95,7 +96,8 @@ def history_figure(history: Iterable[RunRecord], height: int = 460) -> Unchecked
     return Unchecked(traces, {
         "height": height, "margin": {"l": 10, "r": 10, "t": 60, "b": 30}, "plot_bgcolor": "white",
         "legend": {"font": {"size": 11}, "orientation": "h", "yanchor": "top", "y": -0.12},
-        "title": {"text": f"This session's runs (cpu, {threads} thread(s)){older}", "font": {"size": 13}},
+        "title": {"text": wrapped(f"This session's runs (cpu, {threads} thread(s)){older}", HISTORY_TITLE_CHARS),
+                  "font": {"size": 13}},
         "annotations": [title("eager latency: forward solid, train step dotted (median, bars = IQR)", top[1]),
                         title("peak memory of a train step", bottom[1])],
         "xaxis": {"anchor": "y", "domain": [0.0, 1.0], "matches": "x2", "showticklabels": False, **ticks},

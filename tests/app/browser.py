@@ -73,3 +73,27 @@ def paste(page: Page, text: str) -> None:
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page.evaluate("(t) => navigator.clipboard.writeText(t)", text)
     page.keyboard.press("Control+V")
+
+
+_BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const el of document.querySelectorAll('.card .value')) {
+    if (!el.offsetParent) continue;  // hidden
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.textContent.matchAll(/[^\\s_]+_?/g)) {  // a word, up to the break after its underscore
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+def broken_words(page: Page) -> list[str]:
+    """The visible cards' words that run over two lines (a word split between letters: "sequenc / e")."""
+    return page.evaluate(_BROKEN_WORDS)

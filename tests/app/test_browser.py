@@ -6,7 +6,19 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser import INPUT, TIMEOUT, card, loaded, nodes, overlaps, plot_texts, short_input, shot, type_in
+from tests.app.browser import (
+    INPUT,
+    TIMEOUT,
+    broken_words,
+    card,
+    loaded,
+    nodes,
+    overlaps,
+    plot_texts,
+    short_input,
+    shot,
+    type_in,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -91,6 +103,7 @@ def test_a_state_link_restores_model_config_text_and_presentation(page: Page, ap
     page.wait_for_timeout(1000)  # the figures re-fit to their new width
     texts = plot_texts(page, page.locator(".js-plotly-plot").filter(visible=True).first)  # the autograd graph
     assert {"head", "(loss)"} <= {t["text"] for t in texts} and not overlaps(texts), overlaps(texts)
+    assert broken_words(page) == []  # a card's long value smaller, not split between letters
     shot(page, "07-state-link-presentation")
 
 

@@ -217,6 +217,18 @@ def test_timed_compiled_calls_really_reach_compiled_code():
     assert cm.compiled_calls - before >= figures.compiled.runs  # every timed call went through a compiled graph
 
 
+def test_a_scan_compiles_under_inductor_with_captured_scalar_outputs_and_says_so():
+    """torch 2.13's inductor lowers a scan to a loop that reads its step with .item(); without captured scalar outputs
+    the Playground's compiled side of the RNN with loop=scan failed (DataDependentOutputException)."""
+    cm = CompiledModel("rnn", {"loop": "scan", "hidden": 16, "embed": 8}, CompileOptions("inductor"))
+    ids = torch.tensor([encode("hello there world")])
+    outcome = cm.call(ids)
+    assert outcome.error is None and outcome.fallback is None and len(outcome.events) == 1
+    assert "capture_scalar_outputs=True" in outcome.events[0].reason and cm.scalar_outputs
+    assert cm.measure(ids).comparison.pairs >= 8
+    assert cm.call(torch.tensor([encode("a longer sentence than that")])).error is None  # the recompile too
+
+
 def test_an_inductor_compile_reports_dynamos_seconds_and_the_cache_that_served_it(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # a cold cache, private to this test
     caches = []

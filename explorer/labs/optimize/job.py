@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch._dynamo as dynamo
@@ -20,19 +21,21 @@ import torch._dynamo.config as dynamo_config
 import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 import torch.compiler.config as compiler_config
+from torch import nn
 from torch._dynamo.utils import counters
 from torch._inductor.runtime.cache_dir_utils import cache_dir
 from torch.compiler._cache import CacheArtifactManager
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 from torch.utils.benchmark.utils.common import set_torch_threads
 
-from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line
+from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line, user_line
 from explorer.compile.protocol import Job, WorkerContext
 from explorer.compile.worker import CompileService, resident_mb
 from explorer.core.limits import THREADS
 from explorer.core.machine import on_core
 from explorer.eager.timing import measure, measuring_core
-from explorer.labs.optimize.planner import plan_of
-from explorer.labs.optimize.strategies import ONE_OP, STRATEGIES, Setting
+from explorer.labs.optimize.planner import Costs, plan_of
+from explorer.labs.optimize.strategies import ONE_OP, STRATEGIES, Setting, scans
 from explorer.labs.optimize.workload import Workload
 from explorer.sources.edited import model_of
 from models.tokenizer import encode
@@ -137,7 +140,8 @@ class ServeJob(Job[Served]):
         requests = [torch.tensor([encode(text)]) for text in Workload(self.lengths, "").texts]
         caches = own_caches() if strategy.recorded == "mega-cache" else cold(self.profile)
         hits, misses = counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
-        with set_torch_threads(THREADS), torch.no_grad(), caches, measuring_core() as core, on_core(core) as cores:
+        with set_torch_threads(THREADS), torch.no_grad(), caches, measuring_core() as core, on_core(core) as cores, \
+                dynamo_config.patch(capture_scalar_outputs=scans(config)):
             began = time.time()
             start = time.perf_counter()
             if self.artifacts:  # a deploy's start: the mega-cache in the caches before the model is compiled
@@ -162,6 +166,9 @@ class ServeJob(Job[Served]):
                     served.computed_tokens += plan.bucket(ids.shape[1]) if plan else ids.shape[1]
                     if i % 20 == 19:
                         ctx.phase(f"{strategy.title}: request {i + 1} of {len(requests)}")
+            except ConstraintViolationError as e:  # the model, not the strategy: its code fixes the length
+                served.skipped = (f"its code makes the length a constant{user_line(e)}, so the length cannot be "
+                                  f"marked dynamic (ConstraintViolationError at request {log.at + 1})")
             except Exception as e:  # a compile or a forward that failed: said, with the request it failed at
                 served.error = f"{type(e).__name__} at request {log.at + 1}: {message_line(e)[:300]}"
             served.compiles = log.since(began)
@@ -182,36 +189,37 @@ def _timed(fn: Callable[[torch.Tensor], torch.Tensor], ids: torch.Tensor) -> tup
 
 
 @dataclass(frozen=True)
-class Costs:
-    """The planner's weights, measured: one static compile at the workload's longest request, and the compiled
-    forward's seconds per token there."""
-
-    compile_s: float
-    token_s: float
-
-
-@dataclass(frozen=True)
 class ProbeJob(Job[Costs]):
     model: str
     config: dict
-    length: int
+    short: int  # the workload's shortest request and its longest: a static compile at each
+    long: int
     backend: str
 
     def run(self, ctx: WorkerContext) -> Costs:
         ctx.held = None
-        dynamo.reset()
         model = model_of(self.model, self.config).eval()
-        ids = torch.tensor([encode(Workload((self.length,), "").texts[0])])
-        compiled = torch.compile(model, backend=self.backend, dynamic=False)
-        with set_torch_threads(THREADS), torch.no_grad(), cold():
-            ctx.phase(f"compiling at {self.length} tokens (the planner's compile cost)")
-            start = time.perf_counter()
-            compiled(ids)
-            compile_s = time.perf_counter() - start
+        with set_torch_threads(THREADS), torch.no_grad(), cold(), \
+                dynamo_config.patch(capture_scalar_outputs=scans(self.config)):
+            # the longest first: its compile pays the compiler's start in a fresh process, as every plan's longest
+            # boundary does (it is always one); the shortest's is then a compile alone
+            long_s, compiled, ids = self._compile(ctx, model, self.long)
             ctx.phase("timing the compiled forward (the planner's cost per token)")
-            forward = measure("probe", lambda: compiled(ids), 1.0)
+            token_s = measure("probe", lambda: compiled(ids), 1.0).median_ms / 1e3 / self.long
+            short_s = self._compile(ctx, model, self.short)[0] if self.short != self.long else long_s
         dynamo.reset()
-        return Costs(compile_s, forward.median_ms / 1e3 / self.length)
+        return Costs(self.short, short_s, self.long, long_s, token_s)
+
+    def _compile(self, ctx: WorkerContext, model: nn.Module, length: int) -> tuple[float, Any, torch.Tensor]:
+        """A static compile from scratch at `length`, as a new boundary's: its seconds, the compiled model, the
+        input."""
+        dynamo.reset()
+        ids = torch.tensor([encode(Workload((length,), "").texts[0])])
+        compiled = torch.compile(model, backend=self.backend, dynamic=False)
+        ctx.phase(f"compiling at {length} tokens (the planner's compile cost)")
+        start = time.perf_counter()
+        compiled(ids)
+        return time.perf_counter() - start, compiled, ids
 
 
 def optimize_service(timeout_s: float = OPTIMIZE_TIMEOUT_S) -> CompileService:

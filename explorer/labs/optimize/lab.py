@@ -1,22 +1,26 @@
-"""The optimization lab, end to end: the planner's weights measured (one static compile and the compiled forward's
-cost per token, in the compile worker), the bucket plans, then each strategy serving the whole workload in a fresh
-worker process within its time bound (one past it is stopped and reported as such)."""
+"""The optimization lab, end to end: the planner's weights measured (the compiler's start, a static compile at the
+shortest and longest request and the compiled forward's cost per token, in a fresh worker process as the strategies
+get), the bucket plans, then each strategy serving the whole workload in a fresh worker process within its time bound
+(one past it is stopped and reported as such)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Generator, Iterator
 from dataclasses import replace
+from typing import TypeVar
 
-from explorer.compile.protocol import CompileFailure, Workers, run_said
+from explorer.compile.protocol import CompileFailure, Job, Workers, run_said
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.labs.optimize.job import ProbeJob, Served, ServeJob
+from explorer.labs.optimize.job import OPTIMIZE_TIMEOUT_S, ProbeJob, Served, ServeJob
 from explorer.labs.optimize.planner import planned, powers_of_two
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.strategies import STRATEGIES
 from explorer.labs.optimize.workload import Workload
 from models.config import config_dict
+
+T = TypeVar("T")
 
 
 def run_optimize(workers: Workers, model: str, config: object, workload: Workload, strategies: list[str],
@@ -26,9 +30,10 @@ def run_optimize(workers: Workers, model: str, config: object, workload: Workloa
     if not strategies:
         raise InputError(f"name at least one strategy: {', '.join(STRATEGIES)}")
     values = config_dict(config)
-    costs = yield from run_said(workers.compile, ProbeJob(model, values, max(workload.lengths), backend),
-                            "measuring the planner's weights")
-    plans = {"planned": planned(workload.lengths, costs.compile_s, costs.token_s),
+    probe = ProbeJob(model, values, min(workload.lengths), max(workload.lengths), backend)
+    # (its own bound: two compiles, whatever a strategy is given to serve the stream)
+    costs = yield from _served(workers, OPTIMIZE_TIMEOUT_S, probe, "measuring the planner's weights")
+    plans = {"planned": planned(workload.lengths, costs),
              "pow2": powers_of_two(workload.lengths)}
     result = OptimizeResult(model, values, workload, backend, costs, plans, fresh=workers.fresh is not None)
     boundaries = {name: p.boundaries for name, p in plans.items()}
@@ -56,7 +61,7 @@ def _recorded(workers: Workers, bound_s: float, job: ServeJob, said: str) -> Gen
     return (yield from _served(workers, bound_s, replace(job, artifacts=recording.artifacts), said))
 
 
-def _served(workers: Workers, bound_s: float, job: ServeJob, said: str) -> Generator[Progress, None, Served]:
+def _served(workers: Workers, bound_s: float, job: Job[T], said: str) -> Generator[Progress, None, T]:
     """`job` in a fresh worker process within `bound_s` (in the compile worker where there is none)."""
     runner = workers.fresh(bound_s) if workers.fresh is not None else workers.compile
     try:

@@ -16,8 +16,9 @@ from typing import Any
 
 from explorer.compile.observe import cache_said
 from explorer.eager.compare import CONFIDENCE, MIN_PAIRS, TARGET_PAIRS, Comparison, Estimate
-from explorer.labs.optimize.job import Costs, Served
-from explorer.labs.optimize.planner import Plan
+from explorer.labs.optimize.job import Served
+from explorer.labs.optimize.planner import Costs, Plan
+from explorer.labs.optimize.strategies import STRATEGIES
 from explorer.labs.optimize.workload import Workload
 
 SAME_ANSWERS = 1e-4  # max |output - eager's| past this: the strategy changes answers
@@ -185,6 +186,12 @@ class OptimizeResult:
             said.append(f"changes answers (not ranked): {', '.join(flagged)}")
         return "; ".join(said) + "."
 
+    def served_with(self, plan: str) -> float | None:
+        """The seconds the strategy that pads to `plan` took to serve the stream (its prediction's check), if it
+        served it whole."""
+        return next((s.total_s for s in self.served if STRATEGIES[s.strategy].pads_to == plan and not s.skipped
+                     and not s.error), None)
+
     def row(self, s: Served) -> dict[str, Any]:
         """One strategy's figures, as the table, the CLI and the JSON report show them."""
         warm_ms = [s.seconds[i] * 1e3 for i in self.warm(s)]
@@ -209,7 +216,8 @@ class OptimizeResult:
                 "workload": {"lengths": list(self.workload.lengths), "source": self.workload.source,
                              "described": self.workload.describe()},
                 "costs": asdict(self.costs),
-                "plans": {name: {"boundaries": list(p.boundaries), "padded_share": p.padded_share}
+                "plans": {name: {"boundaries": list(p.boundaries), "padded_share": p.padded_share,
+                                 "predicted_s": p.cost(self.costs), "served_s": self.served_with(name)}
                           for name, p in self.plans.items()},
                 "strategies": [self.row(s) for s in self.served],
                 "served": [asdict(s) | {"artifacts": len(s.artifacts)} for s in self.served],  # bytes: counted

@@ -7,7 +7,8 @@ from typing import Any
 
 from torch import nn
 
-from explorer.labs.optimize.strategies import ONE_OP, STRATEGIES, repeated_blocks
+from explorer.compile.observe import SCALAR_OUTPUTS
+from explorer.labs.optimize.strategies import ONE_OP, STRATEGIES, repeated_blocks, scans
 
 
 def _blocks_path(model: nn.Module) -> str:
@@ -27,6 +28,8 @@ def snippet(name: str, config: dict[str, Any], strategy: str, backend: str, mode
             f"model = build_model({name!r}, make_config({name!r}, {config!r})).eval()"]
     if strategy == "warm_start":
         head = ["from pathlib import Path", "", *head]
+    if scans(config):  # (the shipped config or the one-op rewrite)
+        head.append(f"{SCALAR_OUTPUTS.replace('=', ' = ')}  # torch 2.13's inductor reads a scan's step with .item()")
     compiled = f"torch.compile(model, backend={backend!r}"
     if strategy == "eager":
         body = ["serve = model  # no compiler"]

@@ -18,6 +18,12 @@ Serve = Callable[..., torch.Tensor]
 ONE_OP = {"loop": "scan", "exit_with": "cond"}  # the config knobs that write a data-dependent loop as one operator
 
 
+def scans(config: dict[str, Any]) -> bool:
+    """Whether the model at `config` runs a scan, which torch 2.13's inductor compiles only with dynamo capturing
+    scalar outputs (observe.SCALAR_OUTPUTS)."""
+    return config.get("loop") == "scan"
+
+
 @dataclass(frozen=True)
 class Setting:
     """What a strategy is given: the dynamo backend (the lab's, counting its graphs; whether it is inductor), the

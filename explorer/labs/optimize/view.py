@@ -23,7 +23,7 @@ STRATEGY_COLUMNS = ("strategy", "serves the stream in (s)", "compiles (s)", "req
                     "after warm-up: p50 / p95 ms (IQR)", "warm, against eager", "catches up with eager at",
                     "padded", "peak memory (MB)", "max abs diff vs eager", "note")
 PALETTE = qualitative.Plotly  # a strategy's line and its compile markers share a colour
-PLAN_COLUMNS = ("plan", "boundaries", "compiles", "padded", "predicted cost (s)")
+PLAN_COLUMNS = ("plan", "boundaries", "compiles", "padded", "predicted to serve in (s)", "served in (s)")
 OUTPUTS = (
     Output("recommendation", Kind.MARKDOWN),
     Output("strategies", Kind.TABLE, "per strategy, the whole stream", STRATEGY_COLUMNS,
@@ -84,15 +84,15 @@ def timeline_figure(result: OptimizeResult) -> go.Figure:
 
 def view_of(result: OptimizeResult) -> OptimizeView:
     report = result.as_dict() | {"machine": machine.describe()}
-    done = len(result.served)
+    done, c = len(result.served), result.costs
     where = "each in a fresh worker process" if result.fresh else "one after another in this process"
     status = (f"{result.model} on {result.workload.describe()}; {done} strateg{'y' if done == 1 else 'ies'} served "
               f"it, {where}, compiled with {result.backend}; "
               f"on {machine.this_machine().line()}. The planner's "
-              f"weights: a static compile {result.costs.compile_s:.2f} s, {result.costs.token_s * 1e6:.2f} µs per "
-              "token compiled.")
+              f"weights: {c.said()}.")
     plans = [[name, ", ".join(map(str, p.boundaries)), len(p.boundaries), f"{p.padded_share:.0%}",
-              f"{p.cost(result.costs.compile_s, result.costs.token_s):.2f}"] for name, p in result.plans.items()]
+              f"{p.cost(result.costs):.2f}", f"{s:.2f}" if (s := result.served_with(name)) is not None else "—"]
+             for name, p in result.plans.items()]
     fastest = result.fastest()
     code = ("# No strategy served this workload faster than the others by its interval: nothing to apply yet.\n"
             "# Serve a longer stream, or run bench/optimize.py, which serves each in fresh processes, order rotated.")

@@ -15,9 +15,9 @@ from explorer.compile.protocol import Here, WorkerContext, Workers
 from explorer.compile.worker import COMPILER_ENV
 from explorer.core.errors import InputError
 from explorer.labs.contract import LabContext
-from explorer.labs.optimize.job import Costs, Served, ServeJob, optimize_service
+from explorer.labs.optimize.job import Served, ServeJob, optimize_service
 from explorer.labs.optimize.lab import run_optimize
-from explorer.labs.optimize.planner import plan_of
+from explorer.labs.optimize.planner import Costs, plan_of
 from explorer.labs.optimize.results import OptimizeResult, totals
 from explorer.labs.optimize.snippet import snippet
 from explorer.labs.optimize.workload import Workload, workload
@@ -92,7 +92,8 @@ def test_eager_on_recompile_compiles_the_warm_up_request_only_and_runs_new_shape
 
 def test_a_strategy_that_changes_answers_is_flagged_and_never_ranked():
     plan = plan_of(LENGTHS, (30,))
-    result = OptimizeResult("rnn", {}, Workload(LENGTHS, "typed"), "eager", Costs(1.0, 1e-5), {"planned": plan}, True)
+    result = OptimizeResult("rnn", {}, Workload(LENGTHS, "typed"), "eager", Costs.flat(1.0, 1e-5), {"planned": plan},
+                            True)
     fast_wrong = Served("auto", [1e-4] * 6, [1e-3] * 6, computed_tokens=sum(LENGTHS), max_diff=0.5)
     slow_right = Served("eager", [1e-3] * 6, [1e-3] * 6, computed_tokens=sum(LENGTHS))
     result.served += [fast_wrong, slow_right]
@@ -108,7 +109,7 @@ def test_a_compile_counts_in_full_in_the_interval_of_the_totals():
     eager = Served("eager", [5e-4] * 200, [5e-4] * 200)
     t = totals(compiled, eager)
     assert t.faster == "eager" and t.low > 19 and "eager serves the stream" in t.said()
-    result = OptimizeResult("rnn", {}, Workload((8,) * 200, "typed"), "eager", Costs(1.0, 1e-5), {}, True,
+    result = OptimizeResult("rnn", {}, Workload((8,) * 200, "typed"), "eager", Costs.flat(1.0, 1e-5), {}, True,
                             [compiled, eager])
     assert result.catches_up(compiled) is None  # 1.96 s behind at the end, 0.2 ms saved a request: 9,798.5 more
     assert result.break_even(compiled).calls == 200 + 9_799 and result.break_even(eager) is None
@@ -126,7 +127,7 @@ def _stream(strategy: str, ms: float, seed: int, compile_s: float = 0.0, n: int 
 
 def test_a_winner_is_named_only_when_its_total_beats_the_runner_up_by_the_whole_interval():
     def recommendation(*served: Served) -> tuple[OptimizeResult, str]:
-        result = OptimizeResult("rnn", {}, Workload((8,) * 200, "typed"), "eager", Costs(1.0, 1e-5), {}, True,
+        result = OptimizeResult("rnn", {}, Workload((8,) * 200, "typed"), "eager", Costs.flat(1.0, 1e-5), {}, True,
                                 list(served))
         return result, result.recommendation()
 
@@ -142,7 +143,7 @@ def test_a_winner_is_named_only_when_its_total_beats_the_runner_up_by_the_whole_
 
 def test_the_break_even_past_the_stream_carries_its_range_and_whether_its_compile_was_cold():
     compiled = _stream("auto", 0.8, 4, compile_s=2.0)
-    result = OptimizeResult("rnn", {}, Workload((8,) * 200, "typed"), "eager", Costs(1.0, 1e-5), {}, True,
+    result = OptimizeResult("rnn", {}, Workload((8,) * 200, "typed"), "eager", Costs.flat(1.0, 1e-5), {}, True,
                             [compiled])
     be = result.break_even(compiled)
     assert be.low < be.value < be.high and be.said().startswith("about ")
@@ -269,3 +270,22 @@ def test_a_strategys_peak_memory_is_its_own_process_not_the_one_that_started_it(
         service.stop()
     assert served.error == "" and 0 < served.peak_rss_mb < parent - 800, (served.peak_rss_mb, parent)
     del ballast
+
+
+def test_mark_dynamic_on_a_loop_that_fixes_the_length_says_which_line_and_does_not_apply():
+    served = _served("rnn", {"hidden": 16, "embed": 8}, "mark_dynamic")
+    assert served.error == "" and "ConstraintViolationError at request 1" in served.skipped
+    assert "(at models/rnn.py:" in served.skipped and "unbind(1)" in served.skipped  # the line that specialized it
+    marked = _served("transformer", {"layers": 1}, "mark_dynamic")  # no loop over the tokens: it holds
+    assert not marked.skipped and not marked.error and [c.at for c in marked.compiles] == [0]
+
+
+def test_the_loop_as_one_operator_compiles_under_inductor_and_answers_as_eager():
+    """torch 2.13's inductor lowers a scan to a loop that reads its step with .item(): served with captured scalar
+    outputs (without them every request failed with DataDependentOutputException)."""
+    job = ServeJob("rnn", {"hidden": 16, "embed": 8}, (9, 23), "one_op_loop", "inductor", {})
+    served = job.run(WorkerContext(lambda phase: None))
+    assert served.error == "" and all(served.compiled) and served.max_diff < 1e-4
+    code = snippet("rnn", {"hidden": 16, "embed": 8}, "one_op_loop", "inductor",
+                   build_model("rnn", make_config("rnn", {})))
+    assert "torch._dynamo.config.capture_scalar_outputs = True" in code
