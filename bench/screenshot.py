@@ -9,6 +9,7 @@ import sys
 
 from playwright.sync_api import sync_playwright
 
+HEIGHT = 1500  # the tabs, the knobs, the input, the cards, the graph and the history: the Playground's first part
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -16,17 +17,20 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 def main(url: str, out: str, text: str | None = None) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1300})
+        page = browser.new_page(viewport={"width": 1400, "height": HEIGHT})
         page.goto(url)
         page.wait_for_selector(".cards .card", timeout=60_000)
+        page.wait_for_function("document.querySelector('.cards').innerText.includes('MiB') ||"
+                               " document.querySelector('.cards').innerText.includes('KiB')", timeout=60_000)
         if text:
             box = page.get_by_label("input (each UTF-8 byte is one token)")
             box.fill(text)
-            box.press("Enter")
-        page.wait_for_function("document.querySelector('.cards').innerText.includes('MiB') ||"
-                               " document.querySelector('.cards').innerText.includes('KiB')", timeout=60_000)
+            # this input's run drawn: its token count on the first card, and the graph's title
+            page.wait_for_function("n => document.querySelector('.card .value').innerText.trim() === String(n) && "
+                                   "[...document.querySelectorAll('.gtitle')].some(t => t.textContent.includes(n + "
+                                   "' tokens'))", arg=len(text.encode()), timeout=60_000)
         page.wait_for_timeout(1500)
-        page.screenshot(path=out, full_page=True)
+        page.screenshot(path=out, clip={"x": 0, "y": 0, "width": 1400, "height": HEIGHT})
         browser.close()
 
 

@@ -10,6 +10,7 @@ import pytest
 from tests.helpers import ARGS, ensure_chromium, start_app, stop_app
 
 SERVER_LOGS: dict[str, Path] = {}  # a test file's app: its log
+EXAMPLES = "examples/lstm_tagger.py,examples/image_cnn.py"  # the shipped examples, in the menu as an operator adds them
 LOG_LINES = 80
 
 
@@ -26,7 +27,7 @@ def browser_context_args(browser_context_args):
 @pytest.fixture(scope="module")
 def app_url(request, tmp_path_factory):
     log = tmp_path_factory.mktemp("app") / "server.log"
-    proc, url, _ = start_app(log=log)
+    proc, url, _ = start_app({"GE_MODELS": EXAMPLES}, log=log)
     SERVER_LOGS[request.module.__name__] = log
     yield url
     stop_app(proc)

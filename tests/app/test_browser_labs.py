@@ -110,3 +110,16 @@ def test_the_deployment_lab_freezes_the_run_on_screen_a_scan_rnn_and_says_so(pag
     verdict = page.get_by_text(re.compile("^Verdict: "))
     expect(verdict).to_be_visible(timeout=TIMEOUT)
     expect(verdict).not_to_contain_text("Set loop=scan")
+
+
+def test_a_lab_that_cannot_run_on_the_playgrounds_model_says_so_and_names_the_ones_it_can_before_a_click(
+        page: Page, app_url):
+    """The shipped example `lstm_tagger` takes forward(ids) only: the batching lab says so on opening its tab (it
+    once refused only after its button, with no way out named)."""
+    loaded(page, app_url + "?model=lstm_tagger")
+    page.get_by_role("tab", name="Batching lab").click()
+    notice = page.locator("p", has_text=re.compile("^This lab cannot run on the Playground's lstm_tagger"))
+    expect(notice).to_be_visible(timeout=TIMEOUT)
+    expect(notice).to_contain_text("It runs on rnn, transformer")
+    page.get_by_role("tab", name="Deployment lab").click()  # a lab that runs it says nothing of the kind
+    expect(page.get_by_text(re.compile("^This lab cannot run")).filter(visible=True)).to_have_count(0)
