@@ -172,7 +172,11 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None, confined: bool = Fals
     if confined:  # a visitor's code runs here: walls up before the first job (explorer/core/confine.py)
         importlib.import_module("explorer.sources.registry")  # the operator's files (GE_MODELS), read before the
         # walls clear the environment
-        confine(tmpdir, int(CODE_MEMORY_MB), int(CODE_PROCS))
+        try:
+            confine(tmpdir, int(CODE_MEMORY_MB), int(CODE_PROCS), conn.fileno())
+        except OSError as e:  # a wall the kernel offered did not go up: no visitor's code runs without it
+            conn.send(Failed(f"the code worker's walls did not go up: {e.strerror or e}"))
+            return
     conn.send(Ready())
     while True:
         try:
@@ -234,6 +238,8 @@ class CompileService:
                  ) -> None:
         self.timeout_s, self.name, self.advice, self.core = timeout_s, name, advice, core
         self.env = dict(env or {})  # the worker's own, on top of the app's (TORCH_TRACE for a traced compile)
+        if confined:  # numpy's OpenBLAS would start a thread at import, which the walls could not bind
+            self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
         self.confined = confined  # runs a visitor's code: walled in (explorer/core/confine.py)
         self.max_jobs, self.max_rss_mb = max_jobs, max_rss_mb
         self.recycled: list[str] = []  # why each worker was replaced between jobs, in order
@@ -368,7 +374,8 @@ class CompileService:
             ready = None
         if not isinstance(ready, Ready):
             self.stop()
-            raise CompileFailure(f"the {self.name} worker did not start properly; try again.")
+            raise CompileFailure(ready.error if isinstance(ready, Failed) else
+                                 f"the {self.name} worker did not start properly; try again.")
 
     def _run(self, job: Job[R]) -> Iterator[Progress | R]:
         yield from self._started()

@@ -15,7 +15,6 @@ import os
 import pickle
 import signal
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,7 +39,8 @@ def run(parent: int, target: str, payload: bytes, tied_to_thread: bool, env: dic
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before this child could watch it: nobody will read its work
         os._exit(1)
-    threading.Thread(target=_watch, args=(parent,), daemon=True, name="parent-watch").start()
+    _WATCH.thread = threading.Thread(target=_watch, args=(parent,), daemon=True, name="parent-watch")
+    _WATCH.thread.start()
     os.environ.update(env)
     module, name = target.split(":")
     fn = importlib.import_module(module)
@@ -49,7 +49,24 @@ def run(parent: int, target: str, payload: bytes, tied_to_thread: bool, env: dic
     fn(*handles, *pickle.loads(payload))
 
 
+class _Watch:
+    thread: threading.Thread | None = None
+    stop = threading.Event()
+
+
+_WATCH = _Watch()
+
+
 def _watch(parent: int) -> None:
     while os.getppid() == parent:
-        time.sleep(WATCH_S)
+        if _WATCH.stop.wait(WATCH_S):
+            return
     os._exit(1)  # reparented: the parent is gone
+
+
+def stop_watching() -> None:
+    """End the parent's watch (before a process walls itself in: a thread started earlier stays outside the walls,
+    and this one runs Python a visitor's code could replace). Its job connection's end then says the parent went."""
+    _WATCH.stop.set()
+    if _WATCH.thread is not None:
+        _WATCH.thread.join()
