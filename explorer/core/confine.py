@@ -55,7 +55,7 @@ def _tasks_of(uid: int) -> int:
     return n
 
 
-WALLS = ("landlock-files", "landlock-tcp", "landlock-scope", "seccomp", "capabilities")
+WALLS = ("landlock-files", "landlock-tcp", "landlock-scope", "seccomp", "capabilities", "descriptors")
 OFF_ENV = "GE_WALLS_OFF_"  # a test's switch: walls (comma-separated, or "all") treated as missing
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/sys/devices/system/cpu")  # no secret in any
 
@@ -82,7 +82,8 @@ class Walls:
         up = {"landlock-files": "files", "landlock-tcp": "TCP", "landlock-scope": "signals and sockets"}
         kept = [up[w] for w in WALLS[:3] if w in self.up]
         parts = [f"Landlock ABI {self.landlock_abi} ({', '.join(kept)})"] if kept else []
-        parts += ["seccomp (no process, no socket)"] * ("seccomp" in self.up) + [f"runs as {self.user}"]
+        parts += ["seccomp (no process, no socket)"] * ("seccomp" in self.up)
+        parts += ["no inherited descriptor"] * ("descriptors" in self.up) + [f"runs as {self.user}"]
         line = "Walls around your code: " + "; ".join(parts)
         return line + (f". MISSING: {', '.join(self.missing)}" if self.missing else "")
 
@@ -92,7 +93,8 @@ def offered() -> Walls:
     ones: what the server says before the code worker starts, and what the worker must then raise."""
     abi = landlock.abi()
     up = [w for w, ok in (("landlock-files", abi >= 1), ("landlock-tcp", abi >= 4), ("landlock-scope", abi >= 6),
-                          ("seccomp", platform.machine() == "x86_64"), ("capabilities", True)) if ok]
+                          ("seccomp", platform.machine() == "x86_64"), ("capabilities", True),
+                          ("descriptors", True)) if ok]
     off = _off()
     return Walls(tuple(w for w in up if w not in off), _user_to_be(), abi)
 
@@ -129,7 +131,8 @@ def confine(workdir: str, memory_mb: int, procs: int, keep_fd: int, file_mb: int
     tasks = _tasks_of(os.getuid()) + procs
     resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))  # root ignores it: the filter below holds anyway
     own = f"/proc/{os.getpid()}"  # (its pid before the /proc entries are walled off)
-    _only_fd(keep_fd)
+    if "descriptors" in want.up:
+        _only_fd(keep_fd)
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_DUMPABLE, 0)
     if "capabilities" in want.up:
@@ -142,7 +145,8 @@ def confine(workdir: str, memory_mb: int, procs: int, keep_fd: int, file_mb: int
     got = [w for w, ok in (("landlock-files", raised.files), ("landlock-tcp", raised.tcp),
                            ("landlock-scope", raised.scoped),
                            ("seccomp", "seccomp" in want.up and no_new_processes(libc)),
-                           ("capabilities", "capabilities" in want.up)) if ok]
+                           ("capabilities", "capabilities" in want.up),
+                           ("descriptors", "descriptors" in want.up)) if ok]
     if missing := [w for w in want.up if w not in got]:  # offered, and not raised: no job runs without it
         raise OSError(errno.EPERM, f"walls the kernel offered did not go up: {', '.join(missing)}")
     return Walls(tuple(got), want.user, raised.abi)

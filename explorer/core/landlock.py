@@ -64,6 +64,8 @@ def restrict(read: Iterable[str], write: Iterable[str], files: bool = True, tcp:
     fs = _FS_BY_ABI[max(v for v in _FS_BY_ABI if v <= version)] if files else 0
     net = _NET_BIND_TCP | _NET_CONNECT_TCP if tcp and version >= 4 else 0
     scope = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if scoped and version >= 6 else 0
+    if not fs | net | scope:  # nothing asked (a ruleset that handles nothing is refused)
+        return Landlocked(version, False, False, False)
     attr = _RulesetAttr(fs, net, scope)
     size = 24 if version >= 6 else 16 if version >= 4 else 8  # the struct as this ABI knows it
     ruleset = _check(_libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)))

@@ -12,6 +12,7 @@ from starlette.middleware import Middleware
 
 from explorer.code.allowed import ENV as ALLOW_ENV
 from explorer.code.allowed import code_allowed
+from explorer.core.confine import offered
 from explorer.core.errors import InputError
 from explorer.core.machine import describe, freeze_startup_objects
 from explorer.labs.registry import LABS
@@ -129,6 +130,8 @@ def main() -> None:
     freeze_startup_objects()
     demo.queue(max_size=3 * MEASURE_EVENTS, default_concurrency_limit=1)
     log.info("Graph Explorer on %s, measuring with %s", f"http://{host}:{port}", describe())
+    if code:
+        log.info("%s", offered().said())
     demo.launch(server_name=host, server_port=port, css=CSS, js=PAGE_JS, footer_links=["api", "gradio"],
                 show_error=True,  # Gradio's own refusals (too few values) are one line, not {"error": null}
                 app_kwargs={"middleware": [Middleware(LongAddressGuard), Middleware(ConfigCache),

@@ -16,6 +16,7 @@ from explorer.code.edits import CodeEdits
 from explorer.code.patch import applied, encoded
 from explorer.compile.jobs import PlaygroundJob
 from explorer.compile.options import CompileOptions
+from explorer.core.confine import offered
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import tokenize
@@ -57,6 +58,7 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
                 "what your code built, outlined in red where it grew against the previous code's. A broken edit is "
                 "said at its line and the last good graph stays. Below: compile it, freeze it for deployment, or "
                 "inject a bug into it.", elem_classes="explain")
+    gr.Markdown(offered().said(), elem_classes="ge-walls")  # what this machine's kernel puts around the edit
     edits = gr.State(None)
     with gr.Row():
         with gr.Column(scale=1):

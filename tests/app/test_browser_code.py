@@ -37,6 +37,11 @@ def test_a_page_load_and_the_code_tab_leave_no_complaint_in_the_servers_log(page
     page.get_by_role("tab", name="Code").click()
     expect(page.get_by_text(re.compile(r"^Built and ran in the code worker"))).to_be_visible(timeout=TIMEOUT)
     assert "didn't return enough output values" not in code_log.read_text()
+    # the walls in force, in one line, and the same line in the start-up log
+    walls = page.get_by_text(re.compile(r"^Walls around your code: Landlock ABI \d+ \(files, TCP, signals and "
+                                        r"sockets\); seccomp"))
+    expect(walls).to_be_visible()
+    assert "MISSING" not in walls.inner_text() and walls.inner_text() in code_log.read_text()
 
 
 _COUNT_RUNS = "() => document.getElementById('ge-code-run').addEventListener('click', () => window.runs += 1)"

@@ -3,7 +3,8 @@ to a network without the operator saying so."""
 
 import pytest
 
-from explorer.code.allowed import ENV, code_allowed
+from explorer.code.allowed import ENV, UNWALLED, code_allowed
+from explorer.core.confine import OFF_ENV
 
 
 @pytest.mark.parametrize(("said", "host", "allowed"), [
@@ -23,5 +24,19 @@ def test_allowing_code_on_a_network_address_without_saying_public_stops_the_star
     with pytest.raises(SystemExit, match=r"listens on 0\.0\.0\.0.*GE_ALLOW_CODE=public"):
         code_allowed("0.0.0.0")
     monkeypatch.setenv(ENV, "maybe")
-    with pytest.raises(SystemExit, match="must be 0, 1 or public"):
+    with pytest.raises(SystemExit, match="must be 0, 1, public or public-unwalled"):
         code_allowed("127.0.0.1")
+
+
+def test_public_refuses_to_start_where_a_wall_is_missing_unless_the_operator_names_the_gap(monkeypatch):
+    monkeypatch.setenv(OFF_ENV, "landlock-scope")  # as on a kernel before Landlock's ABI 6
+    monkeypatch.setenv(ENV, "public")
+    with pytest.raises(SystemExit, match=f"lacks some of the walls around it: landlock-scope .*{ENV}={UNWALLED}"):
+        code_allowed("0.0.0.0")
+    monkeypatch.setenv(ENV, UNWALLED)
+    assert code_allowed("0.0.0.0") is True
+    monkeypatch.setenv(ENV, "1")  # on this machine only: said in the log, not refused
+    assert code_allowed("127.0.0.1") is True
+    monkeypatch.setenv(OFF_ENV, "")
+    monkeypatch.setenv(ENV, "public")
+    assert code_allowed("0.0.0.0") is True  # every wall up
