@@ -5,9 +5,12 @@ code rather than typed."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.appserver import start_app as _start_app
@@ -126,3 +129,32 @@ def autograd_nodes(loss) -> int:
             seen.add(node)
             todo += [n for n, _ in node.next_functions]
     return len(seen)
+
+
+@dataclass(frozen=True)
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str) -> CliRun:
+    """`python -m explorer ARGS` in this process (its verbs start and stop their own workers as in a shell): the
+    exit code and what it printed. The models a `--model FILE` added leave with it."""
+    from explorer.cli import main
+    from explorer.sources.registry import SOURCES
+
+    before, out, err = dict(SOURCES), io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    try:
+        os.chdir(ROOT)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse's refusals
+                code = e.code if isinstance(e.code, int) else 2
+    finally:
+        os.chdir(cwd)
+        SOURCES.clear()
+        SOURCES.update(before)
+    return CliRun(code, out.getvalue(), err.getvalue())

@@ -24,13 +24,25 @@ def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1280, "height": 720}}  # a projector
 
 
-@pytest.fixture(scope="module")
-def app_url(request, tmp_path_factory):
+@pytest.fixture(scope="session")
+def _browser_app(tmp_path_factory):
+    """One app per test process for the browser modules (the Playground's, the labs', the Code tab's), with what
+    they need between them: the shipped examples in the menu and the Code tab on."""
     log = tmp_path_factory.mktemp("app") / "server.log"
-    proc, url, _ = start_app({"GE_MODELS": EXAMPLES}, log=log)
-    SERVER_LOGS[request.module.__name__] = log
-    yield url
+    proc, url, _ = start_app({"GE_MODELS": EXAMPLES, "GE_ALLOW_CODE": "1"}, log=log)
+    yield url, log
     stop_app(proc)
+
+
+@pytest.fixture(scope="module")
+def app_url(request, _browser_app):
+    SERVER_LOGS[request.module.__name__] = _browser_app[1]
+    return _browser_app[0]
+
+
+@pytest.fixture(scope="module")
+def app_log(_browser_app):
+    return _browser_app[1]
 
 
 @pytest.fixture

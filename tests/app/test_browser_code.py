@@ -11,37 +11,27 @@ from playwright.sync_api import Page, expect
 from explorer.code.debug import EDIT_MODES
 from models.bugs import BUGS
 from tests.app.browser import TIMEOUT, loaded, paste, shot
-from tests.helpers import ROOT, start_app, stop_app
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
 LINE = next(i for i, line in enumerate((ROOT / "models" / "rnn.py").read_text().splitlines(), 1)
             if "new = cell(x, state)" in line)
 
 
-@pytest.fixture(scope="module")
-def code_log(tmp_path_factory):
-    return tmp_path_factory.mktemp("code-app") / "server.log"
 
 
-@pytest.fixture(scope="module")
-def code_url(code_log):
-    proc, url, _ = start_app({"GE_ALLOW_CODE": "1"}, log=code_log)
-    yield url
-    stop_app(proc)
-
-
-def test_a_page_load_and_the_code_tab_leave_no_complaint_in_the_servers_log(page: Page, code_url, code_log):
+def test_a_page_load_and_the_code_tab_leave_no_complaint_in_the_servers_log(page: Page, app_url, app_log):
     """Every load ran the Code tab's run with nothing to do, whose empty answer Gradio logged four times as "didn't
     return enough output values" (its toast drawn invisible)."""
-    loaded(page, code_url)
+    loaded(page, app_url)
     page.get_by_role("tab", name="Code").click()
     expect(page.get_by_text(re.compile(r"^Built and ran in the code worker"))).to_be_visible(timeout=TIMEOUT)
-    assert "didn't return enough output values" not in code_log.read_text()
+    assert "didn't return enough output values" not in app_log.read_text()
     # the walls in force, in one line, and the same line in the start-up log
     walls = page.get_by_text(re.compile(r"^Walls around your code: Landlock ABI \d+ \(files, TCP, signals and "
                                         r"sockets\); seccomp"))
     expect(walls).to_be_visible()
-    assert "MISSING" not in walls.inner_text() and walls.inner_text() in code_log.read_text()
+    assert "MISSING" not in walls.inner_text() and walls.inner_text() in app_log.read_text()
 
 
 _COUNT_RUNS = "() => document.getElementById('ge-code-run').addEventListener('click', () => window.runs += 1)"
@@ -61,8 +51,8 @@ def _to_line(page: Page, number: int) -> None:
     page.keyboard.press("End")
 
 
-def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_at_its_line(page: Page, code_url):
-    loaded(page, code_url)
+def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_at_its_line(page: Page, app_url):
+    loaded(page, app_url)
     page.get_by_role("tab", name="Code").click()
     built = page.get_by_text(re.compile(r"^Built and ran in the code worker: ([\d,]+) nodes"))
     expect(built).to_be_visible(timeout=TIMEOUT)
@@ -106,7 +96,7 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     shot(page, "code-syntax-error")
 
     other = page.context.new_page()  # the link, opened by someone else: the Code tab, with the edit, built
-    other.goto(code_url + href)
+    other.goto(app_url + href)
     expect(other.get_by_text(re.compile(rf"^Built and ran in the code worker: {after:,} nodes"))).to_be_visible(
         timeout=TIMEOUT)
     expect(other.get_by_role("tab", name="Code")).to_have_attribute("aria-selected", "true")
@@ -117,8 +107,8 @@ EXIT = next(i for i, line in enumerate((ROOT / "models" / "early_exit.py").read_
 
 
 def test_an_early_exit_edited_to_run_every_block_freezes_correctly_where_the_shipped_one_traced_wrong(
-        page: Page, code_url):
-    loaded(page, code_url + "?model=early_exit")
+        page: Page, app_url):
+    loaded(page, app_url + "?model=early_exit")
     page.get_by_role("tab", name="Code").click()
     expect(page.get_by_text(re.compile(r"^Built and ran in the code worker"))).to_be_visible(timeout=TIMEOUT)
     freeze = page.get_by_role("button", name=re.compile("^Freeze it by jit.trace"))
@@ -152,10 +142,10 @@ def _line_text(page: Page) -> str:
                          " return (n.nodeType === 1 ? n : n.parentElement).closest('.cm-line').textContent; }")
 
 
-def test_enter_keeps_the_indentation_and_undo_goes_back_to_the_last_edit_that_ran(page: Page, code_url):
+def test_enter_keeps_the_indentation_and_undo_goes_back_to_the_last_edit_that_ran(page: Page, app_url):
     """Enter after an indented line starts the next at its indentation (four more after a colon), so the first
     natural edit runs; after a good edit and then a broken one, Undo brings back the good one, not the original."""
-    loaded(page, code_url)
+    loaded(page, app_url)
     page.get_by_role("tab", name="Code").click()
     built = page.get_by_text(re.compile(r"^Built and ran in the code worker: ([\d,]+) nodes"))
     expect(built).to_be_visible(timeout=TIMEOUT)

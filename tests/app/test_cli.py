@@ -1,4 +1,5 @@
-"""The command line, run as a user runs it: `python -m explorer ...` in a subprocess."""
+"""The command line: its verbs through `explorer.cli.main` in this process (tests.helpers.cli), and once as a user
+runs it, `python -m explorer ...` in a subprocess."""
 
 import json
 import subprocess
@@ -10,6 +11,7 @@ from explorer.cli import main
 from explorer.labs.ddp.view import format_ddp
 from explorer.labs.debug.view import format_debug
 from explorer.labs.deploy.view import format_deploy
+from tests.helpers import cli
 
 REQUIRED_KEYS = [
     "model", "config", "tokens", "params", "graph.nodes", "graph.edges", "eager.forward.median_ms",
@@ -18,7 +20,7 @@ REQUIRED_KEYS = [
 ]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
+def _shell(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "explorer", *args], capture_output=True, text=True, timeout=120)
 
 
@@ -29,7 +31,7 @@ def _get(report: dict, dotted: str):
 
 
 def test_models_lists_every_config_field():
-    out = _cli("models", "--json")
+    out = cli("models", "--json")
     assert out.returncode == 0, out.stderr
     listing = {m["name"]: m for m in json.loads(out.stdout)}
     assert set(listing) == {"rnn", "transformer", "early_exit", "tree", "decoder", "gpt2", "bert", "llama",
@@ -37,12 +39,12 @@ def test_models_lists_every_config_field():
     layers = next(f for f in listing["rnn"]["config"] if f["name"] == "layers")
     assert layers == {"name": "layers", "type": "int", "default": 1, "min": 1, "max": 4,
                       "help": "Stacked recurrent layers; each unrolls over all tokens."}
-    text = _cli("models")
+    text = _shell("models")  # the entry point itself, once
     assert text.returncode == 0 and "--set cell=" in text.stdout
 
 
 def test_inspect_json_has_the_documented_keys():
-    out = _cli("inspect", "--model", "rnn", "--set", "layers=2", "--set", "hidden=16",
+    out = cli("inspect", "--model", "rnn", "--set", "layers=2", "--set", "hidden=16",
                "--text", "Hello 👋", "--compare", "Hi", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -57,7 +59,7 @@ def test_inspect_json_has_the_documented_keys():
 
 
 def test_inspect_table():
-    out = _cli("inspect", "--model", "tree", "--text", "ab cd.")
+    out = cli("inspect", "--model", "tree", "--text", "ab cd.")
     assert out.returncode == 0, out.stderr
     assert "module calls:" in out.stdout and "compose" in out.stdout and "forward" in out.stdout
 
@@ -106,7 +108,7 @@ def test_bad_arguments_exit_2_with_one_line(args, message, capsys):
     (["inspect", "--model", "gpt", "--text", "x"], "unknown model 'gpt'; models are: rnn, transformer"),
 ])
 def test_a_bad_argument_from_the_shell_exits_2_with_one_line_and_no_traceback(args, message):
-    out = _cli(*args)
+    out = cli(*args)
     assert out.returncode == 2
     lines = [ln for ln in out.stderr.splitlines() if not ln.startswith(("USDT", "STAGE"))]
     assert message in lines[-1]
@@ -118,7 +120,7 @@ BATCH_KEYS = ["name", "supported", "forward_ms", "train_step_ms", "tokens_per_s"
 
 
 def test_batch_json_reports_every_strategy():
-    out = _cli("batch", "--model", "rnn", "--set", "hidden=16", "--lengths-from", "zipf", "--n", "12",
+    out = cli("batch", "--model", "rnn", "--set", "hidden=16", "--lengths-from", "zipf", "--n", "12",
                "--max-len", "60", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -140,7 +142,7 @@ def test_batch_json_reports_every_strategy():
 def test_batch_table_from_typed_lines(tmp_path):
     lines = tmp_path / "sentences.txt"
     lines.write_text("Hi.\nA longer sentence here, with commas.\n\n😀 emoji too\n", encoding="utf-8")
-    out = _cli("batch", "--model", "tree", "--lines", str(lines))
+    out = cli("batch", "--model", "tree", "--lines", str(lines))
     assert out.returncode == 0, out.stderr
     assert "3 sentences" in out.stdout and "not supported: this model has no padded form" in out.stdout
     assert "verdict: Fastest correct forward: the per-sample loop itself" in out.stdout
@@ -148,7 +150,7 @@ def test_batch_table_from_typed_lines(tmp_path):
 
 @pytest.mark.slow
 def test_batch_compile_adds_compiled_figures():
-    out = _cli("batch", "--model", "transformer", "--set", "layers=1", "--set", "width=32", "--n", "3",
+    out = cli("batch", "--model", "transformer", "--set", "layers=1", "--set", "width=32", "--n", "3",
                "--max-len", "12", "--compile", "--backend", "eager", "--json")
     assert out.returncode == 0, out.stderr
     for s in json.loads(out.stdout)["strategies"]:
@@ -161,7 +163,7 @@ def test_batch_compile_adds_compiled_figures():
 
 
 def test_deploy_json_and_table_say_which_routes_survive(tmp_path):
-    out = _cli("deploy", "--model", "early_exit", "--text", "The cat sat on the mat.", "--lengths", "5",
+    out = cli("deploy", "--model", "early_exit", "--text", "The cat sat on the mat.", "--lengths", "5",
                "--routes", "jit.trace,export", "--out", str(tmp_path), "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -175,7 +177,7 @@ def test_deploy_json_and_table_say_which_routes_survive(tmp_path):
 
 
 def test_debug_json_and_table_put_the_modes_side_by_side():
-    out = _cli("debug", "--model", "transformer", "--bug", "shape", "--mode", "eager,traced", "--json")
+    out = cli("debug", "--model", "transformer", "--bug", "shape", "--mode", "eager,traced", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     eager, traced = report["modes"]
@@ -189,7 +191,7 @@ def test_debug_json_and_table_put_the_modes_side_by_side():
 
 
 def test_ddp_json_and_table_say_how_each_rank_ended():
-    out = _cli("ddp", "--scenario", "stragglers", "--model", "transformer", "--set", "layers=1", "--set", "width=32",
+    out = cli("ddp", "--scenario", "stragglers", "--model", "transformer", "--set", "layers=1", "--set", "width=32",
                "--steps", "2", "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)

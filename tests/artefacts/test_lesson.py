@@ -1,8 +1,6 @@
 """A lesson step as a notebook: the step's words, and a code cell whose experiment is the CLI's claim run for the
 step's claim (the arguments the CLI itself accepts); a claim that is no step is refused."""
 
-import subprocess
-import sys
 from unittest import mock
 
 import nbformat
@@ -13,6 +11,7 @@ from explorer.claims.board import CLAIMS
 from explorer.claims.lessons import STEPS
 from explorer.cli import parser
 from explorer.core.errors import InputError
+from tests.helpers import cli
 
 
 @pytest.mark.parametrize("number", range(1, len(STEPS) + 1))
@@ -31,8 +30,7 @@ def test_each_step_is_a_notebook_with_its_claim_its_experiment_and_its_question(
 
 
 def test_the_cli_writes_a_steps_notebook_without_running_it_and_refuses_a_claim_that_is_no_step(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "explorer", "claim", "--claim", "debugging", "--notebook",
-                          str(tmp_path / "step.ipynb")], capture_output=True, text=True, timeout=120)
+    out = cli("claim", "--claim", "debugging", "--notebook", str(tmp_path / "step.ipynb"))
     assert out.returncode == 0, out.stderr
     assert nbformat.read(tmp_path / "step.ipynb", as_version=4).cells[0].source.startswith(
         "# Graph Explorer, step 4 of 8")

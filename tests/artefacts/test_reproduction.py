@@ -21,7 +21,7 @@ from explorer.runs.session import Session
 from explorer.sources.registry import add_model_file
 from explorer.views.export import ExportDir
 from tests.artefacts.test_perfetto import events
-from tests.helpers import ROOT
+from tests.helpers import ROOT, cli
 
 TEXT = "The cat sat on the mat, and then it slept."
 
@@ -30,10 +30,9 @@ def test_inspect_takes_the_run_away_as_code_a_perfetto_trace_and_a_tlparse_repor
     """One CLI run writes every take-away: the script and the notebook rebuild the run outside the repository, the
     Perfetto trace has the compiled forward, and tlparse's report lists every compile id of the run's timeline."""
     script, notebook, trace = tmp_path / "run.py", tmp_path / "run.ipynb", tmp_path / "run.json.gz"
-    out = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "early_exit", "--set", "blocks=3",
-                          "--text", TEXT, "--compile", "--backend", "eager", "--json",
-                          "--script", str(script), "--notebook", str(notebook), "--chrome-trace", str(trace),
-                          "--trace-dir", str(tmp_path / "tl")], capture_output=True, text=True, timeout=300)
+    out = cli("inspect", "--model", "early_exit", "--set", "blocks=3", "--text", TEXT, "--compile", "--backend",
+              "eager", "--json", "--script", str(script), "--notebook", str(notebook), "--chrome-trace", str(trace),
+              "--trace-dir", str(tmp_path / "tl"))
     assert out.returncode == 0, out.stderr
     assert set(REGIONS) <= {e.get("name") for e in events(trace.read_bytes())}  # compiled as the session was
     timeline = [e["compile_id"] for e in json.loads(out.stdout)["timeline"]]

@@ -2,8 +2,6 @@
 runs through the engine like a zoo model, and a file that does not load is one line naming the file and line."""
 
 import re
-import subprocess
-import sys
 import textwrap
 from typing import Annotated, Literal
 
@@ -18,7 +16,7 @@ from explorer.runs.session import Session
 from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file, source
 from explorer.sources.userfile import Range, config_class, load
 from models.tokenizer import to_ids
-from tests.helpers import ROOT, autograd_nodes
+from tests.helpers import ROOT, autograd_nodes, cli
 
 TAGGER = str(ROOT / "examples" / "lstm_tagger.py")
 
@@ -84,17 +82,14 @@ def test_the_example_tagger_runs_through_the_engine_and_its_graph_is_the_autogra
 
 @pytest.mark.parametrize(("example", "knob"), [("lstm_tagger", "hidden=32"), ("image_cnn", "channels=16")])
 def test_the_cli_inspects_each_example_as_the_readme_shows(example, knob):
-    done = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", f"examples/{example}.py",
-                           "--text", "The cat sat.", "--set", knob], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    done = cli("inspect", "--model", f"examples/{example}.py", "--text", "The cat sat.", "--set", knob)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = dict(line.split(None, 1) for line in done.stdout.splitlines() if line.startswith(("model ", "tokens ")))
     assert rows["model"].strip() == f"{example} {knob}" and rows["tokens"].strip() == "12"  # "The cat sat." is 12
 
 
 def test_the_cli_refuses_a_missing_file_with_one_line_and_exit_code_2():
-    bad = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "examples/nope.py", "--text", "x"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    bad = cli("inspect", "--model", "examples/nope.py", "--text", "x")
     assert bad.returncode == 2 and bad.stderr.strip().endswith("examples/nope.py: no such file")
 
 

@@ -2,8 +2,6 @@
 
 import io
 import re
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -19,6 +17,7 @@ from explorer.sources.registry import subject
 from explorer.views.export import CSV_COLUMNS, ExportDir, html_report, session_csv
 from models import make_config
 from models.config import config_dict
+from tests.helpers import cli
 
 
 @pytest.fixture(scope="module")
@@ -70,13 +69,10 @@ def test_a_sessions_files_go_with_it_and_no_one_elses(session):
 
 def test_cli_writes_html_and_csv(tmp_path):
     html, csv = tmp_path / "r.html", tmp_path / "r.csv"
-    out = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "tree", "--text", "ab cd.",
-                          "--html", str(html), "--csv", str(csv)], capture_output=True, text=True, timeout=120)
+    out = cli("inspect", "--model", "tree", "--text", "ab cd.", "--html", str(html), "--csv", str(csv))
     assert out.returncode == 0, out.stderr
     assert "Plotly.newPlot(" in html.read_text() and len(pd.read_csv(csv)) == 1
-    bad = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", "tree", "--text", "x",
-                          "--html", str(tmp_path / "missing" / "r.html")], capture_output=True, text=True,
-                         timeout=120)
+    bad = cli("inspect", "--model", "tree", "--text", "x", "--html", str(tmp_path / "missing" / "r.html"))
     assert bad.returncode == 2 and "cannot write" in bad.stderr
 
 
