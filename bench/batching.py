@@ -59,10 +59,10 @@ def _table(report: dict, compiled: dict[str, dict]) -> list[str]:
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = parser(__doc__, "RESULTS-batching.md")
     p.add_argument("--n", type=int, default=64, help="sentences in the batch")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     n = 2 if args.quick else args.n
     models, backends = (["rnn"], ["eager"]) if args.quick else (MODELS, BACKENDS)
     warm_profiler()

@@ -39,8 +39,8 @@ def _overlapping(runs: list[dict[str, float]]) -> str:
     return f"{len(kept) - len(apart)} of {len(kept)}" + (f" (apart: {', '.join(apart)})" if apart else "")
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-claims.md", runs=2).parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-claims.md", runs=2).parse_args(argv)
     runs = 1 if args.quick else args.runs
     machine.keep_off_measure_cores()
     machine.pin_threads()  # as the app and the CLI

@@ -58,8 +58,8 @@ def _edit(page, source: str, before: int, trigger: str) -> tuple[float, int]:
     return took, _shown(page) or 0
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-code.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-code.md").parse_args(argv)
     models = ["rnn"] if args.quick else list(ZOO)
     repeats = 1 if args.quick else REPEATS
     proc, url, _ = start_app({"GE_ALLOW_CODE": "1"})

@@ -51,8 +51,8 @@ def _fresh(cache_dir: str) -> CompileService:
     return CompileService(timeout_s=600)
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-compile.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-compile.md").parse_args(argv)
     models, backends = (["transformer"], ["eager"]) if args.quick else (list(ZOO), list(BACKENDS))
     lengths = LENGTHS[:2] if args.quick else LENGTHS
     m = machine.describe()

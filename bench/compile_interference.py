@@ -138,8 +138,8 @@ def _row(what: str, p: Pairs) -> str:
             f"**{statistics.median(r):.3f}x** | {q1:.3f}-{q3:.3f}x | {min(r):.2f}-{max(r):.2f}x |")
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-interference.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-interference.md").parse_args(argv)
     lengths = [11] if args.quick else list(range(21, 41, 2))
     backend = "eager" if args.quick else "inductor"
     most = 2 if args.quick else 1_000  # pairs per compile

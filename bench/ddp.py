@@ -26,8 +26,8 @@ def _runs(quick: bool) -> list[tuple[str, str, str]]:
     return out + [("compiled", m, "aot_eager") for m in SCENARIOS["compiled"].models]
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-ddp.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-ddp.md").parse_args(argv)
     machine.keep_off_measure_cores()  # as the app: the worker and its ranks start from here
     sections = []
     started = time.monotonic()

@@ -34,10 +34,10 @@ def _probe(url: str, stop: threading.Event, seconds: list[float], failures: list
         stop.wait(PROBE_EVERY_S)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-ddp-responsiveness.md")
     args.add_argument("--calls", type=int, default=10, help="concurrent /ddp requests (default: 10)")
-    args = args.parse_args()
+    args = args.parse_args(argv)
     calls = 1 if args.quick else args.calls
     scenario = "stragglers" if args.quick else "uneven"  # quick: no deliberate hang to wait out
     proc, url, _ = start_app()

@@ -26,8 +26,8 @@ def _mode_row(model: str, bug: str, m: ModeOutcome) -> str:
             f"{f.frames} | {f.lines} |")
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-debug.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-debug.md").parse_args(argv)
     models = ["rnn"] if args.quick else list(ZOO)
     bugs = ["shape"] if args.quick else list(BUGS)
     modes = ["eager", "compiled (eager)"] if args.quick else list(MODES)

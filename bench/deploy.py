@@ -39,8 +39,8 @@ def _row(case: str, r: RouteResult) -> str:
             f"{format_bytes(r.artefact_bytes) if r.artefact_bytes else '—'} | {checked} | {speed} | {why} |")
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-deploy.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-deploy.md").parse_args(argv)
     cases = [("transformer", {})] if args.quick else CASES
     routes = ["jit.trace", "export"] if args.quick else list(ROUTES)
     machine.keep_off_measure_cores()  # as the app: the worker inherits it, timings move to the measuring core

@@ -35,8 +35,8 @@ def first_view(service: CompileService, session: str, model: str, text: str,
     return time.monotonic() - start, run
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-first-compile.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-first-compile.md").parse_args(argv)
     models = ["transformer"] if args.quick else list(ZOO)
     backend = "eager" if args.quick else "inductor"
     rows = []

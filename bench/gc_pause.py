@@ -58,13 +58,13 @@ def _fmt(xs: list[float]) -> str:
     return f"median {statistics.median(xs):.1f} ms (min {min(xs):.1f}, max {max(xs):.1f})"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from bench.common import parser
     from explorer.core import machine
 
     p = parser(__doc__, "RESULTS-gc.md")
     p.add_argument("--runs", type=int, default=7)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     runs = 2 if args.quick else args.runs
     m = machine.describe()
     lines = [f"## Full collections and one memory profile, {runs} runs each ({time.strftime('%Y-%m-%d %H:%M')})", "",

@@ -82,8 +82,8 @@ def _table(runs: list[tuple[str, CacheRun]], results: dict[str, GenerateResult])
             "|---|---|---|" + "---:|" * len(AT) + "---|---|---|---|", *rows, "", *(f"- {s}." for s in said)]
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-generate.md", runs=2).parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-generate.md", runs=2).parse_args(argv)
     tokens, repeats, times = (6, 1, 1) if args.quick else (TOKENS, REPEATS, args.runs)
     measured = [_measured(args.quick, tokens, repeats) for _ in range(times)]
     m = machine.describe()

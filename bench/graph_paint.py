@@ -45,8 +45,8 @@ def _paint(page, text: str) -> tuple[float, int]:
     return took, nodes
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-paint.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-paint.md").parse_args(argv)
     sizes = {"about 800 nodes": 50} if args.quick else SIZES
     repeats = 1 if args.quick else REPEATS
     proc, url, _ = start_app()

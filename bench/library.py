@@ -99,7 +99,7 @@ def compiled_and_deployed(name: str, routes: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     from bench.common import parser
     from explorer.core import machine
     from explorer.core.machine import pin_threads
@@ -110,7 +110,7 @@ def main() -> None:
 
     p = parser(__doc__, "RESULTS-library.md")
     p.add_argument("--runs", type=int, default=7)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     pin_threads()
     runs = 2 if args.quick else args.runs
     names = ["gpt2"] if args.quick else [a.name for a in ARCHITECTURES] + [add_model_file(str(ROOT / "examples" / e))

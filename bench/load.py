@@ -323,7 +323,7 @@ def _workers_cpu_s(pid: int) -> dict[int, float]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = parser(__doc__, "RESULTS-load.md")
     p.add_argument("--sessions", type=int, default=30)
     p.add_argument("--duration", type=float, default=120.0)
@@ -333,7 +333,7 @@ def main() -> None:
     p.add_argument("--json", type=Path, default=None, help="also write every raw figure of the run here")
     p.add_argument("--profile", action="store_true",
                    help="sample the server process with py-spy over the load: its CPU by phase (needs py-spy)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.profile and not phases.py_spy():
         p.error("--profile needs py-spy: pip install py-spy")
     if args.quick:

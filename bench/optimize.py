@@ -32,8 +32,8 @@ def _table(columns: tuple[str, ...], rows: list[list[object]]) -> list[str]:
             *("| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in rows)]
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-optimize.md", runs=2).parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-optimize.md", runs=2).parse_args(argv)
     if args.quick:  # the script's path in one process, a tracing backend, three strategies, a short stream
         here = Here()
         workers, models, n, backend, chosen = Workers(here, here, here), ["transformer"], 8, "eager", \

@@ -33,8 +33,8 @@ def _overlap(a: dict, b: dict) -> bool:
     return abs(a["median_ms"] - b["median_ms"]) <= a["iqr_ms"] + b["iqr_ms"]
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-reproduce.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-reproduce.md").parse_args(argv)
     models = ("tree",) if args.quick else MODELS
     pin_threads()
     m = machine.describe()

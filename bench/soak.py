@@ -39,11 +39,11 @@ def family_rss_mib(pid: int) -> float:
     return rss_mib(pid) + sum(rss_mib(c) for c in children)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = parser(__doc__, "RESULTS-load.md")
     p.add_argument("--interactions", type=int, default=1000)
     p.add_argument("--sessions", type=int, default=10)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.quick:
         args.interactions = 6
     rng = random.Random(0)

@@ -13,10 +13,10 @@ from bench.common import parser
 from explorer.core import machine
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = parser(__doc__, "RESULTS-startup.md")
     p.add_argument("--runs", type=int, default=5)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     runs = 1 if args.quick else args.runs
     times = []
     for _ in range(runs):

@@ -75,8 +75,8 @@ def _ratios(name: str, n: int) -> tuple[float, float, float]:
             timed(lambda: measure_peaks(model, ids, train_loss)) / step)
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-update.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-update.md").parse_args(argv)
     machine.keep_off_measure_cores()  # as the app's server threads: the measuring core is the pool's
     machine.pin_threads()
     warm_profiler()

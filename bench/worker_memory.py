@@ -23,8 +23,8 @@ from models import make_config
 WINDOW = 20  # jobs per row of the table
 
 
-def main() -> None:
-    args = parser(__doc__, "RESULTS-worker-memory.md").parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "RESULTS-worker-memory.md").parse_args(argv)
     jobs = 6 if args.quick else 200
     max_jobs = 3 if args.quick else int(WORKER_JOBS)
     machine.keep_off_measure_cores()  # as the app

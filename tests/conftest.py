@@ -44,3 +44,27 @@ def measured_claims(tmp_path_factory: pytest.TempPathFactory, worker_id: str) ->
                 for service in (w.compile, w.deploy, w.ddp):
                     service.stop()
     return path
+
+
+def group_of(nodeid: str) -> str:
+    """The unit the test processes share out: a file's tests together (its module fixtures start once), the browser
+    modules together (their one app per process, tests/app/conftest.py, starts once), and each benchmark script on
+    its own (a minute or so each: better spread than kept in one file)."""
+    path, _, rest = nodeid.partition("::")
+    if path.startswith("tests/bench/") and "[" in rest:
+        return f"bench:{rest}"
+    if path.startswith("tests/app/test_browser"):
+        return "browser"
+    return path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """xdist's scheduling by file, with the groups of `group_of` as the files (its own --dist loadgroup does not
+    group under pytest 9: its marks reach no node id)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return Groups(config, log)

@@ -1,0 +1,40 @@
+"""Every benchmark script runs in its smallest mode (`--quick`) and writes its results: through its `main(argv)` in
+this process, as `python -m bench.<name> --quick` would run it, except those whose point is a fresh interpreter
+(start-up, a first compile), which run as the README shows them. Each script is a group of its own
+(tests/conftest.py), so that the test processes share them out. bench.load is run by tests/app/test_load.py, which
+checks its figures too."""
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HELPERS = ("__init__", "common", "appserver", "phases", "screenshot")  # modules the scripts share, not scripts
+SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in HELPERS)
+FRESH_PROCESS = ("first_compile", "startup")  # what they measure is a fresh interpreter's
+
+
+def test_every_script_is_listed():
+    assert SCRIPTS == ["batching", "claims", "code_edit", "compile_costs", "compile_interference", "ddp",
+                       "ddp_responsiveness", "debug", "deploy", "first_compile", "gc_pause", "generate", "graph_paint",
+                       "library", "load", "optimize", "reproduce", "soak", "startup", "update_latency", "worker_memory"]
+    for script in SCRIPTS:  # each runs from its main(argv), as python -m runs it
+        text = (ROOT / "bench" / f"{script}.py").read_text()
+        assert "def main(argv: list[str] | None = None)" in text and "parse_args(argv)" in text, script
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s != "load"])
+def test_the_script_runs_and_writes_its_results(script, tmp_path):
+    out = tmp_path / "results.md"
+    argv = ["--quick", "--out", str(out)]
+    if script in FRESH_PROCESS:
+        done = subprocess.run([sys.executable, "-m", f"bench.{script}", *argv], cwd=ROOT, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    else:
+        importlib.import_module(f"bench.{script}").main(argv)
+    assert out.read_text().count("\n") >= 3
