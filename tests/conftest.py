@@ -46,6 +46,13 @@ def measured_claims(tmp_path_factory: pytest.TempPathFactory, worker_id: str) ->
     return path
 
 
+RUNNING: list[pytest.Item] = []  # the test being set up or run (tests.helpers.start_app reads its marks)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    RUNNING[:] = [item]
+
+
 def group_of(nodeid: str) -> str:
     """The unit the test processes share out: a file's tests together (its module fixtures start once), the browser
     modules together (their one app per process, tests/app/conftest.py, starts once), and each benchmark script on

@@ -24,8 +24,16 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
         "--disable-component-update", "--disable-sync"]
 
 
-def start_app(extra_env: dict[str, str] | None = None, **kwargs) -> tuple[subprocess.Popen, str, float]:
-    """The app, with this test process's order of cores (tests/conftest.py): its measuring core is this process's."""
+def start_app(extra_env: dict[str, str] | None = None, shared: bool = False,
+              **kwargs) -> tuple[subprocess.Popen, str, float]:
+    """The app, with this test process's order of cores (tests/conftest.py): its measuring core is this process's.
+    Only for a test marked `owns_app`, or the one app per process the others share (`shared`): each start costs
+    the suite seconds."""
+    from tests.conftest import RUNNING
+
+    if not shared and RUNNING and not RUNNING[0].get_closest_marker("owns_app"):
+        raise AssertionError(f"{RUNNING[0].nodeid} starts an app of its own without the owns_app mark: share the "
+                             "process's (tests/app/conftest.py), or say why it needs its own")
     return _start_app({"GE_ALLOWED_CORES_": os.environ["GE_ALLOWED_CORES_"], **(extra_env or {})}, **kwargs)
 
 

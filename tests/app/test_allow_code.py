@@ -5,9 +5,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from explorer.code.allowed import ENV
 from explorer.ui.app import add_models
 from tests.helpers import ROOT
+
+pytestmark = pytest.mark.owns_app  # start-up refusals: an app that must not start
 
 
 def test_allow_code_on_the_command_line_turns_it_on(monkeypatch):

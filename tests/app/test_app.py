@@ -14,7 +14,8 @@ from models import build_model, make_config
 from models.tokenizer import to_ids
 from tests.helpers import ROOT, early_exit_branch, start_app, stop_app
 
-pytestmark = pytest.mark.slow
+# its own limits (a 20-s compile bound) and a model file that crashes its worker
+pytestmark = [pytest.mark.slow, pytest.mark.owns_app]
 
 
 CRASHING = """

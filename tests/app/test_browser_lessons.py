@@ -12,7 +12,7 @@ from explorer.claims.lessons import STEPS
 from tests.app.browser import TIMEOUT, overlaps, plot_texts, shot
 from tests.helpers import start_app, stop_app
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.owns_app]  # a claims board restored by a restarted app
 SCREEN_H = 720
 MEASURE_AGAIN = (4,)  # re-measured in the browser: seconds here (most of the others take minutes, cold)
 STATUS = re.compile(r"\(\d+ s; the last one took [\d.]+ s on this server\)")

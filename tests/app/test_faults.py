@@ -34,7 +34,7 @@ from models.rnn import UnrolledRNN
 from models.tokenizer import encode
 from tests.helpers import ROOT, cmdline, marked, start_app, stop_app
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.owns_app]  # kill -9 of its workers, SIGTERM in each phase: apps it ends
 
 
 def _run(session, text):

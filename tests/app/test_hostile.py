@@ -27,7 +27,8 @@ from models.config import Knob, knobs
 from models.tokenizer import encode
 from tests.helpers import ROOT, descendants, start_app, stop_app
 
-pytestmark = pytest.mark.slow
+# no process or memory left over by refused requests, counted against its own start
+pytestmark = [pytest.mark.slow, pytest.mark.owns_app]
 
 MODEL = Knob("model", "choice", "rnn", "", choices=tuple(SOURCES))
 CONFIG = Knob("config_json", "config", "{}", "")

@@ -15,19 +15,22 @@ ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ("__init__", "common", "appserver", "phases", "screenshot")  # modules the scripts share, not scripts
 SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in HELPERS)
 FRESH_PROCESS = ("first_compile", "startup")  # what they measure is a fresh interpreter's
+STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soak", "startup"]  # apps of their own
 
 
 def test_every_script_is_listed():
     assert SCRIPTS == ["batching", "claims", "code_edit", "compile_costs", "compile_interference", "ddp",
                        "ddp_responsiveness", "debug", "deploy", "first_compile", "gc_pause", "generate", "graph_paint",
                        "library", "load", "optimize", "reproduce", "soak", "startup", "update_latency", "worker_memory"]
+    assert sorted(s for s in SCRIPTS if "start_app" in (ROOT / "bench" / f"{s}.py").read_text()) == STARTS_THE_APP
     for script in SCRIPTS:  # each runs from its main(argv), as python -m runs it
         text = (ROOT / "bench" / f"{script}.py").read_text()
         assert "def main(argv: list[str] | None = None)" in text and "parse_args(argv)" in text, script
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [s for s in SCRIPTS if s != "load"])
+@pytest.mark.parametrize("script", [pytest.param(s, marks=[pytest.mark.owns_app] * (s in STARTS_THE_APP))
+                                    for s in SCRIPTS if s != "load"])
 def test_the_script_runs_and_writes_its_results(script, tmp_path):
     out = tmp_path / "results.md"
     argv = ["--quick", "--out", str(out)]

@@ -21,7 +21,7 @@ from explorer.runs.session import Session
 from explorer.serving.plan import plan
 from tests.helpers import ROOT, start_app, stop_app
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.owns_app]  # an app placed on a Ray cluster
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
