@@ -185,6 +185,10 @@ def test_a_tcp_connection_to_a_local_port(walled, listener):
         assert got == []
 
 
+def test_a_tcp_port_of_its_own_to_listen_on(walled):
+    _check(walled, "import socket\ns = socket.create_server(('127.0.0.1', 0))\ngot = s.getsockname()")
+
+
 def test_a_call_to_the_apps_own_http_port(walled):
     seen: list[str] = []
 
