@@ -119,3 +119,28 @@ def test_a_figure_typed_by_hand_or_moved_or_with_another_unit_is_caught_and_code
     assert unsourced(f"`models/bugs.py:20` {link}", here, known) == ["models/bugs.py:20 (not in RESULTS-x.md)"]
     line = next(i for i, s in enumerate((ROOT / "models/bugs.py").read_text().splitlines(), 1) if "BUG: log" in s)
     assert dangling(f"`models/bugs.py:{line}`") == [] and dangling(f"`models/bugs.py:{line - 1}`")
+
+
+def test_every_relative_link_resolves_and_every_page_is_reachable_from_the_readme():
+    """The manual is split by topic: a link to a file, or to a heading of a page, that moved or went fails here, and
+    so does a page no link leads to."""
+    broken, linked = [], set()
+    for doc in DOCS:
+        for target in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
+            if target.startswith(("http", "mailto")):
+                continue
+            path, _, anchor = target.partition("#")
+            page = (doc.parent / path).resolve() if path else doc
+            linked.add(page)
+            if not page.exists():
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+            elif anchor and page.suffix == ".md" and anchor not in _anchors(page.read_text()):
+                broken.append(f"{doc.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, broken
+    assert [d for d in DOCS if d not in linked and d.name != "README.md"] == []
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's anchors of a page's headings."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", markdown, flags=re.S), flags=re.M)}

@@ -1,7 +1,7 @@
 """Every limit the app enforces, in one place; an operator raises them with environment variables.
 
 Each limit is declared once, with its variable and what it protects: reports (`describe`), the UI's
-limits table (`table`) and the README's table all come from these declarations."""
+limits table (`table`) and docs/operating.md's table all come from these declarations."""
 
 from __future__ import annotations
 

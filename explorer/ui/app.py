@@ -105,10 +105,10 @@ def add_models(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="app.py", description="Serve Graph Explorer's web UI.")
     p.add_argument("--model", action="append", default=[], metavar="FILE.py[:factory]",
                    help="add your own model to the menu (repeatable; the GE_MODELS variable does the same): a file "
-                        "or module whose factory's signature is the architecture (README: Your own model)")
+                        "or module whose factory's signature is the architecture (docs/models.md)")
     p.add_argument("--allow-code", action="store_true",
                    help="add the Code tab, where whoever opens the page edits a model's Python and runs it on this "
-                        "machine (walled in; GE_ALLOW_CODE=1 does the same; README: Editing the model's code)")
+                        "machine (walled in; GE_ALLOW_CODE=1 does the same; docs/code-tab.md)")
     args = p.parse_args(argv)
     if args.allow_code:
         os.environ.setdefault(ALLOW_ENV, "1")

@@ -1,6 +1,6 @@
 """The report of a run: the JSON panel, `inspect --json`, and the API all return this dict.
 
-Its keys are a public interface (documented in the README); add keys, never rename them.
+Its keys are a public interface (documented in docs/cli.md); add keys, never rename them.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
 from explorer.labs.registry import LABS
 
-# The HTTP API as documented (README): parameter names and order are a promise to callers.
+# The HTTP API as documented (docs/cli.md): parameter names and order are a promise to callers.
 ENDPOINTS = {
     "batch": ["model", "config_json", "lines", "n", "distribution", "min_len", "max_len", "seed", "bucket_width",
               "backend"],

@@ -146,8 +146,8 @@ def test_a_files_example_inputs_and_loss_are_used_and_a_bad_loss_is_one_line(tmp
         load("f.py")
 
 
-def test_the_readmes_complete_model_file_loads_and_trains_with_its_own_loss(tmp_path):
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_complete_model_file_loads_and_trains_with_its_own_loss(tmp_path):
+    readme = (ROOT / "docs" / "models.md").read_text()
     code = readme.split("<!-- readme-model-file -->\n```python\n", 1)[1].split("```", 1)[0]
     assert len(code.strip().splitlines()) <= 30  # short enough to read at once
     (tmp_path / "readme_tagger.py").write_text(code)
