@@ -139,7 +139,7 @@ def lab_values(args: argparse.Namespace, spec: LabSpec) -> dict[str, Any]:
             try:
                 raw = Path(raw).read_text(encoding="utf-8")
             except OSError as e:
-                raise InputError(f"cannot read {_flag(k)} {raw}: {e.strerror}") from None
+                raise InputError(f"cannot read {option_of(k)} {raw}: {e.strerror}") from None
         if raw is None and k.switch and getattr(args, f"{k.name}_switch"):
             raw = next(c for c in k.choices if c)
         if raw is not None:
@@ -180,7 +180,8 @@ def _model(name: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _flag(k: Knob) -> str:
+def option_of(k: Knob) -> str:
+    """The command-line option of a lab's parameter."""
     return k.flag or "--" + k.name.replace("_", "-")
 
 
@@ -194,16 +195,16 @@ def _add_lab(sub: Any, spec: LabSpec) -> None:
         default = ",".join(map(str, k.default)) if isinstance(k.default, tuple) else k.default
         said = f"{k.help} (default: {default})"
         if k.file:
-            p.add_argument(_flag(k), dest=k.name, metavar="FILE", help=f"{k.help}: read from FILE")
+            p.add_argument(option_of(k), dest=k.name, metavar="FILE", help=f"{k.help}: read from FILE")
         elif k.type == "choice":
-            p.add_argument(_flag(k), dest=k.name, choices=k.choices, help=said)
+            p.add_argument(option_of(k), dest=k.name, choices=k.choices, help=said)
         elif k.type == "subset":
-            p.add_argument(_flag(k), dest=k.name, help=f"{said}; comma-separated, of: {', '.join(k.choices)}")
+            p.add_argument(option_of(k), dest=k.name, help=f"{said}; comma-separated, of: {', '.join(k.choices)}")
         else:
-            p.add_argument(_flag(k), dest=k.name, help=said)
+            p.add_argument(option_of(k), dest=k.name, help=said)
         if k.switch:
             p.add_argument(k.switch, dest=f"{k.name}_switch", action="store_true",
-                           help=f"the same as {_flag(k)} {next(c for c in k.choices if c)}")
+                           help=f"the same as {option_of(k)} {next(c for c in k.choices if c)}")
     if spec.keeps_files:
         p.add_argument("--out", metavar="DIR", help="where the artefacts go (default: a new temporary directory)")
     p.add_argument("--json", action="store_true")

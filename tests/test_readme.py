@@ -36,8 +36,9 @@ def _known() -> set[str]:
 
 
 def paragraphs(markdown: str) -> list[str]:
-    """The prose's paragraphs, each item of a list one of its own (fenced code left out)."""
-    prose = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    """The prose's paragraphs, each item of a list one of its own (fenced code left out, and the parts made from the
+    code: tests/test_docgen.py checks those)."""
+    prose = re.sub(r"```.*?```|<!-- generated: .*?<!-- /generated -->", "", markdown, flags=re.S)
     return [p for p in re.split(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+\.) )", prose) if p.strip()]
 
 
