@@ -16,7 +16,7 @@ from explorer.core import machine
 from explorer.core.batches import generate_batch
 from explorer.core.fmt import format_bytes, format_flops
 from explorer.eager.memory import warm_profiler
-from explorer.labs.batching.runner import compile_lab, eager_lab
+from explorer.labs.batching.lab import compile_lab, eager_lab
 from explorer.sources.registry import subject
 
 MODELS = ("rnn", "transformer")

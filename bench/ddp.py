@@ -10,7 +10,8 @@ import time
 
 from bench.common import parser
 from explorer.core import machine
-from explorer.labs.ddp.job import ddp_service, ddp_setup, run_ddp
+from explorer.labs.ddp.job import ddp_service
+from explorer.labs.ddp.lab import ddp_setup, run_ddp
 from explorer.labs.ddp.registry import SCENARIOS
 from explorer.labs.ddp.results import DdpResult
 from explorer.labs.ddp.world import max_world_size

@@ -17,7 +17,7 @@ from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.fmt import format_bytes, ms_iqr
 from explorer.core.limits import DEPLOY_TIMEOUT_S
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS
-from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import DeployResult, RouteResult
 from explorer.labs.deploy.routes import ROUTES
 from models import make_config

@@ -16,7 +16,7 @@ from bench.common import parser
 from explorer.compile.worker import CompileService, resident_mb
 from explorer.core import machine
 from explorer.core.limits import DEPLOY_TIMEOUT_S, WORKER_JOBS, WORKER_RSS_MB
-from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import DeployResult
 from models import make_config
 

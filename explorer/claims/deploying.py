@@ -24,7 +24,7 @@ from explorer.compile.protocol import Workers
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS
-from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import LOUD, SILENT, WORKS, DeployResult
 from explorer.sources.registry import make_config
 from models import ZOO

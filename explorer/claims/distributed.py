@@ -22,7 +22,7 @@ from explorer.claims.evidence import (
 from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
 from explorer.eager.compare import Comparison
-from explorer.labs.ddp.job import MIN_STEPS, ddp_setup, run_ddp
+from explorer.labs.ddp.lab import MIN_STEPS, ddp_setup, run_ddp
 from explorer.labs.ddp.results import DdpResult, WorldRun
 from explorer.labs.ddp.unused import PHASES, TOLERANCE
 from explorer.sources.registry import make_config

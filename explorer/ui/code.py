@@ -25,7 +25,7 @@ from explorer.labs.debug.lab import DebugResult
 from explorer.labs.debug.view import OUTPUTS as DEBUG_OUTPUTS
 from explorer.labs.debug.view import view_of as debug_view
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS
-from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import DeployResult
 from explorer.labs.deploy.view import OUTPUTS as DEPLOY_OUTPUTS
 from explorer.labs.deploy.view import DeployOutcome

@@ -25,7 +25,7 @@ from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.machine import OTHER_CORES
 from explorer.core.progress import Progress
-from explorer.labs.batching.runner import compile_lab, eager_lab
+from explorer.labs.batching.lab import compile_lab, eager_lab
 from explorer.runs.session import Session
 from explorer.sources.registry import subject
 from explorer.ui.stream import streamed

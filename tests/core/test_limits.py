@@ -9,7 +9,7 @@ from explorer.core.inputs import text_of_length, tokenize
 from explorer.eager.capture import capture_run, train_loss
 from explorer.eager.graph import capture_graph
 from explorer.eager.trace import ModuleTrace
-from explorer.labs.batching.runner import lab_result
+from explorer.labs.batching.lab import lab_result
 from explorer.labs.batching.strategies import nested
 from explorer.runs.session import Session
 from explorer.sources import registry

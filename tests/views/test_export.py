@@ -10,7 +10,7 @@ import pytest
 
 from explorer.core import limits, machine
 from explorer.core.errors import InputError
-from explorer.labs.batching.runner import eager_lab
+from explorer.labs.batching.lab import eager_lab
 from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState, read_link
 from explorer.sources.registry import subject

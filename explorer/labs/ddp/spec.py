@@ -10,7 +10,7 @@ from explorer.compile.options import BACKENDS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
-from explorer.labs.ddp.job import MAX_STEPS, MIN_STEPS, ddp_setup, model_for, run_ddp
+from explorer.labs.ddp.lab import MAX_STEPS, MIN_STEPS, ddp_setup, model_for, run_ddp
 from explorer.labs.ddp.registry import SCENARIOS
 from explorer.labs.ddp.results import DdpResult
 from explorer.labs.ddp.view import OUTPUTS, DdpOutcome, format_ddp, view_of

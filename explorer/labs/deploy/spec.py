@@ -14,7 +14,7 @@ from explorer.core.queues import Queue
 from explorer.eager.capture import capture_run
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS, MAX_LENGTHS, parse_lengths
-from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import DeployResult
 from explorer.labs.deploy.routes import DECODE_ROUTES, ROUTES
 from explorer.labs.deploy.view import OUTPUTS, DeployOutcome, format_deploy, view_of

@@ -15,7 +15,7 @@ import torch.distributed as dist
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.labs.ddp.job import ddp_setup, run_ddp
+from explorer.labs.ddp.lab import ddp_setup, run_ddp
 from explorer.labs.ddp.results import ALLREDUCE
 from explorer.labs.ddp.world import launch
 from models import make_config

@@ -9,7 +9,7 @@ import pytest
 from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.labs.deploy.job import run_deploy
+from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import LOUD, WORKS, DeployResult
 from models import make_config
 
