@@ -145,12 +145,12 @@ def test_models_import_only_torch_and_the_standard_library():
 
 
 def test_the_tests_are_laid_out_like_the_code():
-    """A test folder per engine folder and per lab, plus models/ and app/ (the entry points: app.py, the UI and the
-    CLI)."""
+    """A test folder per engine folder and per lab, plus models/, bench/ (the benchmark scripts) and app/ (the entry
+    points: app.py, the UI and the CLI)."""
     def packages(base: Path) -> set[str]:
         return {p.name for p in base.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
 
-    assert packages(ROOT / "tests") - {"app", "models"} == packages(ROOT / "explorer") - {"ui"}
+    assert packages(ROOT / "tests") - {"app", "models", "bench"} == packages(ROOT / "explorer") - {"ui"}
     assert packages(ROOT / "tests" / "labs") == packages(ROOT / "explorer" / "labs")
 
 
