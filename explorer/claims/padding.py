@@ -23,8 +23,8 @@ from explorer.claims.evidence import (
 from explorer.compile.protocol import Workers
 from explorer.core.batches import generate_batch
 from explorer.core.progress import Progress
-from explorer.labs.batching.results import LabResult
 from explorer.labs.batching.lab import iter_lab
+from explorer.labs.batching.results import LabResult
 from explorer.labs.batching.strategies import STRATEGIES
 from explorer.sources.contract import ModelSource
 from explorer.sources.registry import build_model, make_config

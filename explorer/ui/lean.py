@@ -83,7 +83,7 @@ class _Configs:
         self.default_config, self.blocks = blocks.default_config, {}
 
 
-class Session(SessionState):
+class LeanSessionState(SessionState):
     """Gradio's session state, whose blocks' configs are built when first read (see the module's docstring)."""
 
     def __init__(self, blocks: gr.Blocks) -> None:
@@ -101,9 +101,9 @@ class Session(SessionState):
 
 
 class Sessions(StateHolder):
-    """The app's sessions, each a lean `Session`."""
+    """The app's sessions' Gradio states, each a `LeanSessionState`."""
 
     def __getitem__(self, session_id: str) -> SessionState:
         if session_id not in self.session_data:
-            self.session_data[session_id] = Session(self.blocks)
+            self.session_data[session_id] = LeanSessionState(self.blocks)
         return super().__getitem__(session_id)

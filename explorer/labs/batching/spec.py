@@ -11,8 +11,8 @@ from explorer.core.batches import DISTRIBUTIONS, batch_from_lines, generate_batc
 from explorer.core.limits import MAX_BATCH, MAX_TEXT_CHARS, MAX_TOKENS
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
-from explorer.labs.batching.results import LabRun
 from explorer.labs.batching.lab import compile_lab, eager_lab
+from explorer.labs.batching.results import LabRun
 from explorer.labs.batching.view import OUTPUTS, BatchOutcome, format_lab, view_of
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.serving.queueing import Turn, queued

@@ -12,8 +12,8 @@ from explorer.core.errors import InputError
 from explorer.core.limits import MAX_BATCH, MAX_TOKENS
 from explorer.eager.compare import Comparison, Rounds
 from explorer.labs.batching.compiled import compile_strategy
-from explorer.labs.batching.results import CompiledStrategy, LabResult, StrategyResult
 from explorer.labs.batching.lab import compile_lab, eager_lab, lab_result
+from explorer.labs.batching.results import CompiledStrategy, LabResult, StrategyResult
 from explorer.sources.registry import subject
 from models import build_model, make_config
 
