@@ -46,3 +46,10 @@ def verdict_kind(c: Comparison | None) -> str:
     if not c.enough:
         return "too few pairs"
     return f"{c.faster} faster" if c.faster else "not resolved"
+
+
+# The plots' titles as a person reads them, " | " between plots: a line plotly wrapped (<br>: one tspan per line,
+# whose textContent runs the lines together, "64tokens") joined by a space.
+TITLES_JS = ("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map((t) => { "
+             "const lines = [...t.querySelectorAll('tspan.line')]; "
+             "return lines.length ? lines.map((l) => l.textContent).join(' ') : t.textContent; }).join(' | ')")

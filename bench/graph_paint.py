@@ -15,7 +15,7 @@ import time
 from playwright.sync_api import sync_playwright
 
 from bench.appserver import start_app, stop_app
-from bench.common import parser
+from bench.common import TITLES_JS, parser
 from bench.screenshot import CHROMIUM_ARGS
 from explorer.core import machine
 from explorer.core.examples import DEFAULT_TEXT
@@ -24,7 +24,6 @@ from explorer.core.inputs import text_of_length
 SIZES = {"about 2,000 nodes": 125, "about 8,000 nodes": 500}  # RNN tokens (16 graph nodes per token, default cell)
 REPEATS = 6
 INPUT = "input (each UTF-8 byte is one token)"
-_TITLE = "() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map((t) => t.textContent).join(' | ')"
 
 
 _SETTLED = ("() => { const t = document.body.innerText; return t.includes('(cpu, core') && "
@@ -39,9 +38,9 @@ def _paint(page, text: str) -> tuple[float, int]:
     page.wait_for_function(_SETTLED, timeout=120_000)
     start = time.perf_counter()
     page.get_by_label(INPUT).fill(text)
-    page.wait_for_function(f"() => ({_TITLE})().includes(', {tokens} tokens')", timeout=120_000)
+    page.wait_for_function(f"() => ({TITLES_JS})().includes(', {tokens} tokens')", timeout=120_000)
     took = time.perf_counter() - start
-    nodes = int(re.search(r"Autograd graph: ([\d,]+) nodes", page.evaluate(_TITLE)).group(1).replace(",", ""))
+    nodes = int(re.search(r"Autograd graph: ([\d,]+) nodes", page.evaluate(TITLES_JS)).group(1).replace(",", ""))
     return took, nodes
 
 

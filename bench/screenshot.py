@@ -9,6 +9,8 @@ import sys
 
 from playwright.sync_api import sync_playwright
 
+from bench.common import TITLES_JS
+
 HEIGHT = 1500  # the tabs, the knobs, the input, the cards, the graph and the history: the Playground's first part
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -26,9 +28,9 @@ def main(url: str, out: str, text: str | None = None) -> None:
             box = page.get_by_label("input (each UTF-8 byte is one token)")
             box.fill(text)
             # this input's run drawn: its token count on the first card, and the graph's title
-            page.wait_for_function("n => document.querySelector('.card .value').innerText.trim() === String(n) && "
-                                   "[...document.querySelectorAll('.gtitle')].some(t => t.textContent.includes(n + "
-                                   "' tokens'))", arg=len(text.encode()), timeout=60_000)
+            page.wait_for_function(f"n => document.querySelector('.card .value').innerText.trim() === String(n) && "
+                                   f"({TITLES_JS})().includes(n + ' tokens')", arg=len(text.encode()),
+                                   timeout=60_000)
         page.wait_for_timeout(1500)
         page.screenshot(path=out, clip={"x": 0, "y": 0, "width": 1400, "height": HEIGHT})
         browser.close()

@@ -13,7 +13,7 @@ from gradio.state_holder import SessionState
 from gradio_client import Client
 
 from explorer.ui.config_cache import ConfigCache
-from explorer.ui.lean import Blocks, Session, Sessions
+from explorer.ui.lean import Blocks, LeanSessionState, Sessions
 
 
 def _run(coroutine):
@@ -85,7 +85,7 @@ def test_a_session_builds_no_config_until_one_is_read_and_then_holds_gradios_own
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(BlocksConfig, "config_for_block", staticmethod(counting))
-    lean, whole = Session(demo), SessionState(demo)
+    lean, whole = LeanSessionState(demo), SessionState(demo)
     assert built == list(whole.config_values)  # Gradio's own built one per block at once; the lean one, none
     built.clear()
     for state in (lean, whole):
@@ -103,7 +103,7 @@ def test_the_launched_app_keeps_its_sessions_lean() -> None:
         assert type(demo.server_app.state_holder) is Sessions and demo.state_holder is demo.server_app.state_holder
         client = Client(demo.local_url, verbose=False)
         assert client.predict("hi", api_name="/shout") == "HI"  # its first event: the session is made
-        assert type(demo.server_app.state_holder[client.session_hash]) is Session
+        assert type(demo.server_app.state_holder[client.session_hash]) is LeanSessionState
     finally:
         demo.close()
 
