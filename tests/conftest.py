@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from tests.groups import group_of
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # One torch thread per test process, as the app, the CLI and the workers pin (explorer.core.machine.pin_threads):
 # two test processes on two cores with torch's default of a thread per core stalled each other's OpenMP teams (a
@@ -51,18 +53,6 @@ RUNNING: list[pytest.Item] = []  # the test being set up or run (tests.helpers.s
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     RUNNING[:] = [item]
-
-
-def group_of(nodeid: str) -> str:
-    """The unit the test processes share out: a file's tests together (its module fixtures start once), the browser
-    modules together (their one app per process, tests/app/conftest.py, starts once), and each benchmark script on
-    its own (a minute or so each: better spread than kept in one file)."""
-    path, _, rest = nodeid.partition("::")
-    if path.startswith("tests/bench/") and "[" in rest:
-        return f"bench:{rest}"
-    if path.startswith("tests/app/test_browser"):
-        return "browser"
-    return path
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
