@@ -22,7 +22,7 @@ from tests.groups import group_of
 ROOT = Path(__file__).resolve().parents[1]
 SHOWN = 15  # the longest groups listed
 _DURATION = re.compile(r"^([\d.]+)s (setup|call|teardown)\s+(\S+)", re.M)
-_COUNTS = re.compile(r"=+ (.*?) in ([\d.]+)s")
+_COUNTS = re.compile(r"^=* ?(\d+ (?:passed|failed).*?) in ([\d.]+)s", re.M)  # (-q drops the ='s)
 
 
 def main(argv: list[str] | None = None) -> None:
