@@ -1,5 +1,5 @@
-"""Command line: `python -m explorer models`, `inspect` and `claim`, and one verb per lab (`batch`, `deploy`, `debug`,
-`ddp`), made from the lab's spec."""
+"""Command line: `python -m explorer models`, `inspect` and `claim`, and one verb per lab (explorer/labs/registry.py),
+made from the lab's spec; the synopsis in docs/cli.md is generated from this parser (explorer/docgen.py)."""
 
 from __future__ import annotations
 
