@@ -16,6 +16,7 @@ from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.inputs import text_of_length
 from explorer.eager.compare import Comparison
+from explorer.labs.optimize.job import COMPILED_GRAPH_CACHES, link_shared_caches
 from explorer.runs.session import Session
 from models import build_model, make_config
 from models.tokenizer import encode
@@ -32,10 +33,18 @@ def service():
     svc.stop()
 
 
+def _cold_graph_caches(tmp_path, monkeypatch) -> None:
+    """Inductor's cache directory for this test's workers: its compiled-graph caches and dynamo's automatic-dynamic
+    profile start empty; its toolchain and compiled kernels are the shared, warm ones (a whole cold directory cost
+    the suite a C++ toolchain warm-up per test, 25 s each)."""
+    link_shared_caches(str(tmp_path), (*COMPILED_GRAPH_CACHES, "dynamo"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+
+
 @pytest.fixture
 def fresh_service(tmp_path, monkeypatch):
     """A worker whose caches and automatic-dynamic profile start empty (both live in inductor's cache dir)."""
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    _cold_graph_caches(tmp_path, monkeypatch)
     svc = CompileService(timeout_s=120)
     yield svc
     svc.stop()
@@ -230,7 +239,7 @@ def test_a_scan_compiles_under_inductor_with_captured_scalar_outputs_and_says_so
 
 
 def test_an_inductor_compile_reports_dynamos_seconds_and_the_cache_that_served_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # a cold cache, private to this test
+    _cold_graph_caches(tmp_path, monkeypatch)  # its graph caches cold, private to this test
     caches = []
     for _ in range(2):  # a fresh worker each time: only inductor's on-disk cache carries over
         svc = CompileService()

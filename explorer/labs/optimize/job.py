@@ -57,6 +57,14 @@ def cold(profile: str = "") -> Iterator[None]:
         yield
 
 
+def link_shared_caches(own: str, private: tuple[str, ...] = COMPILED_GRAPH_CACHES) -> None:
+    """Make `own` an inductor cache directory whose entries are the shared one's (its toolchain, compiled kernels,
+    locks), linked, but for `private` ones, which start empty there."""
+    shared = cache_dir()
+    for entry in set(os.listdir(shared)) - set(private):
+        os.symlink(os.path.join(shared, entry), os.path.join(own, entry))
+
+
 @contextlib.contextmanager
 def own_caches() -> Iterator[None]:
     """Compiles as a fresh deploy that reads inductor's FX-graph and AOT-autograd caches (the mega-cache's): both on,
@@ -65,8 +73,7 @@ def own_caches() -> Iterator[None]:
     for every strategy; no automatic-dynamic profile, as for every strategy but pgo."""
     shared = cache_dir()  # (which also sets TORCHINDUCTOR_CACHE_DIR, restored below)
     with tempfile.TemporaryDirectory(prefix="graph-explorer-caches-") as own:
-        for entry in set(os.listdir(shared)) - set(COMPILED_GRAPH_CACHES):
-            os.symlink(os.path.join(shared, entry), os.path.join(own, entry))
+        link_shared_caches(own)
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = own
         try:
             with dynamo_config.patch(automatic_dynamic_local_pgo=False), compiler_config.patch(job_id=None), \
