@@ -28,11 +28,11 @@ import time
 import weakref
 import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import torch._dynamo
 
+from explorer.compile.messages import Acquire, Done, Failed, Granted, Phase, Ready, Release, RunJob, Stop
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.core import child as child_process
 from explorer.core.child import spawn_args
@@ -66,64 +66,6 @@ COMPILER_ENV = {
 
 
 R = TypeVar("R")
-
-
-# What crosses the pipe, each way: one dataclass per message, matched by type (never a tag string).
-@dataclass(frozen=True)
-class Ready:
-    """Worker -> app: imports done; from here on, job time is compile time."""
-
-
-@dataclass(frozen=True)
-class Phase:
-    """Worker -> app: what the job is doing now."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Acquire:
-    """Worker -> app: hold measuring cores for a timing ("one", or "every" one)."""
-
-    which: str
-
-
-@dataclass(frozen=True)
-class Granted:
-    """App -> worker: the cores held for it."""
-
-    cores: Any
-
-
-@dataclass(frozen=True)
-class Release:
-    """Worker -> app: the timing is done; give the cores back."""
-
-
-@dataclass(frozen=True)
-class Done:
-    """Worker -> app: the job's reply."""
-
-    reply: Any
-
-
-@dataclass(frozen=True)
-class Failed:
-    """Worker -> app: the job raised, in a way the worker survived."""
-
-    error: str
-
-
-@dataclass(frozen=True)
-class RunJob:
-    """App -> worker: run this job."""
-
-    job: Job
-
-
-@dataclass(frozen=True)
-class Stop:
-    """App -> worker: exit (sent when idle)."""
 
 
 class _ParentCores:

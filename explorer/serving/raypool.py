@@ -24,8 +24,9 @@ from typing import Any, TypeVar
 
 import torch._dynamo
 
+from explorer.compile.messages import Done, Failed
 from explorer.compile.protocol import CompileFailure, Job, WorkerContext
-from explorer.compile.worker import COMPILER_ENV, START_TIMEOUT_S, Done, Failed
+from explorer.compile.worker import COMPILER_ENV, START_TIMEOUT_S
 from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, MAX_RUN_S, RECOMPILE_LIMIT
 from explorer.core.machine import freeze_startup_objects, pin_threads, release_free_memory
 from explorer.core.progress import Progress
