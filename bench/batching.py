@@ -11,13 +11,13 @@ import sys
 import time
 
 from bench.common import parser
-from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.batches import generate_batch
 from explorer.core.fmt import format_bytes, format_flops
 from explorer.eager.memory import warm_profiler
 from explorer.labs.batching.lab import compile_lab, eager_lab
 from explorer.sources.registry import subject
+from explorer.workers.process import WorkerProcess
 
 MODELS = ("rnn", "transformer")
 BACKENDS = ("inductor", "aot_eager")
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
              f"fresh in the app's compile worker (dynamic=None, recompile limit 8, timeout {TIMEOUT_S} s per "
              "strategy), its forward timed against its own eager forward in interleaved pairs there (the ratio, "
              "eager / compiled, with its 95% bootstrap interval); compile s = forward + train step compiles.", ""]
-    service = CompileService(timeout_s=TIMEOUT_S)
+    service = WorkerProcess(timeout_s=TIMEOUT_S)
     try:
         for name in models:
             start = time.perf_counter()

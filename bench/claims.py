@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 from bench.common import parser
+from explorer.api import workers as api_workers
 from explorer.claims.board import CLAIMS
 from explorer.claims.evidence import ClaimResult, duration, run_claim
-from explorer.compile.protocol import Workers
-from explorer.compile.worker import CompileService
 from explorer.core import machine
-from explorer.labs.ddp.job import ddp_service
-from explorer.labs.deploy.job import deploy_service
 
 
 def _section(number: int, r: ClaimResult) -> list[str]:
@@ -44,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = 1 if args.quick else args.runs
     machine.keep_off_measure_cores()
     machine.pin_threads()  # as the app and the CLI
-    workers = Workers(CompileService(), deploy_service(), ddp_service(), quick=args.quick)
+    workers = replace(api_workers(), quick=args.quick)
     chosen = ["shape"] if args.quick else list(CLAIMS)
     started = time.monotonic()
     sections: list[str] = []
@@ -61,8 +59,7 @@ def main(argv: list[str] | None = None) -> None:
                 numbers[claim_id].append(result.evidence.numbers)
                 print(run, claim_id, result.verdict.kind.value, flush=True)
     finally:
-        for service in (workers.compile, workers.deploy, workers.ddp):
-            service.stop()
+        workers.stop()
     m = machine.describe()
     lines = ["# What people say about dynamic graphs, measured", "",
              f"Measured by `python -m bench.claims{' --quick' if args.quick else ''}` on {m['device']} ({m['cpu']}, "

@@ -17,9 +17,9 @@ import time
 from bench.common import parser
 from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.compile.track import CompileTrack
-from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.inputs import text_of_length
+from explorer.workers.process import WorkerProcess
 from models import ZOO, make_config
 from models.config import config_dict
 from models.tokenizer import encode
@@ -38,7 +38,7 @@ NOTE = (
 LENGTHS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192)
 
 
-def _track_run(svc: CompileService, model: str, options: CompileOptions, lengths, config=None):
+def _track_run(svc: WorkerProcess, model: str, options: CompileOptions, lengths, config=None):
     track = CompileTrack(f"bench-{time.monotonic()}")
     tokens = [encode(text_of_length(TEXT, n)) for n in lengths]
     cfg = config_dict(make_config(model)) if config is None else config
@@ -46,9 +46,9 @@ def _track_run(svc: CompileService, model: str, options: CompileOptions, lengths
     return track, runs
 
 
-def _fresh(cache_dir: str) -> CompileService:
+def _fresh(cache_dir: str) -> WorkerProcess:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir  # the worker process inherits it
-    return CompileService(timeout_s=600)
+    return WorkerProcess(timeout_s=600)
 
 
 def main(argv: list[str] | None = None) -> None:

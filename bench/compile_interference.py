@@ -23,13 +23,13 @@ from pathlib import Path
 from bench.common import parser
 from explorer.compile.options import CompileOptions
 from explorer.compile.track import CompileTrack
-from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.batches import sentence
 from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager import timing
 from explorer.eager.capture import forward
 from explorer.eager.timing import measure
+from explorer.workers.process import WorkerProcess
 from models import build_model, make_config
 from models.config import config_dict
 from models.tokenizer import encode, to_ids
@@ -91,7 +91,7 @@ class Pairs:
         return [d / a for d, a in zip(self.during, self.alone, strict=True)]
 
 
-def _pairs(service: CompileService, lengths: list[int], every_core: bool, backend: str, most: int) -> Pairs:
+def _pairs(service: WorkerProcess, lengths: list[int], every_core: bool, backend: str, most: int) -> Pairs:
     model = build_model(REFERENCE[0], make_config(REFERENCE[0]))
     ids = to_ids(REFERENCE[1])
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     machine.keep_off_measure_cores()  # as the app does at start-up: the worker inherits it
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
-        service = CompileService(timeout_s=600)
+        service = WorkerProcess(timeout_s=600)
         try:
             kept_apart = _pairs(service, lengths, every_core=False, backend=backend, most=most)
             service.stop()

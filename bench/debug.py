@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 
 from bench.common import parser
-from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.labs.debug.lab import DebugResult, run_debug
 from explorer.labs.debug.modes import MODES, ModeOutcome
+from explorer.workers.process import WorkerProcess
 from models import ZOO, make_config
 from models.bugs import BUGS
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     machine.pin_threads()  # as the app and the CLI: the thread count every figure is measured with
     rows, nan_rows = [], []
     started = time.monotonic()
-    service = CompileService(timeout_s=300)
+    service = WorkerProcess(timeout_s=300)
     try:
         for model in models:
             for bug in bugs:

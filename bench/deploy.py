@@ -11,7 +11,6 @@ import tempfile
 import time
 
 from bench.common import parser
-from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.fmt import format_bytes, ms_iqr
@@ -20,6 +19,7 @@ from explorer.labs.deploy.checks import DEFAULT_LENGTHS
 from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import DeployResult, RouteResult
 from explorer.labs.deploy.routes import ROUTES
+from explorer.workers.process import WorkerProcess
 from models import make_config
 
 CASES = [("rnn", {}), ("rnn", {"loop": "scan"}), ("transformer", {}), ("early_exit", {}),
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as out:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache  # cold: what a first deployment costs
-        service = CompileService(DEPLOY_TIMEOUT_S, name="deployment")
+        service = WorkerProcess(DEPLOY_TIMEOUT_S, name="deployment")
         try:
             for model, values in cases:
                 case = " ".join([model, *(f"{k}={v}" for k, v in values.items())])

@@ -15,9 +15,9 @@ from bench.common import parser
 from explorer.compile.options import CompileOptions
 from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.compile.warmup import warm_compile_cache
-from explorer.compile.worker import CompileService
 from explorer.core import machine
 from explorer.core.examples import DEFAULT_TEXT
+from explorer.workers.process import WorkerProcess
 from models import ZOO, make_config
 from models.config import config_dict
 from models.tokenizer import encode
@@ -25,7 +25,7 @@ from models.tokenizer import encode
 TYPED = ("A sentence a student typed.", "Another one, somewhat longer than the first, with commas, and more words!")
 
 
-def first_view(service: CompileService, session: str, model: str, text: str,
+def first_view(service: WorkerProcess, session: str, model: str, text: str,
                options: CompileOptions) -> tuple[float, CompiledRun]:
     """Seconds from asking for a new session's compiled view to its figures, and the run."""
     track = CompileTrack(session)
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache  # a fresh machine: no graph, profile or toolchain cached
-        service = CompileService()
+        service = WorkerProcess()
         try:
             start = time.monotonic()
             warm = [] if args.quick else warm_compile_cache(service)

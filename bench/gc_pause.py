@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
-IMPORTS = {"measurement process": ("explorer.compile.worker", "explorer.serving.pool"), "server": ("explorer.ui.app",)}
+IMPORTS = {"measurement process": ("explorer.workers.process", "explorer.serving.pool"), "server": ("explorer.ui.app",)}
 PROFILED = ("rnn", {"cell": "gru", "hidden": 64}, 85)  # model, config, tokens: a typical student's input
 
 

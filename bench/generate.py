@@ -15,12 +15,12 @@ import statistics
 import time
 
 from bench.common import agreement, parser
-from explorer.compile.protocol import WorkerContext
 from explorer.core import machine
 from explorer.eager.compare import MIN_PAIRS
 from explorer.eager.generation import left_padded
 from explorer.labs.generate.job import REDUCE_OVERHEAD, CacheRun, GenerateJob
 from explorer.labs.generate.results import GenerateResult
+from explorer.workers.protocol import WorkerContext
 from models.decoder import CACHES
 
 PROMPT = b"The cat sat on the mat, and then"  # 32 bytes

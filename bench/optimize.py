@@ -10,18 +10,18 @@ the answers) and the recommendation with its interval."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from bench.common import agreement, parser
-from explorer.compile.protocol import Here, Workers
-from explorer.compile.worker import CompileService
 from explorer.core import machine
-from explorer.labs.optimize.job import optimize_service
 from explorer.labs.optimize.lab import run_optimize
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.strategies import STRATEGIES
 from explorer.labs.optimize.view import PLAN_COLUMNS, STRATEGY_COLUMNS, view_of
 from explorer.labs.optimize.workload import workload
 from explorer.sources.registry import source
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import Here, Workers
 from models import ZOO
 
 N, SHORTEST, LONGEST = 200, 5, 120
@@ -36,11 +36,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-optimize.md", runs=2).parse_args(argv)
     if args.quick:  # the script's path in one process, a tracing backend, three strategies, a short stream
         here = Here()
-        workers, models, n, backend, chosen = Workers(here, here, here), ["transformer"], 8, "eager", \
+        workers, models, n, backend, chosen = Workers.on(here), ["transformer"], 8, "eager", \
             ["eager", "auto", "buckets"]
     else:
-        probe = CompileService()  # the planner's weights; the strategies each get a fresh one
-        workers = Workers(probe, probe, probe, fresh=optimize_service)
+        probe = WorkerProcess()  # the planner's weights; the strategies each get a fresh one
+        workers = replace(Workers.on(probe), fresh=True)
         models, n, backend, chosen = list(ZOO), N, "inductor", None
     times = 1 if args.quick else args.runs
     stream = workload("zipf", n, SHORTEST, LONGEST, seed=0)

@@ -13,11 +13,11 @@ import tempfile
 import time
 
 from bench.common import parser
-from explorer.compile.worker import CompileService, resident_mb
 from explorer.core import machine
 from explorer.core.limits import DEPLOY_TIMEOUT_S, WORKER_JOBS, WORKER_RSS_MB
 from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import DeployResult
+from explorer.workers.process import WorkerProcess, resident_mb
 from models import make_config
 
 WINDOW = 20  # jobs per row of the table
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     jobs = 6 if args.quick else 200
     max_jobs = 3 if args.quick else int(WORKER_JOBS)
     machine.keep_off_measure_cores()  # as the app
-    service = CompileService(DEPLOY_TIMEOUT_S, name="deployment", max_jobs=max_jobs, max_rss_mb=WORKER_RSS_MB)
+    service = WorkerProcess(DEPLOY_TIMEOUT_S, name="deployment", max_jobs=max_jobs, max_rss_mb=WORKER_RSS_MB)
     samples: list[tuple[int, int, float]] = []  # (job, worker pid, MB resident after it)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as out:

@@ -14,15 +14,12 @@ from typing import Any
 from explorer.claims.board import CLAIMS, ClaimBoard, checked
 from explorer.claims.chosen import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
-from explorer.compile.protocol import CompileFailure, Workers
 from explorer.core.errors import InputError
 from explorer.core.inputs import empty_message
 from explorer.core.limits import MAX_TEXT_CHARS
 from explorer.core.progress import Progress
 from explorer.labs.contract import LabContext, LabSpec, Needs
-from explorer.labs.ddp.job import ddp_service
-from explorer.labs.deploy.job import deploy_service
-from explorer.labs.optimize.job import optimize_service
+from explorer.labs.registry import LABS
 from explorer.runs.session import Session
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.sources.contract import Subject
@@ -30,6 +27,7 @@ from explorer.sources.registry import source, subject
 from explorer.views.claims import claim_update
 from explorer.views.compiled import compiled_update
 from explorer.views.playground import GraphFirst, update
+from explorer.workers.protocol import COMPILE, WorkerFailure, Workers
 from models.config import Knob, build_config, knob
 
 MAX_CONFIG_CHARS = 10_000  # a config is a handful of fields: a longer JSON text is not one
@@ -37,8 +35,10 @@ MAX_CONFIG_DEPTH = 2  # {"field": value}: nothing nests deeper
 
 
 def workers(session: str = "") -> Workers:
-    """The worker processes a run may use: the session's compile worker, the deployment and distributed ones."""
-    return Workers(compile_service(session), deploy_service(), ddp_service(), fresh=optimize_service)
+    """The worker processes a run may use: the session's compile worker and each lab's own (each started on its
+    first job); a job may ask for a fresh process of its own."""
+    own = {spec.worker.name: spec.worker.start() for spec in LABS.values() if spec.worker is not None}
+    return Workers({COMPILE: compile_service(session), **own}, fresh=True)
 
 
 def _depth(value: Any) -> int:
@@ -222,7 +222,7 @@ def inspect_run(model: str, config_json: str, text: str, compare: str = "", back
         if options is None:
             return view.report
         return final(compiled_update(session, compile_service(session.id), options)).report
-    except CompileFailure as e:
+    except WorkerFailure as e:
         raise InputError(str(e)) from None
 
 

@@ -19,7 +19,6 @@ from explorer.artefacts.tlparse import replay_job, traced
 from explorer.claims.board import CLAIMS, ClaimBoard, checked
 from explorer.claims.chosen import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
-from explorer.compile.protocol import CompileFailure
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.inputs import text_of_length
 from explorer.core.machine import pin_threads
@@ -33,6 +32,7 @@ from explorer.views.claims import ClaimView, claim_update
 from explorer.views.export import html_report, session_csv
 from explorer.views.report import build_report
 from explorer.views.tables import format_claim, format_table
+from explorer.workers.protocol import WorkerFailure
 from models import Knob
 
 
@@ -106,7 +106,7 @@ def _inspect(args: argparse.Namespace) -> int:
             for compile_id in compiled.compile_ids:
                 page = compiled.pages.get(compile_id, "not in the report")
                 print(f"  compile {compile_id}: {compiled.index.parent / page}", file=sys.stderr)
-    except CompileFailure as e:
+    except WorkerFailure as e:
         raise InputError(str(e)) from None
     finally:
         service.stop()
@@ -158,11 +158,10 @@ def _lab(args: argparse.Namespace, spec: LabSpec) -> int:
                                          else "")
     try:
         view = final(run_lab(spec, who, params, LabContext(ws, lambda: out)))
-    except CompileFailure as e:
+    except WorkerFailure as e:
         raise InputError(str(e)) from None
     finally:
-        for worker in {id(w): w for w in (ws.compile, spec.worker(ws))}.values():
-            worker.stop()
+        ws.stop()
     print(json.dumps(view.report, indent=2, ensure_ascii=False) if args.json else spec.text(view.report))
     return 0
 
@@ -230,8 +229,7 @@ def _claim(args: argparse.Namespace) -> int:
             assert isinstance(view, ClaimView)
             reports.append(view.report)
     finally:
-        for service in (ws.compile, ws.deploy, ws.ddp):
-            service.stop()
+        ws.stop()
     out = reports if args.claim == "all" else reports[0]
     print(json.dumps(out, indent=2, ensure_ascii=False) if args.json else "\n\n".join(map(format_claim, reports)))
     return 0

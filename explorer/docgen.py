@@ -1,8 +1,9 @@
 """The parts of the docs that the code decides, made from it: the command line's synopsis (docs/cli.md, from the
-CLI's parser) and each lab's parameter table (docs/labs/<lab>.md, from its spec's knobs: the same defaults, ranges
-and help as its tab's controls, its CLI options and its endpoint). Each stands between `<!-- generated: NAME -->`
-and `<!-- /generated -->`; `python -m explorer.docgen` writes them, and tests/test_docgen.py fails on a page that
-differs from what the code makes."""
+CLI's parser), the README's list of lab pages (from the registry) and each lab's parameter table
+(docs/labs/<lab>.md, from its spec's knobs: the same defaults, ranges and help as its tab's controls, its CLI
+options and its endpoint). Each stands between `<!-- generated: NAME -->` and `<!-- /generated -->`;
+`python -m explorer.docgen` writes them, and tests/test_docgen.py fails on a page that differs from what the code
+makes."""
 
 from __future__ import annotations
 
@@ -79,9 +80,15 @@ def parameters(spec: LabSpec) -> str:
     return "\n".join(rows)
 
 
+def lab_pages() -> str:
+    """The README's line of lab pages, one per registered lab, in the registry's order."""
+    links = " · ".join(f"[{spec.title}](docs/labs/{name}.md)" for name, spec in LABS.items())
+    return f"Each lab has a page (what it does, its parameters, what was measured): {links}."
+
+
 def generated() -> dict[Path, dict[str, str]]:
     """Each page's generated parts, by name."""
-    parts = {DOCS / "cli.md": {"synopsis": synopsis()}}
+    parts = {DOCS / "cli.md": {"synopsis": synopsis()}, DOCS.parent / "README.md": {"labs": lab_pages()}}
     for name, spec in LABS.items():
         parts[DOCS / "labs" / f"{name}.md"] = {"parameters": parameters(spec)}
     return parts

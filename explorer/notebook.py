@@ -21,7 +21,6 @@ from torch import nn
 
 from explorer.api import final, run_lab, workers
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import Here, Workers
 from explorer.core.errors import InputError
 from explorer.draw.style import Figure
 from explorer.labs.contract import LabContext, LabSpec
@@ -33,6 +32,7 @@ from explorer.sources.probe import ProbedSource
 from explorer.sources.registry import SOURCES, add_model_file, check_architecture
 from explorer.views.compiled import compiled_update
 from explorer.views.playground import View, update
+from explorer.workers.protocol import Here, Workers
 from models.config import Knob, build_config
 
 
@@ -206,8 +206,8 @@ def explore(model: str | nn.Module, text: str | torch.Tensor, compare: str = "",
     view = final(update(session, name, text, compare, dict(knobs), InProcess(), fresh=True))
     if not isinstance(view, View):  # captured, but too long to time within GE_MAX_RUN_S
         raise InputError(view.status)
-    here = Here()  # a notebook's object is known only in this kernel
-    return Exploration(session, view, text, workers(session.id) if nameable else Workers(here, here, here))
+    # a notebook's object is known only in this kernel
+    return Exploration(session, view, text, workers(session.id) if nameable else Workers.on(Here()))
 
 
 

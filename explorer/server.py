@@ -11,21 +11,19 @@ import tempfile
 import threading
 from pathlib import Path
 
+from explorer.api import workers
 from explorer.claims.board import ClaimBoard
 from explorer.claims.board import warm as warm_claims
-from explorer.compile.protocol import Workers
 from explorer.compile.warmup import warm_compile_cache
-from explorer.compile.worker import CompileService
 from explorer.core import limits
 from explorer.core.machine import keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.core.queues import Queue
 from explorer.eager.memory import warm_profiler
-from explorer.labs.ddp.job import ddp_service
-from explorer.labs.deploy.job import deploy_service
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.residency import Residency
 from explorer.sources.registry import warm_param_count
 from explorer.views.export import ExportDir
+from explorer.workers.process import WorkerProcess
 
 log = logging.getLogger("graph_explorer")
 SESSION_TTL_S = 1800  # a session's state is dropped after this long without use (its model much sooner)
@@ -41,14 +39,14 @@ _CLAIMS_FILE = os.environ.get("GE_CLAIMS_FILE", os.path.join(tempfile.gettempdir
 CLAIM_BOARD = ClaimBoard(path=Path(_CLAIMS_FILE) if _CLAIMS_FILE else None,
                          quick=os.environ.get("GE_QUICK_CLAIMS") == "1")
 # Where code edited in the browser runs (the Code tab, only where the operator allows it): walled in, one job at a time.
-CODE_WORKER = CompileService(timeout_s=limits.CODE_TIMEOUT_S, name="code", confined=True,
+CODE_WORKER = WorkerProcess(timeout_s=limits.CODE_TIMEOUT_S, name="code", confined=True,
                              advice="Undo the edit, or make what it runs end sooner.")
 
 
-def concurrency(queue: Queue) -> int:
+def concurrency(queue: str) -> int:
     """How many events of a queue run at once: every measuring one (they wait their turn in the measurement
     queue, which shows the wait), one of each worker's."""
-    return MEASURE_EVENTS if queue is Queue.MEASURE else 1
+    return MEASURE_EVENTS if queue == Queue.MEASURE.value else 1
 
 
 def prepare_process() -> None:
@@ -82,5 +80,4 @@ def _warm_up() -> None:
     if os.environ.get("GE_WARM_COMPILE", "1") != "0":
         log.info("compile cache warm: %s", warm_compile_cache(compile_service()))
     if os.environ.get("GE_WARM_CLAIMS", "1") != "0":
-        log.info("claims measured: %s", warm_claims(CLAIM_BOARD, Workers(compile_service(), deploy_service(),
-                                                                         ddp_service())))
+        log.info("claims measured: %s", warm_claims(CLAIM_BOARD, workers()))

@@ -27,24 +27,22 @@ def measured_claims(tmp_path_factory: pytest.TempPathFactory, worker_id: str) ->
     """Every claim's quick experiment, measured once per test run by whichever test process asks first, in the
     board's file (the claims' tests read it back; a test app restores it): eight runs of about 30 s, not one per
     process."""
+    from dataclasses import replace
+
+    from explorer.api import workers
     from explorer.claims.board import CLAIMS, ClaimBoard
-    from explorer.compile.protocol import Workers
-    from explorer.compile.worker import CompileService
-    from explorer.labs.ddp.job import ddp_service
-    from explorer.labs.deploy.job import deploy_service
 
     shared = tmp_path_factory.getbasetemp()
     path = (shared if worker_id == "master" else shared.parent) / "claims.json"
     with FileLock(f"{path}.lock"):
         if not path.exists():
-            w = Workers(CompileService(), deploy_service(), ddp_service(), quick=True)
+            w = replace(workers(), quick=True)
             try:
                 board = ClaimBoard(path=path, quick=True)
                 for c in CLAIMS:
                     list(board.run(c, w))
             finally:
-                for service in (w.compile, w.deploy, w.ddp):
-                    service.stop()
+                w.stop()
     return path
 
 

@@ -129,6 +129,14 @@ def test_the_labs_never_import_each_other():
     assert wrong == [], f"one lab importing another (move what they share down to explorer/core): {wrong}"
 
 
+def test_outside_a_lab_the_engine_imports_only_its_package():
+    """A lab's public surface is its package (what its `__init__.py` exports): the registry, the claims, the Code tab
+    and the API import that, never the lab's own modules, which the lab may then split and rename as it likes."""
+    wrong = [(m, dep) for m, deps in _graph().items() for dep in deps
+             if (lab := _lab(dep)) and dep != f"explorer.labs.{lab}" and _lab(m) != lab]
+    assert wrong == [], f"reaching into a lab's own modules (export what is needed from its __init__.py): {wrong}"
+
+
 def test_only_the_ui_imports_gradio():
     wrong = [(m, dep) for m, deps in _graph().items() if not m.startswith(UI) for dep in deps
              if dep.split(".")[0] in ("gradio", "gradio_client", "starlette", "fastapi")]

@@ -16,13 +16,13 @@ from torch.profiler import ProfilerActivity, profile, record_function
 from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.compile.options import DYNAMIC_MODES, CompileOptions
-from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.errors import InputError
 from explorer.core.fmt import format_bytes
 from explorer.core.limits import MAX_ARTEFACT_BYTES, THREADS
 from explorer.eager.capture import train_step, training
 from explorer.runs.session import Session
 from explorer.sources.edited import model_of
+from explorer.workers.protocol import Job, WorkerContext
 from models.config import config_dict
 
 REGIONS = ("eager forward", "eager train step", "compiled forward")  # the trace's top-level spans, in order

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from explorer.compile.jobs import PlaygroundJob, PlaygroundReply
-from explorer.compile.protocol import run_said
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.fmt import format_bytes
 from explorer.core.limits import MAX_ARTEFACT_BYTES
 from explorer.core.progress import Progress
 from explorer.runs.session import Session
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import run_said
 from models.config import config_dict
 
 TLPARSE = Path(sys.executable).with_name("tlparse")  # the wheel's binary, beside this interpreter
@@ -60,7 +60,7 @@ def traced(job: PlaygroundJob, folder: Path) -> Iterator[Progress | CompileRepor
     """`job` in a fresh worker with TORCH_TRACE set to `folder/logs`, then tlparse's report in `folder/report`:
     progress, then the report."""
     logs, report = folder / "logs", folder / "report"
-    service = CompileService(name="traced compile", env={"TORCH_TRACE": str(logs)}, max_jobs=1)
+    service = WorkerProcess(name="traced compile", env={"TORCH_TRACE": str(logs)}, max_jobs=1)
     try:
         reply: PlaygroundReply = yield from run_said(service, job, "compiling with TORCH_TRACE")
     finally:

@@ -15,13 +15,13 @@ from pathlib import Path
 from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Claim, ClaimResult, run_claim
-from explorer.compile.protocol import Workers
 from explorer.core.errors import InputError
 from explorer.core.limits import CLAIMS_TTL_S
 from explorer.core.machine import Machine, this_machine
 from explorer.core.progress import Progress
 from explorer.core.version import code_version
 from explorer.sources.registry import source, subject
+from explorer.workers.protocol import Workers
 from models.config import config_dict, echoed
 
 log = logging.getLogger("graph_explorer")

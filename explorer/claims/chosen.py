@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer.compile.protocol import Workers
+from explorer.workers.protocol import Workers
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import CompileFailure, Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.errors import InputError
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
 from explorer.runs.session import RunResult, Session
+from explorer.workers.protocol import WorkerFailure, Workers
 
 
 def options(quick: bool) -> CompileOptions:
@@ -31,5 +31,5 @@ def eager_then_compiled(session: Session, w: Workers, model: str, values: Mappin
                 yield Progress(item.elapsed_s, f"{model} ({result.arch}): {item.phase}")
             else:
                 yield result, item
-    except CompileFailure as e:
+    except WorkerFailure as e:
         raise InputError(f"{model}: {e}") from None

@@ -21,8 +21,7 @@ from explorer.claims.evidence import (
 )
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
-from explorer.labs.debug.lab import DebugResult, run_debug
-from explorer.labs.debug.modes import ModeOutcome
+from explorer.labs.debug import DebugResult, ModeOutcome, run_debug
 from explorer.sources.registry import make_config
 from models.bugs import BUGS
 

@@ -20,13 +20,11 @@ from explorer.claims.evidence import (
     pair_numbers,
     times,
 )
-from explorer.compile.protocol import Workers
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
-from explorer.labs.deploy.checks import DEFAULT_LENGTHS
-from explorer.labs.deploy.lab import run_deploy
-from explorer.labs.deploy.results import LOUD, SILENT, WORKS, DeployResult
+from explorer.labs.deploy import DEFAULT_LENGTHS, LOUD, SILENT, WORKER, WORKS, DeployResult, run_deploy
 from explorer.sources.registry import make_config
+from explorer.workers.protocol import Workers
 from models import ZOO
 
 ROUTES = ("jit.trace", "export", "onnx")
@@ -41,8 +39,8 @@ def _measure(w: Workers, chosen: list[Chosen]) -> Iterator[Progress | Evidence]:
         for i, c in enumerate(chosen, 1):
             model = c.name
             result: DeployResult | None = None
-            for item in run_deploy(w.deploy, model, make_config(model, c.values), DEFAULT_TEXT, list(DEFAULT_LENGTHS),
-                                   list(ROUTES[:2] if w.quick else ROUTES), out):
+            for item in run_deploy(w[WORKER.name], model, make_config(model, c.values), DEFAULT_TEXT,
+                                   list(DEFAULT_LENGTHS), list(ROUTES[:2] if w.quick else ROUTES), out):
                 if isinstance(item, DeployResult):
                     result = item
                 else:

@@ -19,13 +19,11 @@ from explorer.claims.evidence import (
     pair_numbers,
     times,
 )
-from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
 from explorer.eager.compare import Comparison
-from explorer.labs.ddp.lab import MIN_STEPS, ddp_setup, run_ddp
-from explorer.labs.ddp.results import DdpResult, WorldRun
-from explorer.labs.ddp.unused import PHASES, TOLERANCE
+from explorer.labs.ddp import MIN_STEPS, PHASES, TOLERANCE, WORKER, DdpResult, WorldRun, ddp_setup, run_ddp
 from explorer.sources.registry import make_config
+from explorer.workers.protocol import Workers
 
 MODEL, WORLD = "early_exit", 2
 PLAIN, FIND_UNUSED, _ = PHASES
@@ -43,7 +41,7 @@ def _phase(run: WorldRun, phase: str) -> tuple[float, float]:
 def measure(w: Workers) -> Iterator[Progress | Evidence]:
     setup = ddp_setup("unused", MODEL, make_config(MODEL), WORLD, MIN_STEPS if w.quick else 6)
     result: DdpResult | None = None
-    for item in run_ddp(w.ddp, "unused", setup):
+    for item in run_ddp(w[WORKER.name], "unused", setup):
         if isinstance(item, DdpResult):
             result = item
         else:

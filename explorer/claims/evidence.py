@@ -11,13 +11,13 @@ from enum import Enum
 from typing import Any
 
 from explorer.claims.chosen import Chosen
-from explorer.compile.protocol import Workers
 from explorer.core import machine
 from explorer.core.machine import Machine
 from explorer.core.progress import Progress
 from explorer.core.version import code_version
 from explorer.eager.compare import Comparison, too_few
 from explorer.sources.contract import ModelSource
+from explorer.workers.protocol import Workers
 
 
 class Holds(Enum):

@@ -20,12 +20,11 @@ from explorer.claims.evidence import (
     pair_numbers,
 )
 from explorer.compile.observe import cache_served, served_said
-from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
 from explorer.eager.compare import MIN_PAIRS, Estimate, rounded
-from explorer.labs.generate.lab import run_generate
-from explorer.labs.generate.results import GenerateResult
+from explorer.labs.generate import GenerateResult, run_generate
 from explorer.sources.registry import subject
+from explorer.workers.protocol import Workers
 
 MODEL = "decoder"
 PROMPT = "The cat sat on the mat, and then"  # 32 bytes

@@ -14,7 +14,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Holds, Series, Verdict, times
 from explorer.compile.observe import CountingBackend, run_guarded
-from explorer.compile.protocol import CompileFailure, Job, WorkerContext, Workers
 from explorer.core.batches import token_ids
 from explorer.core.errors import InputError
 from explorer.core.examples import DEFAULT_TEXT
@@ -23,9 +22,9 @@ from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.core.progress import Progress
 from explorer.eager.compare import Comparison, compare
 from explorer.eager.timing import Measurement, measure
-from explorer.labs.batching.strategies import prepare
-from explorer.labs.batching.timed import no_grad
+from explorer.labs.batching import no_grad, prepare
 from explorer.sources.registry import build_model, make_config
+from explorer.workers.protocol import Job, WorkerContext, WorkerFailure, Workers
 
 MODELS = ("rnn", "transformer")
 BATCHES = (1, 16, 256)
@@ -120,7 +119,7 @@ def grid(w: Workers) -> Iterator[Progress | list[GridPoint]]:
                                                    f"tokens: {item.phase}")
                 else:
                     points.append(item)
-        except CompileFailure as e:
+        except WorkerFailure as e:
             raise InputError(f"{model} at {batch} x {length} tokens: {e}") from None
     yield points
 

@@ -20,14 +20,12 @@ from explorer.claims.evidence import (
     pair_numbers,
     times,
 )
-from explorer.compile.protocol import Workers
 from explorer.core.batches import generate_batch
 from explorer.core.progress import Progress
-from explorer.labs.batching.lab import iter_lab
-from explorer.labs.batching.results import LabResult
-from explorer.labs.batching.strategies import STRATEGIES
+from explorer.labs.batching import STRATEGIES, LabResult, iter_lab
 from explorer.sources.contract import ModelSource
 from explorer.sources.registry import build_model, make_config
+from explorer.workers.protocol import Workers
 from models import ZOO
 
 BATCH = {"n": 64, "distribution": "zipf", "min_len": 5, "max_len": 300, "seed": 0}  # the lab's default batch

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from explorer.claims.compiled import eager_then_compiled
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict, times
-from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import tokenize
@@ -18,6 +17,7 @@ from explorer.eager.timing import measure as time_it
 from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState
 from explorer.sources.registry import build_model, make_config
+from explorer.workers.protocol import Workers
 from models.config import config_dict
 
 MODEL = "transformer"

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, Chart, Claim, Evidence, Series, Verdict
-from explorer.compile.protocol import Workers
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.inputs import text_of_length, tokenize
 from explorer.core.progress import Progress
 from explorer.eager.capture import capture_run
-from explorer.labs.deploy.checks import structure
+from explorer.labs.deploy import structure
 from explorer.serving.statelink import LinkState
 from explorer.sources.registry import build_model, make_config
+from explorer.workers.protocol import Workers
 from models.config import config_dict
 
 SHORT, LONG = 5, 50  # the RNN's two lengths

@@ -22,7 +22,6 @@ from explorer.claims.evidence import (
     times,
 )
 from explorer.compile.observe import cache_served
-from explorer.compile.protocol import Workers
 from explorer.compile.track import CompiledRun
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.progress import Progress
@@ -30,6 +29,7 @@ from explorer.eager.compare import Estimate
 from explorer.runs.session import Session
 from explorer.serving.statelink import LinkState
 from explorer.sources.registry import make_config
+from explorer.workers.protocol import Workers
 from models import ZOO
 from models.config import config_dict
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from explorer.compile.protocol import Here, Job, JobRunner, WorkerContext
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.core.progress import Progress
-from explorer.labs.debug.lab import DebugResult, run_debug
-from explorer.labs.debug.modes import MODES
+from explorer.labs.debug import MODES, DebugResult, run_debug
 from explorer.sources.edited import model_of
 from explorer.sources.registry import make_config
+from explorer.workers.protocol import Here, Job, JobRunner, WorkerContext
 from models.bugs import BUGS, embedding_path
 
 EDIT_MODES = tuple(m for m in MODES if m != "compiled (inductor)")

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
-from explorer.compile.protocol import JobRunner
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.core.limits import MAX_TEXT_CHARS
@@ -17,6 +16,7 @@ from explorer.core.progress import Progress
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.sources.edited import CodeError
 from explorer.sources.registry import SOURCES, source
+from explorer.workers.protocol import JobRunner
 
 
 def original_source(model: str) -> str:

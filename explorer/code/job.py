@@ -11,12 +11,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from explorer.compile.protocol import Job, WorkerContext
 from explorer.eager.capture import capture_run, forward
 from explorer.eager.memory import param_bytes
 from explorer.eager.timing import Measurement, measure
 from explorer.serving.shared import Fixed
 from explorer.sources.edited import CodeError, build, checked_output, error_of, load
+from explorer.workers.protocol import Job, WorkerContext
 
 FORWARD_BUDGET_S = 0.3  # the edited forward's timing: a dozen samples of a zoo model at its default input
 

@@ -15,7 +15,7 @@ import torch._dynamo as dynamo
 from explorer.compile.model import CompiledModel, ForwardFigures
 from explorer.compile.observe import CompileEvent, Explanation
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import Job, WorkerContext
+from explorer.workers.protocol import Job, WorkerContext
 
 
 def _ids(tokens: list[int]) -> torch.Tensor:

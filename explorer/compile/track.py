@@ -11,10 +11,10 @@ from typing import Any
 from explorer.compile.jobs import PlaygroundJob, PlaygroundReply
 from explorer.compile.observe import CompileEvent, Explanation, cache_said
 from explorer.compile.options import CompileOptions, require_backend
-from explorer.compile.protocol import JobRunner
 from explorer.core.progress import Progress
 from explorer.eager.compare import Comparison, Estimate
 from explorer.eager.timing import Measurement
+from explorer.workers.protocol import JobRunner
 
 
 @dataclass(frozen=True)

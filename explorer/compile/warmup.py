@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 
 from explorer.compile.options import CompileOptions, cxx_compiler
-from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompileTrack
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.sources.registry import make_config
+from explorer.workers.protocol import JobRunner
 from models import ZOO
 from models.config import config_dict
 from models.tokenizer import encode

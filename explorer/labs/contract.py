@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
-from explorer.compile.protocol import JobRunner, Workers
 from explorer.core import limits
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
 from explorer.core.queues import Queue
 from explorer.sources.contract import Subject
+from explorer.workers.protocol import COMPILE, JobRunner, Workers
 from models.config import Knob, build_config, knobs
 
 P = TypeVar("P")  # the lab's parameters: a dataclass of knob() fields
@@ -71,6 +71,16 @@ class Work:
 
 
 @dataclass(frozen=True)
+class OwnWorker:
+    """A worker process only this lab's runs use (the deployment lab's exports, the distributed runs), one per
+    server, started on first use: under `name` in `Workers`, and its runs wait in a queue of that name, one at a
+    time; closing the page that started a run cancels it."""
+
+    name: str
+    start: Callable[[], JobRunner]
+
+
+@dataclass(frozen=True)
 class LabContext:
     """What a run may use besides its model: the worker processes, and a fresh directory for files it keeps."""
 
@@ -91,12 +101,21 @@ class LabSpec(Generic[P, R]):
     view: Callable[[R], Any]  # a dataclass with `status`, `report` and one field per output
     outputs: tuple[Output, ...]
     text: Callable[[dict[str, Any]], str]  # the report as the CLI prints it without --json
-    worker: Callable[[Workers], JobRunner]  # the worker its runs hold: stopped after a CLI run, cancelled on close
-    queue: Queue  # the server's queue its runs wait in
+    queue: Queue = Queue.COMPILE  # the server's queue its runs wait in (with a worker of its own: that worker's)
+    worker: OwnWorker | None = None  # a worker process of its own; None: the session's compile worker
     model_at: int = 0  # where `model` and `config_json` stand among the endpoint's parameters
     keeps_files: bool = False  # writes artefacts: the CLI takes --out DIR, the UI offers them for download
     work: Callable[[P], Work] | None = None  # its estimate, refused past its limit (the knobs bound the rest)
     refuses: Callable[[Subject], str | None] | None = None  # why it cannot run on a model (a user's), if it cannot
+
+    def runner(self, workers: Workers) -> JobRunner:
+        """The worker its runs hold (stopped after a CLI run, cancelled when its page closes)."""
+        return workers[self.worker.name if self.worker else COMPILE]
+
+    @property
+    def waits_in(self) -> str:
+        """The name of the server's queue its runs wait in."""
+        return self.worker.name if self.worker else self.queue.value
 
     def knobs(self) -> list[Knob]:
         return knobs(self.params)

@@ -15,7 +15,6 @@ from typing import Any
 from torch import nn
 
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.core.errors import InputError
 from explorer.core.fmt import count
@@ -34,6 +33,7 @@ from explorer.serving.residency import Residency
 from explorer.serving.shared import CAPTURING, FIXED, Fixed, Sourced, run_key
 from explorer.serving.sourcing import InProcess
 from explorer.sources.registry import build_model, check_architecture, make_config, source
+from explorer.workers.protocol import JobRunner
 from models import arch_label
 from models.config import config_dict
 

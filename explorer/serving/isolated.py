@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import torch
 
-from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.limits import MAX_RUN_S
 from explorer.eager.capture import capture_run
 from explorer.eager.memory import param_bytes
 from explorer.serving.shared import Fixed
 from explorer.sources.registry import build_model, make_config
+from explorer.workers.protocol import Job, WorkerContext
 
 
 @dataclass(frozen=True)

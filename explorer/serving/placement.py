@@ -7,16 +7,17 @@ import os
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from explorer.compile.worker import CompileService, embedded_compile_service
 from explorer.core.limits import COMPILE_WORKERS
 from explorer.serving.pool import MeasurePool
 from explorer.serving.queueing import QUEUE
+from explorer.workers.process import WorkerProcess
 
 if TYPE_CHECKING:
     from explorer.serving.raypool import RayCompileService, RayPool
 
 _pool: Any = None
 _ray_compilers: list[Any] = []
+_compilers: list[WorkerProcess] = []
 
 
 def _ray_address() -> str:
@@ -38,13 +39,15 @@ def measure_pool() -> MeasurePool | RayPool:
     return _pool
 
 
-def compile_service(session: str = "") -> CompileService | RayCompileService:
+def compile_service(session: str = "") -> WorkerProcess | RayCompileService:
     """The compile worker for `session`, out of `GE_COMPILE_WORKERS`: a session always gets the same one, where its
     compiled model stays between jobs."""
-    if not _ray_address():
-        return embedded_compile_service(session)
-    if not _ray_compilers:
-        from explorer.serving.raypool import RayCompileService  # optional: only this deployment has ray
+    pool = _ray_compilers if _ray_address() else _compilers
+    if not pool:
+        if _ray_address():
+            from explorer.serving.raypool import RayCompileService  # optional: only this deployment has ray
 
-        _ray_compilers.extend(RayCompileService(_ray_address()) for _ in range(int(COMPILE_WORKERS)))
-    return _ray_compilers[zlib.crc32(session.encode()) % len(_ray_compilers)]
+            pool.extend(RayCompileService(_ray_address()) for _ in range(int(COMPILE_WORKERS)))
+        else:
+            pool.extend(WorkerProcess() for _ in range(int(COMPILE_WORKERS)))
+    return pool[zlib.crc32(session.encode()) % len(pool)]

@@ -3,7 +3,7 @@
 Why processes: a timing thread in the server process shares the GIL with every session's capture, layout and
 figure, so load from other people bends its figures; a process of its own, alone on its core, times the model
 with nothing else in the way. Why one per core: with more cores (`GE_MEASURE_WORKERS`), timings run in
-parallel, each alone on its core. A worker is the compile worker's mechanism (explorer/compile/worker.py):
+parallel, each alone on its core. A worker is the compile worker's mechanism (explorer/workers/process.py):
 started lazily, one job at a time, stopped and replaced if it hangs or dies."""
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from typing import Any
 
 import torch
 
-from explorer.compile.protocol import CompileFailure, Job, WorkerContext
-from explorer.compile.worker import CompileService
 from explorer.core.limits import MAX_RUN_S
 from explorer.core.machine import MEASURE_CORES
 from explorer.core.progress import Progress
@@ -29,6 +27,8 @@ from explorer.eager.capture import forward, train_loss, train_step, training
 from explorer.eager.memory import MemoryPeaks, measure_peaks
 from explorer.eager.timing import Measurement, measure
 from explorer.sources.registry import build_model, make_config
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import Job, WorkerContext, WorkerFailure
 
 MODELS_PER_WORKER = 4  # built models a measurement process keeps between jobs (least recently used dropped)
 
@@ -90,18 +90,18 @@ class MeasurePool:
     `timing.CORES`, which the compile worker's timings hold too, so nothing else times on it meanwhile)."""
 
     def __init__(self, cores: frozenset[int] = MEASURE_CORES, timeout_s: float = 3 * MAX_RUN_S) -> None:
-        self._workers = {c: CompileService(timeout_s, name=f"measurement (core {c})", core=c,
+        self._workers = {c: WorkerProcess(timeout_s, name=f"measurement (core {c})", core=c,
                                            advice="Try a shorter input or a smaller architecture.")
                          for c in sorted(cores)}
 
     def run(self, job: TimingJob) -> Iterator[Progress | Timed]:
         """The job's progress, then its timings. A measurement process that dies or hangs is replaced, and
-        the job retried once on the new one (said in the progress); a second failure raises CompileFailure."""
+        the job retried once on the new one (said in the progress); a second failure raises WorkerFailure."""
         with timing.CORES.hold() as core:
             worker = self._workers[core]
             try:
                 yield from worker.run(job)
-            except CompileFailure as e:
+            except WorkerFailure as e:
                 yield Progress(0.0, f"{e} Retrying once on a new measurement process")
                 for item in worker.run(job):  # the figures say that they come from a retry, and why
                     yield replace(item, retried=f"Measured on a second try: {e}") if isinstance(item, Timed) else item
@@ -110,7 +110,7 @@ class MeasurePool:
         """Start every measurement process now (each imports torch: seconds), not on the first click; one that fails
         to start (the app stopping meanwhile) is started again by its first job."""
         for w in self._workers.values():
-            with contextlib.suppress(CompileFailure):
+            with contextlib.suppress(WorkerFailure):
                 w.start()
 
     def stop(self) -> None:

@@ -24,14 +24,14 @@ from typing import Any, TypeVar
 
 import torch._dynamo
 
-from explorer.compile.messages import Done, Failed
-from explorer.compile.protocol import CompileFailure, Job, WorkerContext
-from explorer.compile.worker import COMPILER_ENV, START_TIMEOUT_S
 from explorer.core.limits import COMPILE_TIMEOUT_S, COMPILE_WORKERS, MAX_RUN_S, RECOMPILE_LIMIT
 from explorer.core.machine import freeze_startup_objects, pin_threads, release_free_memory
 from explorer.core.progress import Progress
 from explorer.eager import timing
 from explorer.serving.pool import Timed, TimingJob
+from explorer.workers.messages import Done, Failed
+from explorer.workers.process import COMPILER_ENV, START_TIMEOUT_S
+from explorer.workers.protocol import Job, WorkerContext, WorkerFailure
 
 R = TypeVar("R")
 
@@ -123,7 +123,7 @@ class _Compiler(_OnCore):
 class RayCompileService:
     """The compile worker's interface (`run`, `start`, `stop`, `cancel`) on one Ray actor: the jobs of the sessions
     that hash to it run there, one at a time, its compiled model kept between them. A job past its timeout, or a
-    cancelled one, has its actor killed and replaced; a dead actor is a CompileFailure naming it."""
+    cancelled one, has its actor killed and replaced; a dead actor is a WorkerFailure naming it."""
 
     def __init__(self, address: str, timeout_s: float = COMPILE_TIMEOUT_S, name: str = "compile") -> None:
         self._ray, self.timeout_s, self.name = connect(address), timeout_s, name
@@ -140,7 +140,7 @@ class RayCompileService:
         while not self._ray.wait([ref], timeout=0.5)[0]:
             if time.monotonic() - start > START_TIMEOUT_S:
                 self.stop()
-                raise CompileFailure(f"the {self.name} actor on Ray did not start; try again in a moment.")
+                raise WorkerFailure(f"the {self.name} actor on Ray did not start; try again in a moment.")
             yield Progress(time.monotonic() - start, f"starting the {self.name} actor on Ray")
         self.node, self.core, self.pid = self._ray.get(ref)
 
@@ -173,9 +173,9 @@ class RayCompileService:
         try:
             while not self._ray.wait([ref], timeout=0.5)[0]:
                 if self._cancelled.is_set():
-                    raise CompileFailure(f"the {self.name} was cancelled; its Ray actor was stopped.")
+                    raise WorkerFailure(f"the {self.name} was cancelled; its Ray actor was stopped.")
                 if time.monotonic() - start > self.timeout_s:
-                    raise CompileFailure(f"{self.name} timed out after {self.timeout_s:.0f} s ({phase}); its Ray "
+                    raise WorkerFailure(f"{self.name} timed out after {self.timeout_s:.0f} s ({phase}); its Ray "
                                          "actor was stopped and replaced.")
                 with contextlib.suppress(self._ray.exceptions.GetTimeoutError):
                     phase = self._ray.get(self._actor.phase.remote(), timeout=0.4)
@@ -183,16 +183,16 @@ class RayCompileService:
             try:
                 answer = self._ray.get(ref)
             except self._ray.exceptions.RayActorError as e:
-                raise CompileFailure(f"the {self.name} actor on Ray died ({type(e).__name__}) while {phase}; it has "
+                raise WorkerFailure(f"the {self.name} actor on Ray died ({type(e).__name__}) while {phase}; it has "
                                      "been replaced.") from None
-        except CompileFailure:
+        except WorkerFailure:
             self.stop()
             raise
         except GeneratorExit:  # the caller went away mid-job
             self.stop()
             raise
         if isinstance(answer, Failed):
-            raise CompileFailure(answer.error)
+            raise WorkerFailure(answer.error)
         yield answer.reply
 
 
@@ -231,7 +231,7 @@ class RayPool:
         try:
             try:
                 yield from self._on(actor, job)
-            except CompileFailure as e:
+            except WorkerFailure as e:
                 actor = self._replace(actor)
                 yield Progress(0.0, f"{e} Retrying once on a new Ray actor")
                 yield from self._on(actor, job)
@@ -248,9 +248,9 @@ class RayPool:
                     yield self._ray.get(ref)
                     return
                 except self._ray.exceptions.RayActorError as e:
-                    raise CompileFailure(f"the Ray actor measuring this run died ({type(e).__name__}).") from None
+                    raise WorkerFailure(f"the Ray actor measuring this run died ({type(e).__name__}).") from None
             if elapsed > self.timeout_s:
-                raise CompileFailure(f"the measurement on Ray timed out after {self.timeout_s:.0f} s.")
+                raise WorkerFailure(f"the measurement on Ray timed out after {self.timeout_s:.0f} s.")
             yield Progress(elapsed, "timing on a Ray actor")
 
     def _replace(self, actor: Any) -> Any:

@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import Protocol
 
-from explorer.compile.protocol import WorkerContext
 from explorer.core.progress import Progress
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.queueing import STATUS_EVERY_S, Turn, queued
 from explorer.serving.shared import RECENT, RecentTimings, Sourced
+from explorer.workers.protocol import WorkerContext
 
 
 class Timer(Protocol):

@@ -28,8 +28,8 @@ from explorer.ui.config_cache import ConfigCache
 from explorer.ui.downloads import Downloads
 from explorer.ui.endpoints import add_endpoints
 from explorer.ui.generation import generation_panel
+from explorer.ui.internals import Blocks, keep_load_events_private
 from explorer.ui.labs import cancel_runs_of, lab_tab
-from explorer.ui.lean import Blocks
 from explorer.ui.panels import downloads_panel, header, limits_panel
 from explorer.ui.playground import playground_tab, wire_playground
 from explorer.ui.theme import CSS, PAGE_JS, PRESENT_JS
@@ -86,9 +86,7 @@ def build_app(code: bool = False) -> gr.Blocks:
         present.change(None, present, None, js=PRESENT_JS, api_visibility="private")
         demo.unload(_closed)
         add_endpoints()
-    for fn in demo.fns.values():  # Gradio's own load events (the session state's factory) are not the API's
-        if fn.api_visibility == "public" and (fn.api_name or "").startswith("lambda"):
-            fn.api_visibility = "private"
+    keep_load_events_private(demo)
     return demo
 
 

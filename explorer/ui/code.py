@@ -21,15 +21,12 @@ from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import tokenize
 from explorer.labs.contract import Output
-from explorer.labs.debug.lab import DebugResult
-from explorer.labs.debug.view import OUTPUTS as DEBUG_OUTPUTS
-from explorer.labs.debug.view import view_of as debug_view
-from explorer.labs.deploy.checks import DEFAULT_LENGTHS
-from explorer.labs.deploy.lab import run_deploy
-from explorer.labs.deploy.results import DeployResult
-from explorer.labs.deploy.view import OUTPUTS as DEPLOY_OUTPUTS
-from explorer.labs.deploy.view import DeployOutcome
-from explorer.labs.deploy.view import view_of as deploy_view
+from explorer.labs.debug import OUTPUTS as DEBUG_OUTPUTS
+from explorer.labs.debug import DebugResult
+from explorer.labs.debug import view_of as debug_view
+from explorer.labs.deploy import DEFAULT_LENGTHS, DeployOutcome, DeployResult, run_deploy
+from explorer.labs.deploy import OUTPUTS as DEPLOY_OUTPUTS
+from explorer.labs.deploy import view_of as deploy_view
 from explorer.runs.session import Session
 from explorer.server import CODE_WORKER
 from explorer.ui.controls import cards_html

@@ -10,10 +10,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import gradio as gr
-from gradio.context import get_blocks_context
 
 from explorer import api
-from explorer.compile.protocol import CompileFailure
 from explorer.core.errors import USER_ERRORS
 from explorer.core.paths import sanitize, sanitized
 from explorer.core.queues import Queue
@@ -21,7 +19,9 @@ from explorer.labs.contract import LabContext
 from explorer.labs.registry import LABS
 from explorer.server import CLAIM_BOARD, EXPORTS, concurrency
 from explorer.ui.downloads import PREFIX
+from explorer.ui.internals import check_before_queueing
 from explorer.ui.stream import failure_line
+from explorer.workers.protocol import WorkerFailure
 
 R = TypeVar("R")
 
@@ -34,7 +34,7 @@ def refusing(fn: Callable[..., R]) -> Callable[..., R]:
     def call(*args: Any, **kwargs: Any) -> R:
         try:
             return fn(*args, **kwargs)
-        except (*USER_ERRORS, CompileFailure) as e:
+        except (*USER_ERRORS, WorkerFailure) as e:
             raise gr.Error(sanitize(str(e)), print_exception=False) from None
         except Exception:
             raise gr.Error(failure_line(f"/{fn.__name__}"), print_exception=False) from None
@@ -62,8 +62,8 @@ def claim(claim: str, again: bool = False, model: str = "", config_json: str = "
 inspect.__doc__, claim.__doc__ = api.inspect_run.__doc__, api.claim.__doc__
 
 
-def _add(endpoint: api.Endpoint, queue: Queue, limit: int) -> None:
-    dep = gr.api(refusing(answering(endpoint.run)), api_name=endpoint.name, concurrency_id=queue.value,
+def _add(endpoint: api.Endpoint, queue: str, limit: int) -> None:
+    dep = gr.api(refusing(answering(endpoint.run)), api_name=endpoint.name, concurrency_id=queue,
                  concurrency_limit=limit)
     names = list(inspect_module.signature(endpoint.check).parameters)
 
@@ -80,9 +80,7 @@ def _add(endpoint: api.Endpoint, queue: Queue, limit: int) -> None:
             line, bad = failure_line(f"/{endpoint.name} check"), names[0]
         return [gr.validate(name != bad, line if name == bad else "") for name in names[:len(values)]]
 
-    # Checked as the request arrives, before it waits in its queue (behind a long run, say) and before any work:
-    # Gradio's validator hook, which gr.api does not take as a parameter.
-    get_blocks_context().fns[dep["id"]].validator = validator
+    check_before_queueing(dep, validator)  # not behind a long run in its queue, and before any work
 
 
 _SAID = {"config_json": "config"}  # how a refusal names a parameter, where not by its own name
@@ -98,8 +96,8 @@ def _named(line: str, names: list[str]) -> str:
 
 
 def add_endpoints() -> None:
-    _add(api.Endpoint("inspect", inspect, api.inspect_check), Queue.MEASURE, concurrency(Queue.MEASURE))
+    _add(api.Endpoint("inspect", inspect, api.inspect_check), Queue.MEASURE.value, concurrency(Queue.MEASURE.value))
     for spec in LABS.values():
-        _add(api.endpoint(spec, lambda: LabContext(api.workers(), EXPORTS.job_dir)), spec.queue,
-             concurrency(spec.queue))
-    _add(api.Endpoint("claim", claim, api.claim_check), Queue.CLAIMS, 1)
+        _add(api.endpoint(spec, lambda: LabContext(api.workers(), EXPORTS.job_dir)), spec.waits_in,
+             concurrency(spec.waits_in))
+    _add(api.Endpoint("claim", claim, api.claim_check), Queue.CLAIMS.value, 1)

@@ -9,8 +9,7 @@ from typing import Any
 import gradio as gr
 
 from explorer.core.queues import Queue
-from explorer.labs.generate.lab import step_graphs
-from explorer.labs.generate.view import GenerateView, graph_figure
+from explorer.labs.generate import GenerateView, graph_figure, step_graphs
 from explorer.labs.registry import LABS
 from explorer.ui.endpoints import refusing
 from explorer.ui.labs import lab_tab

@@ -13,7 +13,6 @@ from explorer.api import run_lab, workers
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.fmt import count
 from explorer.core.inputs import tokenize
-from explorer.core.queues import Queue
 from explorer.labs.contract import Kind, LabContext, LabSpec, Needs, Output
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
@@ -25,7 +24,6 @@ from explorer.ui.stream import Updates, streamed
 
 OWNERS: dict[str, str] = {}  # a server-wide lab's run (its own worker) -> the page that started it
 PROSE_WIDTH = "320px"  # a table's sentence column: about 40 characters a line
-OWN_WORKER = (Queue.DEPLOY, Queue.DDP)  # queues whose worker only one lab uses: closing the page cancels its run
 
 
 def output_component(o: Output) -> gr.components.Component:
@@ -135,7 +133,7 @@ def lab_tab(spec: LabSpec, session: gr.State, only: tuple[str, ...] | None = Non
 
     def run(request: gr.Request, s: Session, *values: Any) -> Iterator[Updates]:
         RESIDENCY.attach(request.session_hash, s)
-        if spec.queue in OWN_WORKER:
+        if spec.worker is not None:  # its own worker, server-wide: closing the page cancels its run
             OWNERS[spec.name] = request.session_hash
         try:
             subject = playground_subject(s, spec.needs)
@@ -152,7 +150,7 @@ def lab_tab(spec: LabSpec, session: gr.State, only: tuple[str, ...] | None = Non
             OWNERS.pop(spec.name, None)
 
     go.click(run, [session, *controls.values()], [status, raw, last, *shown.values()], api_visibility="private",
-             concurrency_id=spec.queue.value, concurrency_limit=concurrency(spec.queue),
+             concurrency_id=spec.waits_in, concurrency_limit=concurrency(spec.waits_in),
              show_progress="hidden")  # the status line says what runs, every second
     return LabPanel(controls, shown, last)
 
@@ -161,4 +159,4 @@ def cancel_runs_of(page: str) -> None:
     """The page closed: stop the server-wide labs' runs it started (their processes are reaped with the worker)."""
     for name, owner in list(OWNERS.items()):
         if owner == page:
-            LABS[name].worker(workers()).cancel()
+            LABS[name].runner(workers()).cancel()

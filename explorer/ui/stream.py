@@ -15,10 +15,10 @@ from typing import Any
 
 import gradio as gr
 
-from explorer.compile.protocol import CompileFailure
 from explorer.core.errors import USER_ERRORS
 from explorer.core.paths import sanitize
 from explorer.core.progress import Progress
+from explorer.workers.protocol import WorkerFailure
 
 log = logging.getLogger("graph_explorer")
 Updates = dict[Any, Any]  # {component: value}: only what changes
@@ -109,14 +109,14 @@ def streamed(items: Iterator[Progress | Any], show: Callable[[Any], Updates], st
                 yield {status: item.phase if toast else f"{item.phase} ({_seconds(item.elapsed_s, took)})"}
             else:
                 yield show(item)
-    except (*USER_ERRORS, CompileFailure) as e:
+    except (*USER_ERRORS, WorkerFailure) as e:
         said = sanitize(str(e))  # no path of the server
-        if toast and isinstance(e, CompileFailure):  # the measurement process died twice or timed out
+        if toast and isinstance(e, WorkerFailure):  # the measurement process died twice or timed out
             raise gr.Error(f"The graph above is this input's; its timing stopped: {said}", title="Timing stopped",
                            print_exception=False) from None
         if toast:
             raise gr.Error(said, title=refused, print_exception=False) from None
-        if isinstance(e, CompileFailure):
+        if isinstance(e, WorkerFailure):
             gr.Warning(said)
         yield {status: f"**{refused}**: {said}"}
         return False

@@ -12,9 +12,9 @@ import plotly.graph_objects as go
 from explorer.claims.board import ClaimBoard, claim
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Chart, ClaimResult, Series
-from explorer.compile.protocol import Workers
 from explorer.core.progress import Progress
 from explorer.draw.style import PALETTE, category, headed, iqr_bars, wrapped
+from explorer.workers.protocol import Workers
 
 
 @dataclass

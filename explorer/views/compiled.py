@@ -9,7 +9,6 @@ from typing import Any
 import plotly.graph_objects as go
 
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import JobRunner
 from explorer.compile.track import CompiledRun
 from explorer.core.fmt import format_bytes
 from explorer.core.progress import Progress
@@ -18,6 +17,7 @@ from explorer.eager.compare import rounded
 from explorer.runs.session import Session
 from explorer.views.figures import compiled_figure, fx_figure
 from explorer.views.report import build_report
+from explorer.workers.protocol import JobRunner
 
 
 @dataclass

@@ -22,14 +22,14 @@ from explorer.artefacts.notebook import reproduction_notebook
 from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.artefacts.script import reproducible, reproduction_script
 from explorer.artefacts.tlparse import replay_job, traced, zipped
-from explorer.compile.protocol import JobRunner
 from explorer.core import limits, machine
 from explorer.core.fmt import format_bytes
 from explorer.draw.style import Figure
-from explorer.labs.batching.figures import lab_lengths_figure, lab_time_figure, lab_waste_figure
+from explorer.labs.batching import lab_lengths_figure, lab_time_figure, lab_waste_figure
 from explorer.runs.session import Session
 from explorer.views.figures import compiled_figure, graph_figure, history_figure
 from explorer.views.report import build_report
+from explorer.workers.protocol import JobRunner
 
 CSV_COLUMNS = ["run", "model", "arch", "tokens", "graph_nodes", "forward_median_ms", "forward_iqr_ms",
                "forward_runs", "train_step_median_ms", "train_step_iqr_ms", "train_step_runs",

@@ -19,9 +19,7 @@ from explorer import server
 from explorer.compile import options as compile_options
 from explorer.compile.jobs import PlaygroundJob
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import CompileFailure
 from explorer.compile.track import CompiledRun, CompileTrack
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.machine import OTHER_CORES
 from explorer.core.progress import Progress
@@ -30,6 +28,8 @@ from explorer.runs.session import Session
 from explorer.sources.registry import subject
 from explorer.ui.stream import streamed
 from explorer.views.playground import update
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import WorkerFailure
 from models.rnn import UnrolledRNN
 from models.tokenizer import encode
 from tests.helpers import ROOT, cmdline, marked, start_app, stop_app
@@ -59,12 +59,12 @@ def test_a_killed_worker_is_reported_and_replaced_and_nothing_leaks(tmp_path, mo
     # A temporary directory of this test's own: another test process may be running a worker of its own.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before_tmp, before_threads = set(os.listdir(tempfile.gettempdir())), threading.active_count()
-    svc = CompileService(timeout_s=120)
+    svc = WorkerProcess(timeout_s=120)
     try:
         _job(svc)
         first = svc.pid
         assert os.sched_getaffinity(first) == OTHER_CORES  # compiles never share a core with a timing
-        with pytest.raises(CompileFailure, match="compile worker died"):
+        with pytest.raises(WorkerFailure, match="compile worker died"):
             for item in svc.run(PlaygroundJob("k", "rnn", {}, CompileOptions("eager"), [], [encode("y" * 400)])):
                 if isinstance(item, Progress) and item.elapsed_s > 0.5:
                     os.kill(svc.pid, signal.SIGKILL)  # the worker crashes mid-compile
@@ -80,7 +80,7 @@ def test_a_killed_worker_is_reported_and_replaced_and_nothing_leaks(tmp_path, mo
 
 
 def test_a_hung_compile_times_out_in_the_lab_and_the_other_strategies_still_run():
-    svc = CompileService(timeout_s=10)
+    svc = WorkerProcess(timeout_s=10)
     try:
         texts = ["x" * 400, "short"]  # pad: dynamo traces a 400-step unroll, far past 10 s; pack: a few s
         *_, run = eager_lab(subject("rnn"), texts, 32, budget_scale=0.05)
@@ -99,7 +99,7 @@ def test_a_hung_compile_times_out_in_the_lab_and_the_other_strategies_still_run(
 
 def test_no_cxx_compiler_offers_aot_eager(monkeypatch):
     monkeypatch.setattr(compile_options, "cxx_compiler", lambda: None)
-    svc = CompileService()
+    svc = WorkerProcess()
     with pytest.raises(InputError, match=r"needs a C\+\+ compiler.*aot_eager"):
         list(CompileTrack("c").run(svc, "rnn", {}, "rnn", CompileOptions("inductor"), [encode("ab")]))
     *_, lab = eager_lab(subject("rnn"), ["ab", "abc"], 32, budget_scale=0.05)
@@ -229,11 +229,11 @@ def test_a_sigterm_stops_the_app_while_its_warm_up_measures_the_claims_a_lab_run
 def test_once_the_app_exits_no_worker_starts_again(monkeypatch):
     """The exit stops every worker; a background job that goes on after it (the warm-up's next claim) gets a
     message instead of a new worker, which multiprocessing's own exit would otherwise wait for forever."""
-    from explorer.compile import worker
+    from explorer.workers import process as worker
 
     monkeypatch.setattr(worker, "_STOPPING", threading.Event())
-    service = CompileService(name="after-exit", starts_processes=True)  # not daemonic: what the exit would join
+    service = WorkerProcess(name="after-exit", starts_processes=True)  # not daemonic: what the exit would join
     worker._stop_every_worker()  # what atexit runs on a SIGTERM or Ctrl-C
-    with pytest.raises(CompileFailure, match="the server is stopping: the after-exit worker does not start again"):
+    with pytest.raises(WorkerFailure, match="the server is stopping: the after-exit worker does not start again"):
         _job(service)
     assert service.pid is None and not mp.active_children()

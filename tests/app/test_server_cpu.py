@@ -13,7 +13,7 @@ from gradio.state_holder import SessionState
 from gradio_client import Client
 
 from explorer.ui.config_cache import ConfigCache
-from explorer.ui.lean import Blocks, LeanSessionState, Sessions
+from explorer.ui.internals import Blocks, LeanSessionState, Sessions
 
 
 def _run(coroutine):

@@ -7,16 +7,16 @@ from starlette.middleware import Middleware
 from starlette.testclient import TestClient
 
 from explorer.compile.options import CompileOptions
-from explorer.compile.worker import CompileService
 from explorer.runs.session import Session
 from explorer.ui.downloads import PREFIX, Downloads
 from explorer.views.export import ExportDir, tlparse_files
+from explorer.workers.process import WorkerProcess
 
 
 def test_each_timeline_row_links_to_its_entry_in_the_report_served_sandboxed():
     session = Session()
     session.configure("transformer", {"layers": 1})
-    service = CompileService()
+    service = WorkerProcess()
     try:
         for text in ("The cat sat.", "The cat sat on the mat, and then it slept."):
             session.run(text)

@@ -8,9 +8,9 @@ import pytest
 
 from explorer.artefacts import perfetto
 from explorer.artefacts.perfetto import REGIONS, PerfettoJob, checked_size
-from explorer.compile.protocol import WorkerContext
 from explorer.core.errors import InputError
 from explorer.core.limits import MAX_ARTEFACT_BYTES, MAX_TOKENS
+from explorer.workers.protocol import WorkerContext
 from models.tokenizer import encode
 
 

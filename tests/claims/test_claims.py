@@ -6,21 +6,19 @@ import json
 import math
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
+from explorer.api import workers as api_workers
 from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult, pair_numbers
 from explorer.claims.lessons import STEPS, step, step_markdown
-from explorer.compile.protocol import Workers
-from explorer.compile.worker import CompileService
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.eager.capture import capture_run
 from explorer.eager.compare import Comparison
-from explorer.labs.ddp.job import ddp_service
-from explorer.labs.deploy.job import deploy_service
 from explorer.sources.registry import source
 from explorer.sources.userfile import load
 from explorer.views.claims import chart_figure, view_of
@@ -31,10 +29,9 @@ from tests.helpers import ROOT
 
 @pytest.fixture(scope="module")
 def workers():
-    w = Workers(CompileService(), deploy_service(), ddp_service(), quick=True)
+    w = replace(api_workers(), quick=True)
     yield w
-    for service in (w.compile, w.deploy, w.ddp):
-        service.stop()
+    w.stop()
 
 
 @pytest.fixture(scope="module")

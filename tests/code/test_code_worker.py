@@ -12,8 +12,6 @@ from explorer.code.edits import CodeEdits, CodeOutcome
 from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
 from explorer.compile.jobs import PlaygroundJob
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import CompileFailure
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.runs.session import Session
@@ -21,6 +19,8 @@ from explorer.sources.edited import CodeError
 from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file
 from explorer.views.code import compiled_text
 from explorer.views.export import html_report
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import WorkerFailure
 from tests.helpers import ROOT, descendants
 
 RNN = (ROOT / "models" / "rnn.py").read_text()
@@ -31,7 +31,7 @@ TIMEOUT_S = 2.5  # the tests' build and run limit (the app's is GE_CODE_TIMEOUT_
 @pytest.fixture(scope="module")
 def worker():
     os.environ["GE_TEST_SECRET"] = "hunter2"  # a server's secret: its workers start with it
-    service = CompileService(timeout_s=TIMEOUT_S, name="code", confined=True)
+    service = WorkerProcess(timeout_s=TIMEOUT_S, name="code", confined=True)
     yield service
     service.stop()
     os.environ.pop("GE_TEST_SECRET")
@@ -43,7 +43,7 @@ def roomy():
     loads the files the server was given before its walls clear the environment)."""
     before, env = dict(SOURCES), os.environ.get(MODELS_ENV)
     tagger = add_model_file(str(ROOT / "examples" / "lstm_tagger.py"))
-    service = CompileService(timeout_s=120, name="code", confined=True)
+    service = WorkerProcess(timeout_s=120, name="code", confined=True)
     yield service, tagger
     service.stop()
     SOURCES.clear()
@@ -51,7 +51,7 @@ def roomy():
     os.environ.pop(MODELS_ENV) if env is None else os.environ.update({MODELS_ENV: env})
 
 
-def _run(worker: CompileService, source: str, model: str = "rnn") -> CodeRun | CodeError:
+def _run(worker: WorkerProcess, source: str, model: str = "rnn") -> CodeRun | CodeError:
     *_, reply = worker.run(CodeJob(model, source, {}, IDS))
     return reply
 
@@ -118,7 +118,7 @@ def test_a_hostile_edit_gets_a_message_within_its_limit_and_leaves_nothing(worke
     try:
         reply = _run(worker, source)
         message = reply.text() if isinstance(reply, CodeError) else "ran"
-    except CompileFailure as e:
+    except WorkerFailure as e:
         message = str(e)
     assert said in message, message
     assert isinstance(_run(worker, RNN), CodeRun)  # the next edit runs, in a worker replaced where it had to be
@@ -192,7 +192,7 @@ def test_a_bug_injected_into_an_edit_runs_the_debugging_lab_in_the_code_worker(r
     assert all(m.failed and m.failure.where == line for m in result.modes), [m.as_dict() for m in result.modes]
     assert result.verdict().startswith(f"NaN in forward: eager names {line}")
     with pytest.raises(AssertionError, match="confined"):  # never in an unconfined worker
-        next(debug_edit(CompileService(name="compile"), "rnn", {}, "shape", "x", checked))
+        next(debug_edit(WorkerProcess(name="compile"), "rnn", {}, "shape", "x", checked))
 
 
 def test_the_operators_own_file_is_edited_like_a_zoo_models(roomy):

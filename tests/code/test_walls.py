@@ -15,16 +15,17 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from explorer.code.job import CodeJob, CodeRun
-from explorer.compile.protocol import CompileFailure
-from explorer.compile.worker import CompileService
 from explorer.core.confine import OFF_ENV, WALLS, offered
 from explorer.core.inputs import tokenize
 from explorer.sources.edited import CodeError
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import WorkerFailure
 from tests.helpers import ROOT
 
 RNN = (ROOT / "models" / "rnn.py").read_text()
@@ -42,7 +43,7 @@ def walled(request):
     if up and offered().missing:
         pytest.fail(f"this machine's kernel lacks walls the suite needs: {offered().missing}")
     os.environ[OFF_ENV] = "" if up else "all"
-    service = CompileService(timeout_s=20, name="code", confined=True)
+    service = WorkerProcess(timeout_s=20, name="code", confined=True)
     yield service, up
     service.stop()
     os.environ.pop(OFF_ENV)
@@ -52,12 +53,16 @@ def walled(request):
 def server():
     """A process of the server's user holding a secret in its environment (the server itself is one such)."""
     proc = subprocess.Popen(["sleep", "600"], env={**os.environ, "GE_PROBE_SECRET": SECRET})
+    # until it has exec'd, the child's environment is still this process's, without the secret (a probe that read
+    # it first once saw no secret with the walls off)
+    while SECRET.encode() not in Path(f"/proc/{proc.pid}/environ").read_bytes():
+        time.sleep(0.01)
     yield proc
     proc.kill()
     proc.wait()
 
 
-def _probe(worker: CompileService, body: str) -> str:
+def _probe(worker: WorkerProcess, body: str) -> str:
     """What the probe saw: 'REACHED ...' or 'blocked: ...' (from its PROBE-DONE line, which it must reach)."""
     lines = "\n".join("    " + line for line in body.strip().splitlines())
     probe = (f"try:\n{lines}\n    seen = 'REACHED ' + str(locals().get('got', ''))[:200]\n"
@@ -68,13 +73,13 @@ def _probe(worker: CompileService, body: str) -> str:
     try:
         *_, reply = worker.run(CodeJob("rnn", edit, {}, IDS))
         said = reply.text() if isinstance(reply, CodeError) else "the edit ran without its PROBE-DONE line"
-    except CompileFailure as e:
+    except WorkerFailure as e:
         said = str(e)
     assert "PROBE-DONE" in said, f"the probe did not run to its end: {said}"
     return said.split("PROBE-DONE ", 1)[1]
 
 
-def _answers(worker: CompileService) -> None:
+def _answers(worker: WorkerProcess) -> None:
     *_, reply = worker.run(CodeJob("rnn", RNN, {}, IDS))
     assert isinstance(reply, CodeRun)  # the next edit runs: the worker (replaced if need be) answers
 

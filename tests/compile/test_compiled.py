@@ -1,6 +1,5 @@
 """Real torch.compile in the real compile worker, on small models so the suite stays fast."""
 
-import time
 from dataclasses import replace
 
 import pytest
@@ -10,14 +9,13 @@ import torch._dynamo as dynamo
 from explorer.compile.model import CompiledModel
 from explorer.compile.observe import Explanation
 from explorer.compile.options import CompileOptions
-from explorer.compile.protocol import CompileFailure
 from explorer.compile.track import CompiledRun, CompileTrack
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.inputs import text_of_length
 from explorer.eager.compare import Comparison
 from explorer.labs.optimize.job import COMPILED_GRAPH_CACHES, link_shared_caches
 from explorer.runs.session import Session
+from explorer.workers.process import WorkerProcess
 from models import build_model, make_config
 from models.tokenizer import encode
 from tests.helpers import ROOT, early_exit_branch
@@ -28,7 +26,7 @@ LENGTHS = (8, 16, 32, 64, 8)
 
 @pytest.fixture(scope="module")
 def service():
-    svc = CompileService(timeout_s=120)
+    svc = WorkerProcess(timeout_s=120)
     yield svc
     svc.stop()
 
@@ -45,7 +43,7 @@ def _cold_graph_caches(tmp_path, monkeypatch) -> None:
 def fresh_service(tmp_path, monkeypatch):
     """A worker whose caches and automatic-dynamic profile start empty (both live in inductor's cache dir)."""
     _cold_graph_caches(tmp_path, monkeypatch)
-    svc = CompileService(timeout_s=120)
+    svc = WorkerProcess(timeout_s=120)
     yield svc
     svc.stop()
 
@@ -101,7 +99,7 @@ def test_fullgraph_shows_the_real_error(service):
 
 def test_recompile_limit_fallback_is_labelled(monkeypatch):
     monkeypatch.setenv("GE_RECOMPILE_LIMIT", "2")
-    svc = CompileService()
+    svc = WorkerProcess()
     try:
         track, runs = _timeline(svc, CompileOptions("eager", "false"), lengths=(4, 5, 6, 7))
     finally:
@@ -132,21 +130,6 @@ def test_sessions_keep_separate_timelines_and_share_the_automatic_dynamic_profil
     [(length, compile_id, dynamic, reason)] = [(e.event.length, e.event.compile_id, e.event.dynamic, e.event.reason)
                                                for e in b.timeline]
     assert (length, compile_id, dynamic) == (8, "0/0", True) and "automatic-dynamic profile" in reason
-
-
-def test_timeout_stops_the_worker_and_the_next_job_runs():
-    svc = CompileService(timeout_s=2)
-    try:
-        start = time.monotonic()
-        with pytest.raises(CompileFailure, match="timed out after 2 s"):
-            _timeline(svc, CompileOptions("eager"), model="rnn", config={}, lengths=(400,))
-        assert time.monotonic() - start < 30
-        assert not svc.alive
-        svc.timeout_s = 120
-        _, runs = _timeline(svc, CompileOptions("eager"), lengths=(8,))
-        assert runs[0].compiled is not None
-    finally:
-        svc.stop()
 
 
 def test_session_report_has_the_compiled_keys(service):
@@ -242,7 +225,7 @@ def test_an_inductor_compile_reports_dynamos_seconds_and_the_cache_that_served_i
     _cold_graph_caches(tmp_path, monkeypatch)  # its graph caches cold, private to this test
     caches = []
     for _ in range(2):  # a fresh worker each time: only inductor's on-disk cache carries over
-        svc = CompileService()
+        svc = WorkerProcess()
         try:
             track, runs = _timeline(svc, CompileOptions("inductor"), lengths=(8,))
         finally:
@@ -303,15 +286,15 @@ def test_a_one_token_input_is_a_graph_of_its_own_and_says_why(fresh_service):
 
 
 def test_the_compile_pool_gives_a_session_always_the_same_worker(monkeypatch):
-    from explorer.compile import worker
+    from explorer.serving import placement
 
-    monkeypatch.setattr(worker, "COMPILE_WORKERS", 3)
-    monkeypatch.setattr(worker, "_services", [])
+    monkeypatch.setattr(placement, "COMPILE_WORKERS", 3)
+    monkeypatch.setattr(placement, "_compilers", [])
     sessions = [Session().id for _ in range(30)]
-    chosen = [worker.embedded_compile_service(s) for s in sessions]
-    assert len(worker._services) == 3 and {id(c) for c in chosen} == {id(c) for c in worker._services}
+    chosen = [placement.compile_service(s) for s in sessions]
+    assert len(placement._compilers) == 3 and {id(c) for c in chosen} == {id(c) for c in placement._compilers}
     # the same worker for a session each time, and nothing started yet
-    assert all(worker.embedded_compile_service(s) is c for s, c in zip(sessions, chosen, strict=True))
+    assert all(placement.compile_service(s) is c for s, c in zip(sessions, chosen, strict=True))
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -14,18 +14,6 @@ from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
 from explorer.labs.registry import LABS
 
-# The HTTP API as documented (docs/cli.md): parameter names and order are a promise to callers.
-ENDPOINTS = {
-    "batch": ["model", "config_json", "lines", "n", "distribution", "min_len", "max_len", "seed", "bucket_width",
-              "backend"],
-    "deploy": ["model", "config_json", "text", "lengths", "routes"],
-    "debug": ["model", "config_json", "bug", "text", "modes"],
-    "ddp": ["scenario", "model", "config_json", "world_size", "steps", "backend"],
-    "generate": ["model", "config_json", "text", "prompts", "tokens", "caches", "compile", "repeats", "graph_step"],
-    "optimize": ["model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "strategies",
-                 "backend", "bound_s"],
-}
-
 
 @pytest.mark.parametrize("name", sorted(LABS))
 def test_a_labs_view_has_a_field_for_each_output_it_declares(name):
@@ -46,7 +34,8 @@ def test_a_tables_prose_columns_are_among_its_columns():
 def test_the_endpoint_and_the_cli_verb_are_made_from_the_spec(name):
     spec = LABS[name]
     params = endpoint_parameters(spec)
-    assert [p.name for p in params] == ENDPOINTS[name]
+    names = [k.name for k in spec.knobs()]  # each lab's folder pins its own (test_its_endpoint_keeps_its_parameters)
+    assert [p.name for p in params] == [*names[:spec.model_at], "model", "config_json", *names[spec.model_at:]]
     defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
     assert spec.parse({k: v for k, v in defaults.items() if k not in ("model", "config_json")}) == spec.parse({})
     args = parser().parse_args([name, "--model", "rnn"])
@@ -122,3 +111,26 @@ def test_a_run_past_its_labs_work_limit_is_refused_before_any_work_and_the_defau
     with pytest.raises(USER_ERRORS) as e:
         spec.parse(values)
     assert said in str(e.value) and time.perf_counter() - start < 0.1
+
+
+def test_a_lab_added_is_its_package_and_one_registry_line_the_rest_follows(monkeypatch):
+    """A lab added (the debugging lab's spec under a new name, with a worker of its own) by its registry line alone:
+    the CLI has its verb, the API its endpoint, which runs it, the page its tab and its endpoint, the server its
+    worker and a queue of its own, and the docs ask for its page. Nothing else names a lab to list it."""
+    from explorer import api
+    from explorer.docgen import generated
+    from explorer.labs import registry
+    from explorer.labs.contract import LabContext, OwnWorker
+    from explorer.ui.app import build_app, public_api
+    from explorer.workers.protocol import Here, Workers
+
+    here = Here()
+    echo = dataclasses.replace(LABS["debug"], name="echo", title="Echo lab", worker=OwnWorker("echo", lambda: here))
+    monkeypatch.setitem(registry.LABS, "echo", echo)
+
+    assert parser().parse_args(["echo", "--model", "rnn", "--mode", "eager"]).modes == "eager"
+    assert api.workers()["echo"] is here and echo.runner(api.workers()) is here and echo.waits_in == "echo"
+    report = api.endpoint(echo, lambda: LabContext(Workers.on(here), lambda: "")).run(model="rnn", modes="eager")
+    assert [m["mode"] for m in report["modes"]] == ["eager"]
+    assert public_api(build_app())["echo"] == ("model", "config_json", "bug", "text", "modes")
+    assert any(page.name == "echo.md" and page.parent.name == "labs" for page in generated())

@@ -15,10 +15,10 @@ import pytest
 
 from bench.appserver import connect, free_port
 from bench.load import run_load
-from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.core.progress import Progress
 from explorer.runs.session import Session
 from explorer.serving.plan import plan
+from explorer.workers.protocol import Job, WorkerContext, WorkerFailure
 from tests.helpers import ROOT, start_app, stop_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.owns_app]  # an app placed on a Ray cluster
@@ -125,12 +125,12 @@ def test_a_compile_actor_streams_its_phase_and_a_killed_or_timed_out_one_is_repl
         running = svc.run(Nap(30))
         next(running)
         os.kill(first, signal.SIGKILL)
-        with pytest.raises(CompileFailure, match="died"):
+        with pytest.raises(WorkerFailure, match="died"):
             list(running)
         assert list(svc.run(Nap(0.1)))[-1] != f"woke in {first}" and svc.pid != first  # a new actor took over
         svc.timeout_s = 1
         start = time.monotonic()
-        with pytest.raises(CompileFailure, match="timed out after 1 s"):
+        with pytest.raises(WorkerFailure, match="timed out after 1 s"):
             list(svc.run(Nap(30)))
         assert time.monotonic() - start < 10
     finally:

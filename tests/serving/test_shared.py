@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.core.progress import Progress
 from explorer.eager.capture import Capture, capture_run, train_loss
 from explorer.eager.memory import measure_peaks
@@ -19,6 +18,7 @@ from explorer.serving.pool import MeasurePool, Timed, TimingJob
 from explorer.serving.shared import RecentTimings, Sourced, run_key
 from explorer.serving.sourcing import InProcess, timings
 from explorer.views.playground import GraphFirst, View, update
+from explorer.workers.protocol import Job, WorkerContext, WorkerFailure
 from models import ZOO, build_model, make_config
 
 TEXT = "(the cat) (sat down) on it."  # a bracketed sentence: the tree model's parse
@@ -239,12 +239,12 @@ def test_run_keys_tell_configs_and_texts_apart():
 def test_a_failed_measurement_is_said_and_frees_its_input():
     class Broken:
         def run(self, job):
-            raise CompileFailure("the measurement (core 0) worker died while timing forward; it has been restarted.")
+            raise WorkerFailure("the measurement (core 0) worker died while timing forward; it has been restarted.")
             yield
 
     key, job = _job("fails")
     recent = RecentTimings(8, 60.0)
-    with pytest.raises(CompileFailure, match="died"):
+    with pytest.raises(WorkerFailure, match="died"):
         list(timings(key, job, Broken(), recent=recent))
     # and the input is free again: the next request measures instead of waiting forever for the failed one
     *_, ok = timings(key, job, InProcess(), recent=recent)

@@ -12,7 +12,6 @@ import torch._dynamo as dynamo
 from torch import nn
 
 from explorer.compile.observe import BreakLog, CountingBackend, frame_compiles, run_guarded, skip_cause
-from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.batches import token_ids
 from explorer.core.limits import FORWARD_BUDGET_S
 from explorer.eager.capture import train_loss
@@ -21,6 +20,7 @@ from explorer.labs.batching.results import CompiledStrategy
 from explorer.labs.batching.strategies import prepare
 from explorer.labs.batching.timed import no_grad, train_step
 from explorer.sources.registry import build_model, make_config
+from explorer.workers.protocol import Job, WorkerContext
 
 
 def compile_strategy(model: nn.Module, texts: list[str], name: str, bucket_width: int, backend: str,

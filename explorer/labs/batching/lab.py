@@ -11,7 +11,6 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from explorer.compile.options import require_backend
-from explorer.compile.protocol import CompileFailure, JobRunner
 from explorer.core.batches import token_ids
 from explorer.core.budget import over_memory_note
 from explorer.core.errors import InputError
@@ -24,6 +23,7 @@ from explorer.labs.batching.results import CompiledStrategy, LabResult, LabRun, 
 from explorer.labs.batching.strategies import STRATEGIES, Unsupported, prepare
 from explorer.labs.batching.timed import no_grad, train_step
 from explorer.sources.contract import Subject
+from explorer.workers.protocol import JobRunner, WorkerFailure
 from models.config import config_dict
 
 
@@ -115,5 +115,5 @@ def compile_lab(service: JobRunner, run: LabRun, backend: str, budget_scale: flo
                     yield Progress(item.elapsed_s, f"{strategy.title} ({i}/{len(supported)}), {backend}: {item.phase}")
                 else:
                     strategy.compiled = item
-        except CompileFailure as e:
+        except WorkerFailure as e:
             strategy.compiled = CompiledStrategy(backend, error=str(e))

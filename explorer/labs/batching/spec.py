@@ -92,4 +92,4 @@ SPEC = LabSpec(
           "architecture** on one batch with each strategy, checks every strategy's outputs against the per-sample "
           "loop, and measures time, memory and wasted work. Change the model in the Playground tab.",
     button="Run the lab", params=BatchParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_lab, worker=lambda w: w.compile, queue=Queue.MEASURE, work=work, refuses=refuses)
+    text=format_lab, queue=Queue.MEASURE, work=work, refuses=refuses)

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from explorer.compile.protocol import Job, WorkerContext
-from explorer.compile.worker import CompileService
 from explorer.core.limits import DDP_RUN_S, DDP_TIMEOUT_S, WORKER_JOBS
 from explorer.eager import timing
+from explorer.labs.contract import OwnWorker
 from explorer.labs.ddp.registry import SCENARIOS
 from explorer.labs.ddp.results import DdpResult
 from explorer.labs.ddp.scenario import Setup
 from explorer.labs.ddp.world import launch
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import Job, WorkerContext
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,17 @@ class _Phases:
             self.last = text
 
 
-_service: CompileService | None = None
+_service: WorkerProcess | None = None
 
 
-def ddp_service() -> CompileService:
+def ddp_service() -> WorkerProcess:
     """The process-wide distributed worker, started on first use. One scenario at a time, server-wide."""
     global _service
     if _service is None:
-        _service = CompileService(DDP_TIMEOUT_S, name="distributed run",
+        _service = WorkerProcess(DDP_TIMEOUT_S, name="distributed run",
                                   advice="Try fewer processes, a smaller architecture, or another scenario.",
                                   starts_processes=True, max_jobs=int(WORKER_JOBS))
     return _service
+
+
+WORKER = OwnWorker("ddp", ddp_service)  # the lab's own worker (explorer/labs/contract.py)

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from explorer.compile.options import BACKENDS
-from explorer.compile.protocol import CompileFailure
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
 from explorer.labs.ddp.job import DdpJob
@@ -16,6 +14,8 @@ from explorer.labs.ddp.results import DdpResult
 from explorer.labs.ddp.scenario import Setup
 from explorer.labs.ddp.world import max_world_size
 from explorer.sources.registry import check_architecture, make_config
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import WorkerFailure
 from models.config import config_dict
 
 MIN_STEPS, MAX_STEPS = 2, 20
@@ -54,7 +54,7 @@ def model_for(scenario: str, model: str | None, config: object | None) -> tuple[
                                                  f"{' or '.join(allowed)}; {why})")
 
 
-def run_ddp(service: CompileService, scenario: str, setup: Setup) -> Iterator[Progress | DdpResult]:
+def run_ddp(service: WorkerProcess, scenario: str, setup: Setup) -> Iterator[Progress | DdpResult]:
     """Progress messages while the scenario's runs go, then the result. A scenario past the worker's timeout
     (or one that killed it) is an InputError saying so; the worker is replaced."""
     try:
@@ -63,5 +63,5 @@ def run_ddp(service: CompileService, scenario: str, setup: Setup) -> Iterator[Pr
                 yield Progress(item.elapsed_s, f"{SCENARIOS[scenario].title}: {item.phase}")
             else:
                 yield item
-    except CompileFailure as e:
+    except WorkerFailure as e:
         raise InputError(str(e)) from None

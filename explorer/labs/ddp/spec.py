@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from explorer.compile.options import BACKENDS
 from explorer.core.progress import Progress
-from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
+from explorer.labs.ddp.job import WORKER
 from explorer.labs.ddp.lab import MAX_STEPS, MIN_STEPS, ddp_setup, model_for, run_ddp
 from explorer.labs.ddp.registry import SCENARIOS
 from explorer.labs.ddp.results import DdpResult
@@ -40,7 +40,7 @@ def run(subject: Subject | None, p: DdpParams, ctx: LabContext) -> Iterator[Prog
     else:
         model, config, which = subject.model, subject.config, f"{subject.arch}, as asked"
     setup = ddp_setup(p.scenario, model, config, p.world_size, p.steps, p.backend)
-    for item in run_ddp(ctx.workers.ddp, p.scenario, setup):
+    for item in run_ddp(ctx.workers[WORKER.name], p.scenario, setup):
         yield item if not isinstance(item, DdpResult) else DdpOutcome(item, which)
 
 
@@ -57,4 +57,4 @@ SPEC = LabSpec(
           "that kills one, and per rank, step by step, the time computing, communicating and **waiting**. One run "
           "at a time on the whole server: the processes take every core, and the Playground's timings wait for them.",
     button="Run the scenario", params=DdpParams, needs=Needs.ANY_MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_ddp, worker=lambda w: w.ddp, queue=Queue.DDP, model_at=1, work=work)
+    text=format_ddp, worker=WORKER, model_at=1, work=work)

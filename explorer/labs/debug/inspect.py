@@ -13,8 +13,8 @@ import torch._dynamo as dynamo
 from torch import nn
 
 from explorer.compile.observe import BreakLog, CountingBackend, message_line, user_line
-from explorer.compile.protocol import Job, WorkerContext
 from explorer.sources.edited import model_of
+from explorer.workers.protocol import Job, WorkerContext
 from models.bugs import embedding_path
 
 WATCHED = {"rnn": "layers.0.fwd", "transformer": "blocks.0", "early_exit": "blocks.0", "tree": "compose"}

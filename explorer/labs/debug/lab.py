@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer.compile.protocol import CompileFailure, JobRunner
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.core.progress import Progress
@@ -16,6 +15,7 @@ from explorer.labs.debug.failure import Failure
 from explorer.labs.debug.inspect import InspectJob, Recording, compared, record
 from explorer.labs.debug.modes import MODES, DebugJob, ModeOutcome, bugged, eager, traced
 from explorer.labs.debug.nan import Finding, locate
+from explorer.workers.protocol import JobRunner, WorkerFailure
 from models.bugs import BUGS
 from models.config import config_dict
 
@@ -80,7 +80,7 @@ def _compiled(service: JobRunner, job: DebugJob | InspectJob, label: str) -> Ite
         for item in service.run(job):
             said = isinstance(item, Progress)
             yield Progress(item.elapsed_s, f"{label}: {item.phase}") if said else item
-    except CompileFailure as e:  # a timeout or a crash of the worker: an outcome too
+    except WorkerFailure as e:  # a timeout or a crash of the worker: an outcome too
         yield e
 
 
@@ -108,7 +108,7 @@ def run_debug(service: JobRunner, model: str, config: object, bug: str, text: st
             for item in _compiled(service, DebugJob(model, values, bug, ids[0].tolist(), backend, source), mode):
                 if isinstance(item, Progress):
                     yield item
-                elif isinstance(item, CompileFailure):
+                elif isinstance(item, WorkerFailure):
                     outcomes.append(ModeOutcome(mode, True, None, Failure.of(item), None, None))  # not measured
                 else:
                     outcomes.append(item)

@@ -12,11 +12,11 @@ import torch
 import torch._dynamo as dynamo
 from torch import nn
 
-from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.paths import relative
 from explorer.eager.capture import train_loss
 from explorer.labs.debug.failure import Failure
 from explorer.sources.edited import model_of
+from explorer.workers.protocol import Job, WorkerContext
 from models.bugs import BUGS
 
 TRACE_TOKENS = 8  # the traced mode freezes the model at this length (shorter than the shape bug's threshold)

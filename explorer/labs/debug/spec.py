@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.limits import MAX_TEXT_CHARS
 from explorer.core.progress import Progress
-from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext, LabSpec, Needs
 from explorer.labs.debug.lab import DebugResult, run_debug
 from explorer.labs.debug.modes import MODES
@@ -50,4 +49,4 @@ SPEC = LabSpec(
           "fails, and what the traceback says. For a NaN: which of three methods finds the line. For a silent bug: "
           "the comparison that shows it. And a hook eager mode allows, under compile.",
     button="Run the bug", params=DebugParams, needs=Needs.RUN, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_debug, worker=lambda w: w.compile, queue=Queue.COMPILE, refuses=refuses)
+    text=format_debug, refuses=refuses)

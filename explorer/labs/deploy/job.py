@@ -10,13 +10,14 @@ from pathlib import Path
 
 import torch._dynamo as dynamo
 
-from explorer.compile.protocol import Job, WorkerContext
-from explorer.compile.worker import CompileService
 from explorer.core.limits import DEPLOY_TIMEOUT_S, MAX_ARTEFACT_BYTES, WORKER_JOBS
+from explorer.labs.contract import OwnWorker
 from explorer.labs.deploy.checks import check_inputs
 from explorer.labs.deploy.results import RouteResult
 from explorer.labs.deploy.routes import ROUTES, Setting
 from explorer.sources.edited import model_of
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import Job, WorkerContext
 
 
 @dataclass(frozen=True)
@@ -60,13 +61,16 @@ def _copied(file: Path, out_dir: str) -> str:
     return str(shutil.copy2(file, Path(out_dir) / file.name))
 
 
-_service: CompileService | None = None
+_service: WorkerProcess | None = None
 
 
-def deploy_service() -> CompileService:
+def deploy_service() -> WorkerProcess:
     """The process-wide deployment worker, started on first use."""
     global _service
     if _service is None:
-        _service = CompileService(DEPLOY_TIMEOUT_S, name="deployment", max_jobs=int(WORKER_JOBS),
+        _service = WorkerProcess(DEPLOY_TIMEOUT_S, name="deployment", max_jobs=int(WORKER_JOBS),
                                   advice="Try a smaller architecture, or leave out the slow route (aoti).")
     return _service
+
+
+WORKER = OwnWorker("deploy", deploy_service)  # the lab's own worker (explorer/labs/contract.py)

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.compile.protocol import CompileFailure
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.core.progress import Progress
 from explorer.labs.deploy.job import RouteJob
 from explorer.labs.deploy.results import DeployResult, RouteResult
 from explorer.labs.deploy.routes import ROUTES
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import WorkerFailure
 from models.config import config_dict
 
 
-def run_deploy(service: CompileService, model: str, config: object, text: str, lengths: list[int],
+def run_deploy(service: WorkerProcess, model: str, config: object, text: str, lengths: list[int],
                routes: list[str], out_dir: str, source: str = "") -> Iterator[Progress | DeployResult]:
     """Each route in turn, progress messages between and the result so far after each (the routes still to run
     named), the last one whole. A route that times out or crashes the worker is reported as a loud failure of that
@@ -36,7 +36,7 @@ def run_deploy(service: CompileService, model: str, config: object, text: str, l
                                    f"Route {i + 1}/{len(routes)}, {route}: {item.phase}")
                 else:
                     done.append(item)
-        except CompileFailure as e:
+        except WorkerFailure as e:
             done.append(RouteResult(route, error=f"{type(e).__name__}: {e}"))
         # each route's row as soon as it is known (a slow route never hides the finished ones); the last is whole
         yield DeployResult(model, config_dict(config), tokens.text, len(tokens.ids[0]), list(done), routes[i + 1:])

@@ -10,10 +10,10 @@ from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import tokenize
 from explorer.core.limits import MAX_TEXT_CHARS, MAX_TOKENS
 from explorer.core.progress import Progress
-from explorer.core.queues import Queue
 from explorer.eager.capture import capture_run
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.deploy.checks import DEFAULT_LENGTHS, MAX_LENGTHS, parse_lengths
+from explorer.labs.deploy.job import WORKER
 from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import DeployResult
 from explorer.labs.deploy.routes import DECODE_ROUTES, ROUTES
@@ -41,7 +41,7 @@ def run(subject: Subject | None, p: DeployParams, ctx: LabContext) -> Iterator[P
     assert subject is not None, "the deployment lab needs a model"
     lengths = parse_lengths(p.lengths)
     capture = capture_run(subject.build(), tokenize(p.text).ids)  # milliseconds, here: the graph the routes freeze
-    for item in run_deploy(ctx.workers.deploy, subject.model, subject.config, p.text, lengths, list(p.routes),
+    for item in run_deploy(ctx.workers[WORKER.name], subject.model, subject.config, p.text, lengths, list(p.routes),
                            ctx.out_dir()):
         yield item if not isinstance(item, DeployResult) else DeployOutcome(item, capture)
 
@@ -61,4 +61,4 @@ SPEC = LabSpec(
           "fail loudly (with your line), and which run without an error and return **wrong answers**. Try the "
           "early-exit model, then its `exit_with=cond` variant; the RNN, then `loop=scan`.",
     button="Freeze the current model", params=DeployParams, needs=Needs.RUN, run=run, view=view_of,
-    outputs=OUTPUTS, text=format_deploy, worker=lambda w: w.deploy, queue=Queue.DEPLOY, keeps_files=True, work=work)
+    outputs=OUTPUTS, text=format_deploy, worker=WORKER, keeps_files=True, work=work)

@@ -1,1 +1,10 @@
 """The generation lab: a decoder, token by token, with each kind of key/value cache."""
+
+# The lab's public surface: what the registry, the claims, the Code tab and the API use (tests/test_architecture.py
+# keeps every other module of the engine out of the lab's own modules).
+from explorer.labs.generate.lab import run_generate, step_graphs
+from explorer.labs.generate.results import GenerateResult
+from explorer.labs.generate.spec import SPEC
+from explorer.labs.generate.view import GenerateView, graph_figure
+
+__all__ = ["SPEC", "GenerateResult", "GenerateView", "graph_figure", "run_generate", "step_graphs"]

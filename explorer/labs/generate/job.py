@@ -18,13 +18,13 @@ import torch._inductor.config as inductor_config
 from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line
-from explorer.compile.protocol import Job, WorkerContext
 from explorer.core.limits import THREADS
 from explorer.core.machine import on_core
 from explorer.eager.capture import Capture
 from explorer.eager.generation import Generated, Step, generate, step_graph
 from explorer.eager.timing import measuring_core
 from explorer.sources.edited import model_of
+from explorer.workers.protocol import Job, WorkerContext
 
 STANCE_FROM = 2  # steps 0 (the prefill) and 1 (the first decode) compile; from here on, none may (static cache)
 REDUCE_OVERHEAD = "reduce-overhead"  # inductor with torch.compile's mode="reduce-overhead": CUDA graphs

@@ -9,7 +9,6 @@ from typing import Any
 
 import torch
 
-from explorer.compile.protocol import JobRunner, run_said
 from explorer.core.budget import gib
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
@@ -21,6 +20,7 @@ from explorer.labs.generate.job import CacheRun, GenerateJob
 from explorer.labs.generate.results import Alone, GenerateResult
 from explorer.sources.edited import model_of
 from explorer.sources.library import POSITIONS
+from explorer.workers.protocol import JobRunner, run_said
 from models.config import config_dict
 from models.decoder import CACHES, cache_bytes
 

@@ -11,7 +11,6 @@ from explorer.core.batches import generate_batch
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.limits import MAX_GENERATED, MAX_TEXT_CHARS
 from explorer.core.progress import Progress
-from explorer.core.queues import Queue
 from explorer.eager.compare import MIN_PAIRS
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.generate.job import REDUCE_OVERHEAD
@@ -98,4 +97,4 @@ SPEC = LabSpec(
           "one per line, are generated as one batch padded on the left and each alone: the same tokens, or the "
           "padding is wrong.",
     button="Generate", params=GenerateParams, needs=Needs.ANY_MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_generate, worker=lambda w: w.compile, queue=Queue.COMPILE, work=work, refuses=refuses)
+    text=format_generate, work=work, refuses=refuses)

@@ -29,8 +29,6 @@ from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line, user_line
-from explorer.compile.protocol import Job, WorkerContext
-from explorer.compile.worker import CompileService, resident_mb
 from explorer.core.limits import THREADS
 from explorer.core.machine import on_core
 from explorer.eager.timing import measure, measuring_core
@@ -38,6 +36,8 @@ from explorer.labs.optimize.planner import Costs, plan_of
 from explorer.labs.optimize.strategies import ONE_OP, STRATEGIES, Setting, scans
 from explorer.labs.optimize.workload import Workload
 from explorer.sources.edited import model_of
+from explorer.workers.process import WorkerProcess, resident_mb
+from explorer.workers.protocol import Job, WorkerContext
 from models.tokenizer import encode
 
 OPTIMIZE_TIMEOUT_S = 300.0  # a strategy's time bound by default: past it, it is stopped and reported as such
@@ -229,7 +229,7 @@ class ProbeJob(Job[Costs]):
         return time.perf_counter() - start, compiled, ids
 
 
-def optimize_service(timeout_s: float = OPTIMIZE_TIMEOUT_S) -> CompileService:
+def optimize_service(timeout_s: float = OPTIMIZE_TIMEOUT_S) -> WorkerProcess:
     """A worker that serves one strategy and is then replaced: each strategy starts in a fresh process."""
-    return CompileService(timeout_s, name="optimization", max_jobs=1,
+    return WorkerProcess(timeout_s, name="optimization", max_jobs=1,
                           advice="Give the strategy a longer time bound, or serve fewer requests.")

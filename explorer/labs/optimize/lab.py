@@ -10,14 +10,14 @@ from collections.abc import Generator, Iterator
 from dataclasses import replace
 from typing import TypeVar
 
-from explorer.compile.protocol import CompileFailure, Job, Workers, run_said
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.labs.optimize.job import OPTIMIZE_TIMEOUT_S, ProbeJob, Served, ServeJob
+from explorer.labs.optimize.job import OPTIMIZE_TIMEOUT_S, ProbeJob, Served, ServeJob, optimize_service
 from explorer.labs.optimize.planner import planned, powers_of_two
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.strategies import STRATEGIES
 from explorer.labs.optimize.workload import Workload
+from explorer.workers.protocol import Job, WorkerFailure, Workers, run_said
 from models.config import config_dict
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ def run_optimize(workers: Workers, model: str, config: object, workload: Workloa
     costs = yield from _served(workers, OPTIMIZE_TIMEOUT_S, probe, "measuring the planner's weights")
     plans = {"planned": planned(workload.lengths, costs),
              "pow2": powers_of_two(workload.lengths)}
-    result = OptimizeResult(model, values, workload, backend, costs, plans, fresh=workers.fresh is not None)
+    result = OptimizeResult(model, values, workload, backend, costs, plans, fresh=workers.fresh)
     boundaries = {name: p.boundaries for name, p in plans.items()}
     for i, name in enumerate(strategies, 1):
         said = f"strategy {i} of {len(strategies)}, {name}"
@@ -44,7 +44,7 @@ def run_optimize(workers: Workers, model: str, config: object, workload: Workloa
         job = ServeJob(model, values, workload.lengths, name, backend, boundaries, profile)
         try:
             served = yield from (_recorded if recorded else _served)(workers, bound_s, job, said)
-        except CompileFailure as e:  # past its time bound, or its worker died: said, and the next one runs
+        except WorkerFailure as e:  # past its time bound, or its worker died: said, and the next one runs
             served = Served(name, error=f"stopped: {e}")
         result.served.append(served)
         yield result  # the table so far, after each strategy
@@ -63,7 +63,7 @@ def _recorded(workers: Workers, bound_s: float, job: ServeJob, said: str) -> Gen
 
 def _served(workers: Workers, bound_s: float, job: Job[T], said: str) -> Generator[Progress, None, T]:
     """`job` in a fresh worker process within `bound_s` (in the compile worker where there is none)."""
-    runner = workers.fresh(bound_s) if workers.fresh is not None else workers.compile
+    runner = optimize_service(bound_s) if workers.fresh else workers.compile
     try:
         return (yield from run_said(runner, job, said))
     finally:

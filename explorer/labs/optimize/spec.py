@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from explorer.core.batches import DISTRIBUTIONS
 from explorer.core.limits import MAX_TOKENS
 from explorer.core.progress import Progress
-from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.optimize.job import OPTIMIZE_TIMEOUT_S
 from explorer.labs.optimize.lab import run_optimize
@@ -80,4 +79,4 @@ SPEC = LabSpec(
           "serve the stream with its compiles, when each compile happened, the latency after warm-up, the padded "
           "work, the memory, the answers against eager, the recommendation, and the code that applies it.",
     button="Serve the stream", params=OptimizeParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_optimize, worker=lambda w: w.compile, queue=Queue.COMPILE, work=work)
+    text=format_optimize, work=work)

@@ -6,7 +6,6 @@ import statistics
 import pytest
 import torch
 
-from explorer.compile.worker import CompileService
 from explorer.core.batches import DISTRIBUTIONS, batch_from_lines, generate_batch, generate_lengths
 from explorer.core.errors import InputError
 from explorer.core.limits import MAX_BATCH, MAX_TOKENS
@@ -15,6 +14,7 @@ from explorer.labs.batching.compiled import compile_strategy
 from explorer.labs.batching.lab import compile_lab, eager_lab, lab_result
 from explorer.labs.batching.results import CompiledStrategy, LabResult, StrategyResult
 from explorer.sources.registry import subject
+from explorer.workers.process import WorkerProcess
 from models import build_model, make_config
 
 FAST = 0.05  # budget scale: these tests check figures, not timings
@@ -121,7 +121,7 @@ def test_compiled_strategy_matches_eager_and_counts_its_compiles():
 
 @pytest.mark.slow
 def test_compile_lab_runs_each_strategy_in_the_worker():
-    service = CompileService(timeout_s=120)
+    service = WorkerProcess(timeout_s=120)
     try:
         who = subject("rnn", {"hidden": 16, "embed": 8})
         *_, run = eager_lab(who, generate_batch(3, "uniform", 3, 12, seed=0), 4, budget_scale=FAST)
@@ -186,3 +186,13 @@ def test_the_lab_names_the_fastest_strategy_only_where_its_paired_interval_says_
     tied = _lab(8.0, 8.05).verdict()  # 0.6% apart, 2% noise: neither is named the winner
     assert tied.startswith("Fastest correct forward: **per-sample loop** or **pad to the longest**")
     assert "no difference between pad to the longest and per-sample loop resolved at this noise" in tied
+
+
+def test_its_endpoint_keeps_its_parameters_and_their_order():
+    """The HTTP API as documented (docs/cli.md): the names and their order are a promise to callers."""
+    from explorer.api import endpoint_parameters
+    from explorer.labs.registry import LABS
+
+    assert [p.name for p in endpoint_parameters(LABS["batch"])] == [
+        "model", "config_json", "lines", "n", "distribution", "min_len", "max_len", "seed", "bucket_width",
+        "backend"]

@@ -3,13 +3,13 @@ than in the distributed worker; the worker is tested in test_world.py)."""
 
 import pytest
 
-from explorer.compile.protocol import WorkerContext
 from explorer.labs.ddp import stragglers, unused
 from explorer.labs.ddp.job import DdpJob
 from explorer.labs.ddp.lab import ddp_setup
 from explorer.labs.ddp.results import ALLREDUCE, COMPILE, STALLED, WAIT, DdpResult
 from explorer.labs.ddp.scenario import HANG_TIMEOUT_S
 from explorer.labs.ddp.view import timeline_figure
+from explorer.workers.protocol import WorkerContext
 from models import make_config
 
 pytestmark = pytest.mark.slow

@@ -12,12 +12,12 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
 from explorer.labs.ddp.lab import ddp_setup, run_ddp
 from explorer.labs.ddp.results import ALLREDUCE
 from explorer.labs.ddp.world import launch
+from explorer.workers.process import WorkerProcess
 from models import make_config
 from tests.helpers import cmdline, descendants, marked
 
@@ -91,7 +91,7 @@ def test_a_raise_an_abort_and_a_hang_past_the_limit_are_each_reported_as_such(no
 
 
 def test_a_cancelled_run_stops_its_worker_and_every_rank(nothing_left):
-    service = CompileService(timeout_s=120, name="distributed run", starts_processes=True)
+    service = WorkerProcess(timeout_s=120, name="distributed run", starts_processes=True)
     setup = ddp_setup("uneven", "rnn", make_config("rnn"), 2)
     seen = []
     try:
@@ -108,7 +108,7 @@ def test_a_cancelled_run_stops_its_worker_and_every_rank(nothing_left):
 
 
 def test_a_scenario_past_the_workers_timeout_is_said_and_leaves_nothing(nothing_left):
-    service = CompileService(timeout_s=4, name="distributed run", advice="Try another scenario.",
+    service = WorkerProcess(timeout_s=4, name="distributed run", advice="Try another scenario.",
                              starts_processes=True)
     try:
         with pytest.raises(InputError, match=r"distributed run timed out after 4 s.*Try another scenario"):
@@ -120,7 +120,7 @@ def test_a_scenario_past_the_workers_timeout_is_said_and_leaves_nothing(nothing_
 def test_a_worker_killed_while_its_ranks_import_leaves_no_rank_and_no_file(nothing_left, monkeypatch):
     mark = f"GE_TEST_MARK=killed-launcher-{os.getpid()}-{time.monotonic_ns()}"
     monkeypatch.setenv(*mark.split("="))  # inherited by the worker and its ranks
-    service = CompileService(timeout_s=120, name="distributed run", starts_processes=True)
+    service = WorkerProcess(timeout_s=120, name="distributed run", starts_processes=True)
     try:
         with pytest.raises(InputError, match="distributed run worker died"):
             for _ in run_ddp(service, "uneven", ddp_setup("uneven", "rnn", make_config("rnn"), 2)):
@@ -148,3 +148,12 @@ def test_bad_choices_are_refused_before_any_process_starts(args, message):
     scenario, model, world, *rest = args
     with pytest.raises(InputError, match=message):
         ddp_setup(scenario, model, make_config(model), world, *rest)
+
+
+def test_its_endpoint_keeps_its_parameters_and_their_order():
+    """The HTTP API as documented (docs/cli.md): the names and their order are a promise to callers."""
+    from explorer.api import endpoint_parameters
+    from explorer.labs.registry import LABS
+
+    assert [p.name for p in endpoint_parameters(LABS["ddp"])] == [
+        "scenario", "model", "config_json", "world_size", "steps", "backend"]

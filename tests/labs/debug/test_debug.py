@@ -7,8 +7,6 @@ import sysconfig
 
 import pytest
 
-from explorer.compile.protocol import WorkerContext
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.paths import PROJECT, sanitize
 from explorer.labs.debug.compare import compare, graph_change
@@ -16,6 +14,8 @@ from explorer.labs.debug.inspect import InspectJob, compared, record
 from explorer.labs.debug.lab import DebugResult, run_debug
 from explorer.labs.debug.modes import DebugJob, bugged, eager, traced
 from explorer.labs.debug.nan import locate
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import WorkerContext
 from models import make_config
 from models.bugs import BUGS, SHAPE_BUG_TOKENS
 from models.tokenizer import encode, to_ids
@@ -105,7 +105,7 @@ def test_a_recording_hook_breaks_the_compiled_graph_and_still_sees_every_step():
 
 @pytest.mark.slow
 def test_the_lab_through_the_compile_worker(tmp_path):
-    service = CompileService(timeout_s=120)
+    service = WorkerProcess(timeout_s=120)
     try:
         items = list(run_debug(service, "rnn", make_config("rnn"), "shape", LONG, ["eager", "compiled (eager)"]))
     finally:
@@ -118,7 +118,7 @@ def test_the_lab_through_the_compile_worker(tmp_path):
 
 
 def test_bad_choices_are_refused_before_any_work():
-    service = CompileService(timeout_s=30)
+    service = WorkerProcess(timeout_s=30)
     with pytest.raises(InputError, match="unknown bug"):
         list(run_debug(service, "rnn", make_config("rnn"), "typo", LONG, ["eager"]))
     with pytest.raises(InputError, match="unknown mode"):
@@ -151,13 +151,13 @@ def test_the_debugging_lab_runs_on_a_scan_rnn_and_says_what_cannot_run_there():
     """loop=scan: a dispatch mode cannot trace the scan (its failure left dynamo's cache broken, and the graph
     diff after it raised inside the model); a hook inside the scan cannot be compiled. Each is said, the rest run."""
     from explorer.api import final, named_subject, run_lab
-    from explorer.compile.protocol import Here, Workers
     from explorer.labs.contract import LabContext
     from explorer.labs.registry import LABS
+    from explorer.workers.protocol import Here, Workers
 
     here = Here()
     view = final(run_lab(LABS["debug"], named_subject("rnn", {"loop": "scan"}, "The cat sat on the mat, and then."),
-                         {"bug": "nan_forward", "modes": "eager"}, LabContext(Workers(here, here, here), lambda: "")))
+                         {"bug": "nan_forward", "modes": "eager"}, LabContext(Workers.on(here), lambda: "")))
     report = view.report
     assert report["graph_change"] is not None  # the graphs of the clean and the bugged model, diffed
     dispatch = next(n for n in report["nan"] if n["method"] == "dispatch mode")
@@ -166,3 +166,12 @@ def test_the_debugging_lab_runs_on_a_scan_rnn_and_says_what_cannot_run_there():
     compiled = report["inspection"][1]
     assert compiled["error"].startswith("UncapturedHigherOrderOpError")
     assert "compiled (eager): failed: UncapturedHigherOrderOpError" in compiled["said"]
+
+
+def test_its_endpoint_keeps_its_parameters_and_their_order():
+    """The HTTP API as documented (docs/cli.md): the names and their order are a promise to callers."""
+    from explorer.api import endpoint_parameters
+    from explorer.labs.registry import LABS
+
+    assert [p.name for p in endpoint_parameters(LABS["debug"])] == [
+        "model", "config_json", "bug", "text", "modes"]

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from explorer.compile.worker import CompileService
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
 from explorer.labs.deploy.lab import run_deploy
 from explorer.labs.deploy.results import LOUD, WORKS, DeployResult
+from explorer.workers.process import WorkerProcess
 from models import make_config
 
 TEXT = "The cat sat on the mat."
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_route_past_its_timeout_is_reported_and_the_next_runs_in_a_new_worker(tmp_path):
-    service = CompileService(timeout_s=1, name="deployment", advice="Leave out the slow route.")
+    service = WorkerProcess(timeout_s=1, name="deployment", advice="Leave out the slow route.")
     items = []
     try:
         for item in run_deploy(service, "transformer", make_config("transformer"), TEXT, [5],
@@ -44,7 +44,7 @@ def test_a_route_past_its_timeout_is_reported_and_the_next_runs_in_a_new_worker(
 
 
 def test_bad_input_is_refused_before_the_worker_starts(tmp_path):
-    service = CompileService(timeout_s=30)
+    service = WorkerProcess(timeout_s=30)
     with pytest.raises(InputError, match="unknown route"):
         list(run_deploy(service, "rnn", make_config("rnn"), TEXT, [5], ["jit.freeze"], str(tmp_path)))
     with pytest.raises(InputError, match="empty"):
@@ -57,8 +57,8 @@ def test_the_worker_is_replaced_between_jobs_after_its_jobs_or_past_its_memory_c
         *_, result = run_deploy(service, "rnn", make_config("rnn"), TEXT, [5], ["jit.trace"], str(tmp_path))
         assert result.routes[0].error == ""  # the route ran (its artefact refuses other lengths: the point)
 
-    by_count = CompileService(timeout_s=120, name="deployment", max_jobs=2)
-    by_memory = CompileService(timeout_s=120, name="deployment", max_rss_mb=1)  # every worker is past 1 MB
+    by_count = WorkerProcess(timeout_s=120, name="deployment", max_jobs=2)
+    by_memory = WorkerProcess(timeout_s=120, name="deployment", max_rss_mb=1)  # every worker is past 1 MB
     try:
         deploy(by_count)
         first = by_count.pid
@@ -93,3 +93,12 @@ def test_a_users_line_in_the_edited_file_is_named_as_the_editor_numbers_it():
 
     error = RuntimeError(f'from user code:\n   File "{EDITOR}", line 91, in forward\n    if x.norm() > 1:')
     assert user_line(error).startswith(" (at the edited file, line 91") and EDITOR not in user_line(error)
+
+
+def test_its_endpoint_keeps_its_parameters_and_their_order():
+    """The HTTP API as documented (docs/cli.md): the names and their order are a promise to callers."""
+    from explorer.api import endpoint_parameters
+    from explorer.labs.registry import LABS
+
+    assert [p.name for p in endpoint_parameters(LABS["deploy"])] == [
+        "model", "config_json", "text", "lengths", "routes"]

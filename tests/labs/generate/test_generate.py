@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from explorer.api import final, named_subject, run_lab
-from explorer.compile.protocol import Here, WorkerContext, Workers
 from explorer.core.errors import InputError
 from explorer.eager.generation import generate, left_padded, step_graph
 from explorer.labs.contract import LabContext
@@ -16,6 +15,7 @@ from explorer.labs.generate.job import REDUCE_OVERHEAD, STANCE_FROM, GenerateJob
 from explorer.labs.generate.lab import step_graphs
 from explorer.labs.generate.results import GenerateResult
 from explorer.labs.registry import LABS
+from explorer.workers.protocol import Here, WorkerContext, Workers
 from models import build_model, make_config
 from models.decoder import CACHES
 
@@ -132,7 +132,7 @@ def test_a_library_decoder_generates_with_the_librarys_own_caches(arch):
 
 def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_that_does_not_generate():
     here = Here()
-    ctx = LabContext(Workers(here, here, here), lambda: "")
+    ctx = LabContext(Workers.on(here), lambda: "")
     view = final(run_lab(LABS["generate"], named_subject("decoder", {}), {
         "text": "Hello there\nHi", "tokens": 6, "caches": "dynamic,static", "compile": "eager", "repeats": 2,
         "graph_step": 3}, ctx))
@@ -163,3 +163,12 @@ def test_the_lab_through_its_spec_names_what_it_measured_and_refuses_a_model_tha
                       {"text": "\n".join(["a prompt"] * 200), "tokens": 3, "repeats": 1}, ctx))
     with pytest.raises(InputError, match="max_positions"):
         final(run_lab(LABS["generate"], named_subject("decoder", {"max_positions": 16}), {"tokens": 8}, ctx))
+
+
+def test_its_endpoint_keeps_its_parameters_and_their_order():
+    """The HTTP API as documented (docs/cli.md): the names and their order are a promise to callers."""
+    from explorer.api import endpoint_parameters
+    from explorer.labs.registry import LABS
+
+    assert [p.name for p in endpoint_parameters(LABS["generate"])] == [
+        "model", "config_json", "text", "prompts", "tokens", "caches", "compile", "repeats", "graph_step"]

@@ -11,11 +11,9 @@ import torch
 
 from explorer.api import final, named_subject, run_lab
 from explorer.compile.observe import CompileAt
-from explorer.compile.protocol import Here, WorkerContext, Workers
-from explorer.compile.worker import COMPILER_ENV
 from explorer.core.errors import InputError
 from explorer.labs.contract import LabContext
-from explorer.labs.optimize.job import Served, ServeJob, optimize_service
+from explorer.labs.optimize.job import Served, ServeJob
 from explorer.labs.optimize.lab import run_optimize
 from explorer.labs.optimize.planner import Costs, plan_of
 from explorer.labs.optimize.results import OptimizeResult, totals
@@ -23,6 +21,8 @@ from explorer.labs.optimize.snippet import snippet
 from explorer.labs.optimize.workload import Workload, workload
 from explorer.labs.registry import LABS
 from explorer.sources.registry import build_model, make_config
+from explorer.workers.process import COMPILER_ENV
+from explorer.workers.protocol import Here, WorkerContext, Workers
 from models.tokenizer import encode
 
 LENGTHS = (9, 23, 9, 14, 23, 30)
@@ -77,7 +77,7 @@ def test_the_mega_cache_a_recording_process_saves_makes_the_next_one_compile_not
 
 def test_a_strategy_past_its_time_bound_is_stopped_in_its_own_process_and_reported_as_such():
     here = Here()
-    workers = Workers(here, here, here, fresh=optimize_service)  # the planner's probe here, each strategy fresh
+    workers = replace(Workers.on(here), fresh=True)  # the planner's probe here, each strategy fresh
     stream = Workload((200,) * 400, "typed")  # far more than a second of the unrolled RNN, eagerly
     *_, result = run_optimize(workers, "rnn", make_config("rnn", {}), stream, ["eager"], "eager", 1.0)
     [stopped] = result.served  # the lab goes on: a row that says so, not an exception
@@ -209,7 +209,7 @@ def test_the_warm_start_snippet_saves_the_mega_cache_and_the_next_process_compil
 
 def test_the_lab_through_its_spec_serves_the_stream_with_each_strategy_and_refuses_bad_workloads():
     here = Here()
-    ctx = LabContext(Workers(here, here, here), lambda: "")
+    ctx = LabContext(Workers.on(here), lambda: "")
     view = final(run_lab(LABS["optimize"], named_subject("transformer", {"layers": 1}), {
         "n": 12, "max_len": 40, "strategies": "eager,auto,buckets,pow2", "backend": "eager"}, ctx))
     assert [r[0] for r in view.strategies] == ["eager", "auto", "buckets", "pow2"]
@@ -257,8 +257,8 @@ def test_a_stream_where_every_request_compiled_has_no_interval_of_its_totals():
 def test_a_strategys_peak_memory_is_its_own_process_not_the_one_that_started_it():
     """getrusage's ru_maxrss survives the exec of a spawned process: every strategy's "peak" read the server's
     resident size. The fresh worker's own high-water mark is far below a parent holding an extra gigabyte."""
-    from explorer.compile.worker import resident_mb
     from explorer.labs.optimize.job import optimize_service
+    from explorer.workers.process import resident_mb
 
     ballast = bytearray(2**30)  # the parent's resident size up by a gigabyte, touched
     ballast[::4096] = b"x" * len(ballast[::4096])

@@ -57,3 +57,13 @@ def test_powers_of_two_pad_to_the_next_power_and_stop_at_the_longest():
     assert plan.boundaries == (4, 8, 12) and [plan.bucket(n) for n in (3, 5, 9, 12)] == [4, 8, 12, 12]
     with pytest.raises(ValueError, match="at least one request"):
         planned([], Costs.flat(1.0, 1.0))
+
+
+def test_its_endpoint_keeps_its_parameters_and_their_order():
+    """The HTTP API as documented (docs/cli.md): the names and their order are a promise to callers."""
+    from explorer.api import endpoint_parameters
+    from explorer.labs.registry import LABS
+
+    assert [p.name for p in endpoint_parameters(LABS["optimize"])] == [
+        "model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "strategies",
+        "backend", "bound_s"]

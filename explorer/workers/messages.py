@@ -1,4 +1,4 @@
-"""What crosses the pipe between the app and a worker process (explorer/compile/worker.py), each way: one dataclass
+"""What crosses the pipe between the app and a worker process (explorer/workers/process.py), each way: one dataclass
 per message, matched by type (never a tag string)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.compile.protocol import Job
+from explorer.workers.protocol import Job
 
 
 @dataclass(frozen=True)

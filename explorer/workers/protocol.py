@@ -1,4 +1,4 @@
-"""What crosses the pipe between the app and the compile worker: typed jobs, progress, and failures.
+"""What crosses the pipe between the app and a worker process: typed jobs, progress, and failures.
 
 A job is a picklable dataclass that knows how to run itself in the worker (`Job.run`), and its reply is a
 dataclass too: the worker dispatches by the job's type and never parses a dict. Each lab defines its own job
@@ -7,7 +7,7 @@ next to the code it runs, so the worker imports no lab."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -16,7 +16,7 @@ from explorer.core.progress import Progress
 R = TypeVar("R")
 
 
-class CompileFailure(RuntimeError):
+class WorkerFailure(RuntimeError):
     """The worker timed out or died; the message says which. The worker has been replaced."""
 
 
@@ -36,10 +36,10 @@ class Job(ABC, Generic[R]):
 
 
 class JobRunner(Protocol):
-    """Where jobs run: the compile worker (worker.py), or its actor on a Ray cluster (serving/raypool.py)."""
+    """Where jobs run: a worker process (process.py), or its actor on a Ray cluster (serving/raypool.py)."""
 
     def run(self, job: Job[R]) -> Iterator[Progress | R]:
-        """Yields Progress while the job runs, then its reply; raises CompileFailure."""
+        """Yields Progress while the job runs, then its reply; raises WorkerFailure."""
         ...
 
     def cancel(self) -> None: ...
@@ -76,16 +76,46 @@ class Here:
         pass
 
 
-@dataclass(frozen=True)
-class Workers:
-    """The worker processes an experiment may use (compiles, exports and distributed runs each have their own),
-    and whether to run the smallest version of it (`quick`: fewer inputs and models, a tracing backend; for tests
-    and `bench --quick`, never shown as the claim's evidence in the app)."""
+COMPILE = "compile"  # the session's compile worker: where every job runs that has no worker of its own
 
-    compile: JobRunner
-    deploy: JobRunner
-    ddp: JobRunner
+
+@dataclass(frozen=True)
+class Workers(Mapping[str, JobRunner]):
+    """The worker processes an experiment may use, by name: the session's compile worker (`COMPILE`) and each
+    lab's own (its spec's `OwnWorker`, under the same name); with `everywhere`, one runner for any name (a
+    notebook's kernel, a test). `quick` asks for the smallest version of an experiment (fewer inputs and models, a
+    tracing backend; for tests and `bench --quick`, never shown as the claim's evidence in the app)."""
+
+    runners: Mapping[str, JobRunner]
     quick: bool = False
-    # A runner that starts a fresh process for its job, with this time bound (the optimization lab serves each
-    # strategy in one, as after a deploy); None: jobs that ask for one run on `compile` instead.
-    fresh: Callable[[float], JobRunner] | None = None
+    # Jobs that ask for a fresh process may start one (the optimization lab serves each strategy in one, as after a
+    # deploy); False: they run on `compile` instead (a notebook's kernel runs everything in itself).
+    fresh: bool = False
+    everywhere: JobRunner | None = None
+
+    @classmethod
+    def on(cls, runner: JobRunner, quick: bool = False) -> Workers:
+        """Every job on `runner`, whichever worker it names."""
+        return cls({COMPILE: runner}, quick=quick, everywhere=runner)
+
+    @property
+    def compile(self) -> JobRunner:
+        return self[COMPILE]
+
+    def __getitem__(self, name: str) -> JobRunner:
+        if name in self.runners:
+            return self.runners[name]
+        if self.everywhere is not None:
+            return self.everywhere
+        raise KeyError(f"no worker named {name!r}; these are: {', '.join(self.runners)}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.runners)
+
+    def __len__(self) -> int:
+        return len(self.runners)
+
+    def stop(self) -> None:
+        """Stop each worker once (a CLI run's end)."""
+        for runner in {id(r): r for r in self.values()}.values():
+            runner.stop()

@@ -1,4 +1,7 @@
-"""`Blocks`: gr.Blocks whose outputs left out of a handler's answer cost the server nothing.
+"""Every reach into Gradio's internals, in one place (gradio is pinned; tests/app/test_gradio_internals.py names the
+internal an upgrade changed): `Blocks`, whose outputs left out of a handler's answer cost the server nothing, and
+whose sessions build their blocks' configs as read; an endpoint's values checked before it queues; Gradio's own
+load events kept out of the API.
 
 A handler here answers `{component: value}` with only what changed (a progress line is one output of eight).
 Gradio 6 turns every output left out into `gr.skip()` and then, for each one, builds a new component from the
@@ -20,10 +23,12 @@ built when first read, as Gradio builds those of the blocks a run updates.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 from gradio.blocks import Block, BlockFunction, postprocess_update_dict
+from gradio.context import get_blocks_context
 from gradio.state_holder import SessionState, StateHolder
 
 SKIP: dict[str, str] = gr.skip()  # {"__type__": "update"}: what Gradio sends for an output left unchanged
@@ -107,3 +112,17 @@ class Sessions(StateHolder):
         if session_id not in self.session_data:
             self.session_data[session_id] = LeanSessionState(self.blocks)
         return super().__getitem__(session_id)
+
+
+def check_before_queueing(dependency: dict[str, Any], validator: Callable[..., list[dict[str, Any]]]) -> None:
+    """`validator` (returning a `gr.validate` per value) runs as the request arrives, before it waits in its queue
+    and before any work: Gradio's validator hook, which event listeners take and `gr.api` does not. Call it inside
+    the Blocks the `gr.api` dependency was made in."""
+    get_blocks_context().fns[dependency["id"]].validator = validator
+
+
+def keep_load_events_private(demo: gr.Blocks) -> None:
+    """Gradio's own load events (a session state's factory, named `lambda...`) out of the API's list."""
+    for fn in demo.fns.values():
+        if fn.api_visibility == "public" and (fn.api_name or "").startswith("lambda"):
+            fn.api_visibility = "private"

@@ -1,8 +1,10 @@
-"""The compile worker: torch.compile runs in a child process that can be timed out and killed.
+"""A worker process: jobs (a compile, an export, a distributed run, a visitor's code) run in a child process that
+can be timed out and killed. The compile worker is one, the deployment, distributed, optimization and code workers
+are others (named by `name`).
 
 Why a process: dynamo's caches, counters and recompile limits are process-global, a compile can
-hang or crash, and only a process can be stopped from outside. One worker serves every session,
-one job at a time (on 2 cores concurrent compiles only duplicate work). A job is a typed
+hang or crash, and only a process can be stopped from outside. One worker runs one job at a time (on 2 cores
+concurrent compiles only duplicate work). A job is a typed
 `protocol.Job` that runs itself in the worker; its reply comes back as the job's own reply type.
 
 Timing stays fair: the worker asks the parent for a measuring core before each timing, so no two
@@ -26,14 +28,11 @@ import tempfile
 import threading
 import time
 import weakref
-import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 import torch._dynamo
 
-from explorer.compile.messages import Acquire, Done, Failed, Granted, Phase, Ready, Release, RunJob, Stop
-from explorer.compile.protocol import CompileFailure, Job, WorkerContext
 from explorer.core import child as child_process
 from explorer.core.child import spawn_args
 from explorer.core.confine import confine, cpu_budget
@@ -42,13 +41,14 @@ from explorer.core.limits import (
     CODE_MEMORY_MB,
     CODE_PROCS,
     COMPILE_TIMEOUT_S,
-    COMPILE_WORKERS,
     RECOMPILE_LIMIT,
     WORKER_RSS_MB,
 )
 from explorer.core.machine import freeze_startup_objects, keep_off_measure_cores, pin_threads, release_free_memory
 from explorer.core.progress import Progress
 from explorer.eager import timing
+from explorer.workers.messages import Acquire, Done, Failed, Granted, Phase, Ready, Release, RunJob, Stop
+from explorer.workers.protocol import Job, WorkerContext, WorkerFailure
 
 log = logging.getLogger("graph_explorer")
 START_TIMEOUT_S = 90  # a new worker imports torch and dynamo: seconds on a busy 2-core machine
@@ -140,7 +140,7 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None, confined: bool = Fals
         release_free_memory()  # after the reply: the person waiting for it does not wait for this too
 
 
-_LIVE: weakref.WeakSet[CompileService] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
 # The app is exiting: no worker starts any more. A background job (the start-up warm-up) that went on after the
 # workers were stopped used to start a new one, which multiprocessing's exit then joined while it waited on its pipe.
 _STOPPING = threading.Event()
@@ -168,7 +168,7 @@ def resident_mb(pid: int, field: str = "VmRSS") -> float | None:
         return None
 
 
-class CompileService:
+class WorkerProcess:
     """The parent side: one worker process, started lazily, replaced after a timeout or crash, and recycled
     between jobs past `max_rss_mb` resident or after `max_jobs` jobs (for workers whose jobs leave things behind:
     traced modules, exported programs), so that nothing it keeps grows without bound."""
@@ -201,7 +201,7 @@ class CompileService:
 
     def _start(self) -> None:
         if _STOPPING.is_set():
-            raise CompileFailure(f"the server is stopping: the {self.name} worker does not start again.")
+            raise WorkerFailure(f"the server is stopping: the {self.name} worker does not start again.")
         for name, value in COMPILER_ENV.items():
             os.environ.setdefault(name, value)
         parent, child = self._ctx.Pipe()
@@ -214,7 +214,7 @@ class CompileService:
         self._conn = parent
         if _STOPPING.is_set():  # the exit began while it started: it goes with the others
             self._shut(idle=False)
-            raise CompileFailure(f"the server is stopping: the {self.name} worker does not start again.")
+            raise WorkerFailure(f"the server is stopping: the {self.name} worker does not start again.")
         # However it ends (a SIGKILL too, while idle), its directory goes when it does: not at the next job.
         threading.Thread(target=_remove_when_gone, args=(self._proc, self._tmp), daemon=True,
                          name=f"{self.name}-worker-watch").start()
@@ -257,7 +257,7 @@ class CompileService:
         return self._proc is not None and self._proc.is_alive()
 
     def cancel(self) -> None:
-        """Stop the running job from another thread (its caller went away): the job raises CompileFailure within
+        """Stop the running job from another thread (its caller went away): the job raises WorkerFailure within
         half a second, and its worker, with every process it started, is stopped."""
         self._cancelled.set()
 
@@ -268,7 +268,7 @@ class CompileService:
                 pass
 
     def run(self, job: Job[R]) -> Iterator[Progress | R]:
-        """Send a job; yield Progress every ~0.5 s, then the job's reply. Raises CompileFailure."""
+        """Send a job; yield Progress every ~0.5 s, then the job's reply. Raises WorkerFailure."""
         queued = time.monotonic()
         while not self._jobs.acquire(timeout=0.5):
             yield Progress(time.monotonic() - queued, f"waiting for the {self.name} worker (another job, or the "
@@ -308,7 +308,7 @@ class CompileService:
         while not self._conn.poll(0.5):
             if not self._proc.is_alive() or time.monotonic() - start > START_TIMEOUT_S:
                 self.stop()
-                raise CompileFailure(f"the {self.name} worker did not start; try again in a moment.")
+                raise WorkerFailure(f"the {self.name} worker did not start; try again in a moment.")
             yield Progress(time.monotonic() - start, f"starting the {self.name} worker")
         try:
             ready = self._conn.recv()
@@ -316,7 +316,7 @@ class CompileService:
             ready = None
         if not isinstance(ready, Ready):
             self.stop()
-            raise CompileFailure(ready.error if isinstance(ready, Failed) else
+            raise WorkerFailure(ready.error if isinstance(ready, Failed) else
                                  f"the {self.name} worker did not start properly; try again.")
 
     def _run(self, job: Job[R]) -> Iterator[Progress | R]:
@@ -331,14 +331,14 @@ class CompileService:
             while True:
                 elapsed = time.monotonic() - start
                 if self._cancelled.is_set():
-                    raise CompileFailure(f"the {self.name} was cancelled; its worker was stopped.")
+                    raise WorkerFailure(f"the {self.name} was cancelled; its worker was stopped.")
                 if elapsed - waited > self.timeout_s:
-                    raise CompileFailure(
+                    raise WorkerFailure(
                         f"{self.name} timed out after {self.timeout_s:.0f} s ({phase}); the {self.name} worker was "
                         f"stopped and restarted. {self.advice}")
                 if not self._conn.poll(0.5):
                     if not self._proc.is_alive():
-                        raise CompileFailure(f"the {self.name} worker died ({_ended(self._proc.exitcode)}) "
+                        raise WorkerFailure(f"the {self.name} worker died ({_ended(self._proc.exitcode)}) "
                                              f"while {phase}; it has been restarted.")
                     yield Progress(elapsed, phase)
                     continue
@@ -346,7 +346,7 @@ class CompileService:
                     message = self._conn.recv()
                 except (EOFError, OSError):
                     self._proc.join(timeout=2)
-                    raise CompileFailure(f"the {self.name} worker died ({_ended(self._proc.exitcode)}) while {phase}; "
+                    raise WorkerFailure(f"the {self.name} worker died ({_ended(self._proc.exitcode)}) while {phase}; "
                                          "it has been restarted.") from None
                 match message:
                     case Phase(text):
@@ -363,13 +363,13 @@ class CompileService:
                         return
                     case Failed(error):  # the job failed in a way the worker survived
                         failed = True
-                        raise CompileFailure(error)
+                        raise WorkerFailure(error)
                     case _:
-                        raise CompileFailure(f"the {self.name} worker sent {type(message).__name__}; restarted.")
+                        raise WorkerFailure(f"the {self.name} worker sent {type(message).__name__}; restarted.")
         except GeneratorExit:  # the caller went away mid-job: the worker's replies would desync
             self.stop()
             raise
-        except CompileFailure:
+        except WorkerFailure:
             held.close()
             if not failed:  # stopped, or died: reaped and its files removed now
                 self.stop()
@@ -398,14 +398,3 @@ def _ended(code: int | None) -> str:
         return f"exit code {code}"
     name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
     return f"{name}: its CPU time ran out" if -code == signal.SIGXCPU else name
-
-
-_services: list[CompileService] = []
-
-
-def embedded_compile_service(session: str = "") -> CompileService:
-    """The compile worker for `session`, from the process's pool of `GE_COMPILE_WORKERS` (created on first use):
-    a session always gets the same one, where its compiled model stays between jobs."""
-    if not _services:
-        _services.extend(CompileService() for _ in range(int(COMPILE_WORKERS)))
-    return _services[zlib.crc32(session.encode()) % len(_services)]
