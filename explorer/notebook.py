@@ -26,7 +26,7 @@ from explorer.draw.style import Figure
 from explorer.labs.contract import LabContext, LabSpec
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
-from explorer.serving.sourcing import InProcess
+from explorer.serving.timings import InProcess
 from explorer.sources.contract import Subject, Supports
 from explorer.sources.probe import ProbedSource
 from explorer.sources.registry import SOURCES, add_model_file, check_architecture

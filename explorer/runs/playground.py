@@ -12,7 +12,7 @@ from explorer.core.inputs import empty_message
 from explorer.core.progress import Progress
 from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.plan import Plan, plan
-from explorer.serving.sourcing import InProcess, Timer, timings
+from explorer.serving.timings import InProcess, Timer, timings
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Planned:
     plan: Plan
 
 
-def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any],
+def run(session: Session, model: str, text: str, compare: str, values: dict[str, Any],
            timer: Timer | None = None, fresh: bool = False,
            keyed: bool = False) -> Iterator[Progress | Planned | RunResult]:
     """Reconfigure if needed, capture and yield the new graph at once (it does not wait in the measurement queue),

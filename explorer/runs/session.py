@@ -31,7 +31,7 @@ from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.queueing import NOT_PROFILED
 from explorer.serving.residency import Residency
 from explorer.serving.shared import CAPTURING, FIXED, Fixed, Sourced, run_key
-from explorer.serving.sourcing import InProcess
+from explorer.serving.timings import InProcess
 from explorer.sources.registry import build_model, check_architecture, make_config, source
 from explorer.workers.protocol import JobRunner
 from models import arch_label

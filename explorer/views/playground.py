@@ -19,7 +19,7 @@ from explorer.runs import playground as runs
 from explorer.runs.playground import Planned
 from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.shared import LRU
-from explorer.serving.sourcing import Timer
+from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
 from explorer.views.figures import graph_figure, history_figure
 from explorer.views.report import build_report, captured_report
@@ -164,5 +164,5 @@ def shown(session: Session, items: Iterator[Progress | Planned | RunResult]) -> 
 def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any],
            timer: Timer | None = None, fresh: bool = False,
            keyed: bool = False) -> Iterator[Progress | GraphFirst | View]:
-    """A Playground run (`explorer.runs.playground.update`) as the UI shows it."""
-    return shown(session, runs.update(session, model, text, compare, values, timer, fresh, keyed))
+    """A Playground run (`explorer.runs.playground.run`) as the UI shows it: run and shown."""
+    return shown(session, runs.run(session, model, text, compare, values, timer, fresh, keyed))

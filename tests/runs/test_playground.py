@@ -1,13 +1,13 @@
 """A Playground run as the application orchestrates it, before any view: typed results in order, real models."""
 
 from explorer.core.progress import Progress
-from explorer.runs.playground import Planned, update
+from explorer.runs.playground import Planned, run
 from explorer.runs.session import RunResult, Session
 
 
 def test_a_run_yields_its_graph_first_then_its_timed_result():
     session = Session()
-    steps = list(update(session, "tree", "(a b) c", "", {"hidden": 8}))
+    steps = list(run(session, "tree", "(a b) c", "", {"hidden": 8}))
     planned = next(s for s in steps if isinstance(s, Planned))
     result = steps[-1]
     assert steps.index(planned) < len(steps) - 1 and isinstance(result, RunResult)
@@ -17,37 +17,37 @@ def test_a_run_yields_its_graph_first_then_its_timed_result():
 
 def test_an_unchanged_input_and_an_empty_box_are_said_not_run():
     session = Session()
-    list(update(session, "rnn", "hello", "", {}))
-    again = list(update(session, "rnn", "hello", "", {}))
+    list(run(session, "rnn", "hello", "", {}))
+    again = list(run(session, "rnn", "hello", "", {}))
     assert len(again) == 1 and isinstance(again[0], Progress) and again[0].phase.startswith("Run 1 is this input")
-    empty = list(update(session, "rnn", "", "", {}))
+    empty = list(run(session, "rnn", "", "", {}))
     assert isinstance(empty[0], Progress) and empty[0].phase.startswith("**Not run**")
     assert session.last.input.text == "hello"
 
 
 def test_another_architecture_runs_again_and_is_diffed_against_the_previous_run():
     session = Session()
-    list(update(session, "rnn", "hello", "", {}))
-    *_, result = update(session, "rnn", "hello", "", {"layers": 2})
+    list(run(session, "rnn", "hello", "", {}))
+    *_, result = run(session, "rnn", "hello", "", {"layers": 2})
     assert isinstance(result, RunResult) and result.diff is not None and "layers 1->2" in result.diff.label
 
 
 def test_typing_draws_every_step_but_the_history_and_the_diff_keep_what_stayed(monkeypatch):
     session = Session()
-    list(update(session, "rnn", "The cat sat.", "", {}))  # the page's first run
+    list(run(session, "rnn", "The cat sat.", "", {}))  # the page's first run
     for text in ("The cat sat. The", "The cat sat. The d"):  # typed, no pause between runs
-        *_, last = update(session, "rnn", text, "", {}, keyed=True)
+        *_, last = run(session, "rnn", text, "", {}, keyed=True)
     assert isinstance(last, RunResult) and session.last is last  # every step is drawn
     assert [r.tokens for r in session.history] == [12, 18]  # the partial "The" was replaced by "The d"
     assert "previous input (12 tokens) -> this input (18 tokens)" in last.diff.label  # against what stayed
     session.settle()  # Enter, or the box left: the partial one is meant now
-    *_, nxt = update(session, "rnn", "The cat sat. The do", "", {}, keyed=True)
+    *_, nxt = run(session, "rnn", "The cat sat. The do", "", {}, keyed=True)
     assert [r.tokens for r in session.history] == [12, 18, 19] and "(18 tokens) -> " in nxt.diff.label
     monkeypatch.setattr("explorer.runs.session.SETTLE_S", 0.0)  # a pause longer than SETTLE_S: it stayed too
-    *_, paused = update(session, "rnn", "The cat sat. The dog", "", {}, keyed=True)
+    *_, paused = run(session, "rnn", "The cat sat. The dog", "", {}, keyed=True)
     assert len(session.history) == 4 and "(19 tokens) -> " in paused.diff.label
-    list(update(session, "rnn", "A deliberate call", "", {}))  # an API call, a control, a link: stays at once
-    list(update(session, "rnn", "Another one", "", {}))
+    list(run(session, "rnn", "A deliberate call", "", {}))  # an API call, a control, a link: stays at once
+    list(run(session, "rnn", "Another one", "", {}))
     assert len(session.history) == 6
 
 

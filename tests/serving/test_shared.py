@@ -16,7 +16,7 @@ from explorer.runs.session import Session
 from explorer.serving.plan import plan
 from explorer.serving.pool import MeasurePool, Timed, TimingJob
 from explorer.serving.shared import RecentTimings, Sourced, run_key
-from explorer.serving.sourcing import InProcess, timings
+from explorer.serving.timings import InProcess, timings
 from explorer.views.playground import GraphFirst, View, update
 from explorer.workers.protocol import Job, WorkerContext, WorkerFailure
 from models import ZOO, build_model, make_config
@@ -141,7 +141,7 @@ class _Paced:
 
 
 def test_a_long_measurement_says_what_it_is_doing_and_how_far_and_a_short_one_says_nothing(monkeypatch):
-    monkeypatch.setattr("explorer.serving.sourcing.STATUS_EVERY_S", 0.2)
+    monkeypatch.setattr("explorer.serving.timings.STATUS_EVERY_S", 0.2)
     key, job = _job("paced")
     said = [s.phase for s in timings(key, job, _Paced(0.3), fresh=True, estimate_s=3.0) if isinstance(s, Progress)]
     # from STATUS_EVERY_S on, each phase as it comes (the first came at once: nothing said yet)

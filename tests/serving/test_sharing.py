@@ -17,7 +17,7 @@ from explorer.serving.pool import Timed
 from explorer.serving.queueing import QUEUE, Busy, MeasureQueue, Turn, Wait
 from explorer.serving.residency import Residency
 from explorer.serving.shared import Sourced
-from explorer.serving.sourcing import InProcess
+from explorer.serving.timings import InProcess
 from explorer.views.playground import GraphFirst, View, update
 
 
