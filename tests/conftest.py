@@ -46,6 +46,18 @@ def measured_claims(tmp_path_factory: pytest.TempPathFactory, worker_id: str) ->
     return path
 
 
+@pytest.fixture
+def menu_restored(monkeypatch: pytest.MonkeyPatch) -> object:
+    """A model file added by a test leaves the model menu (and the variable children read) as it was."""
+    from explorer.sources.registry import MODELS_ENV, SOURCES
+
+    monkeypatch.setenv(MODELS_ENV, "")  # (restored, or removed, afterwards: delenv of an absent one is not)
+    before = dict(SOURCES)
+    yield
+    SOURCES.clear()
+    SOURCES.update(before)
+
+
 RUNNING: list[pytest.Item] = []  # the test being set up or run (tests.helpers.start_app reads its marks)
 
 

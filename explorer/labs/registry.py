@@ -7,5 +7,6 @@ from explorer.labs.debug import SPEC as DEBUG
 from explorer.labs.deploy import SPEC as DEPLOY
 from explorer.labs.generate import SPEC as GENERATE
 from explorer.labs.optimize import SPEC as OPTIMIZE
+from explorer.labs.shapes import SPEC as SHAPES
 
-LABS: dict[str, LabSpec] = {s.name: s for s in (BATCHING, DEPLOY, DEBUG, DDP, GENERATE, OPTIMIZE)}
+LABS: dict[str, LabSpec] = {s.name: s for s in (BATCHING, DEPLOY, DEBUG, DDP, GENERATE, OPTIMIZE, SHAPES)}

@@ -15,22 +15,13 @@ from explorer.labs.deploy.results import LOUD, WORKS
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
 from explorer.sources.library import ARCHITECTURES
-from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file, source
+from explorer.sources.registry import SOURCES, add_model_file, source
 from explorer.views.compiled import compiled_update
 from explorer.views.playground import View, update
 from tests.helpers import ROOT, autograd_nodes
 
 pytestmark = pytest.mark.slow
 LONG = ("The cat sat on the mat, and the dog, which had seen everything, said nothing at all about it. " * 2)[:128]
-
-
-@pytest.fixture
-def menu_restored(monkeypatch):
-    monkeypatch.setenv(MODELS_ENV, "")
-    before = dict(SOURCES)
-    yield
-    SOURCES.clear()
-    SOURCES.update(before)
 
 
 def test_the_library_architectures_build_and_run_with_the_network_absent(monkeypatch):

@@ -13,7 +13,7 @@ from explorer.core.errors import USER_ERRORS, InputError
 from explorer.labs.contract import LabContext
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
-from explorer.sources.registry import MODELS_ENV, SOURCES, add_model_file, source
+from explorer.sources.registry import SOURCES, add_model_file, source
 from explorer.sources.userfile import Range, config_class, load
 from models.tokenizer import to_ids
 from tests.helpers import ROOT, autograd_nodes, cli
@@ -21,14 +21,7 @@ from tests.helpers import ROOT, autograd_nodes, cli
 TAGGER = str(ROOT / "examples" / "lstm_tagger.py")
 
 
-@pytest.fixture(autouse=True)
-def menu_restored(monkeypatch):
-    """A file added here leaves the model menu (and the variable children read) as it was, for the next tests."""
-    monkeypatch.setenv(MODELS_ENV, "")  # (restored, or removed, afterwards: delenv of an absent one is not)
-    before = dict(SOURCES)
-    yield
-    SOURCES.clear()
-    SOURCES.update(before)
+pytestmark = pytest.mark.usefixtures("menu_restored")  # a file added here leaves the menu as it was
 
 
 def test_a_factorys_signature_becomes_its_knobs_and_their_checks():

@@ -1,0 +1,100 @@
+"""The shapes lab's job, in a worker of its own: compile the model at the first lengths, read the graphs dynamo
+cached, predict every request from their guards (nothing runs), then run the requests and record what dynamo did."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch._dynamo as dynamo
+
+from explorer.compile.model import CompiledModel
+from explorer.compile.observe import GraphBreak
+from explorer.compile.options import CompileOptions
+from explorer.core.examples import DEFAULT_TEXT
+from explorer.core.inputs import text_of_length
+from explorer.core.limits import RECOMPILE_LIMIT
+from explorer.labs.shapes.guards import entries, failing, frame_locals, read
+from explorer.labs.shapes.predict import Outcome, Prediction, predict
+from explorer.labs.shapes.results import Request, ShapesResult
+from explorer.workers.protocol import Job, WorkerContext
+from models.tokenizer import encode
+
+SCALAR_OUTPUTS = "capture_scalar_outputs"  # .item() kept in the graph (an unbacked symbol) instead of a break
+OUTPUT_SHAPES = "capture_dynamic_output_shape_ops"  # nonzero and its kin kept in the graph (an unbacked size)
+
+
+def ids_of(length: int) -> torch.Tensor:
+    return torch.tensor([encode(text_of_length(DEFAULT_TEXT, length))], dtype=torch.long)
+
+
+@dataclass(frozen=True)
+class ShapesJob(Job[ShapesResult]):
+    model: str
+    values: dict[str, Any]
+    options: CompileOptions
+    compiled_at: tuple[int, ...]
+    requests: tuple[int, ...]
+    switches: tuple[str, ...]  # dynamo's config switches turned on (SCALAR_OUTPUTS, OUTPUT_SHAPES)
+
+    def setting(self) -> str:
+        return ", ".join([self.options.label(), *(f"{s}=True" for s in self.switches)])
+
+    def run(self, ctx: WorkerContext) -> ShapesResult:
+        dynamo.reset()  # the prediction reads this model's graphs only
+        with dynamo.config.patch(**dict.fromkeys(self.switches, True)):
+            cm = CompiledModel(self.model, self.values, self.options)
+            breaks: list[GraphBreak] = []
+            skipped = ""
+            for n in self.compiled_at:
+                ctx.phase(f"compiling at {n} tokens")
+                outcome = cm.call(ids_of(n))
+                if outcome.error:
+                    raise RuntimeError(f"the compile at {n} tokens failed: {outcome.error}")
+                if outcome.explanation is not None:
+                    breaks += [b for b in outcome.explanation.graph_breaks if b not in breaks]
+                    if outcome.explanation.skipped:
+                        skipped = outcome.explanation.skipped_said()
+            fn = type(cm.model).forward
+            name = [p for p in frame_locals(fn, cm.model, ids_of(2))][1]  # the argument after self
+            cached = entries(fn)
+            ctx.phase(f"predicting {len(self.requests)} requests from {len(cached)} cached graph(s)")
+            start = time.perf_counter()
+            if not cached:  # the forward runs eagerly: dynamo gave it up, or compiles only frames inside it
+                why = skipped or "dynamo compiled no graph of the forward itself (only of frames inside it)"
+                predictions = [Prediction(n, Outcome.SKIPPED, "", why) for n in self.requests]
+            else:
+                predictions = predict(self.requests, lambda n: self._check(cm, fn, cached, n), int(RECOMPILE_LIMIT))
+            predict_s = time.perf_counter() - start
+            frame = str(cached[0].compile_id).split("/")[0] if cached else None
+            requests = []
+            for i, (n, p) in enumerate(zip(self.requests, predictions, strict=True), 1):
+                if i % 20 == 1:
+                    ctx.phase(f"running request {i} of {len(self.requests)} ({n} tokens)")
+                outcome = cm.call(ids_of(n))
+                made = [e.compile_id for e in outcome.events if e.compile_id.split("/")[0] == frame]
+                requests.append(Request(p, self._did(cm, fn, made, n), made[0] if made else "",
+                                        len(outcome.events) - len(made)))
+        return ShapesResult(self.model, dict(self.values), self.setting(), self.compiled_at, name,
+                            tuple(read(e, name) for e in cached), skipped, tuple(breaks), tuple(requests), predict_s,
+                            int(RECOMPILE_LIMIT))
+
+    def _did(self, cm: CompiledModel, fn: Any, made: list[str], length: int) -> Outcome:
+        """What dynamo did with the forward's frame for this request: compiled a graph (a compile event of that
+        frame), else ran a graph whose guards accept it (dynamo's own dispatch), else ran it eagerly."""
+        if made:
+            return Outcome.COMPILES
+        now = entries(fn)
+        if not now:
+            return Outcome.SKIPPED
+        return Outcome.REUSES if any(f is None for _, f in self._check(cm, fn, now, length)) else Outcome.EAGER
+
+    def _check(self, cm: CompiledModel, fn: Any, cached: list[Any], length: int) -> list[tuple[str, str | None]]:
+        ids = ids_of(length)
+        if self.options.mark_dynamic:
+            dynamo.mark_dynamic(ids, 1)  # as the call marks it: its guards check the mark
+        f_locals = frame_locals(fn, cm.model, ids)
+        with torch.no_grad():  # as the call runs: its graphs guard on the grad mode too
+            return [(str(e.compile_id), failing(e, f_locals)) for e in cached]

@@ -1,0 +1,53 @@
+"""Will a request recompile? Predicted from the graphs dynamo has cached, before anything runs.
+
+Each request, in order, is checked against the cached graphs by their own guards (guards.failing). One that no
+cached graph accepts is predicted to compile a new graph, unless the function already has `limit` graphs (dynamo's
+recompile limit: it then runs the request eagerly). The rule for what a new graph accepts: its own length only. It
+holds once automatic dynamic has acted (the lab compiles at two lengths first, so a dimension that can be dynamic
+already is), and for a graph that specializes (an unrolled loop, 0/1 specialization); the lab then runs the requests
+and shows where dynamo did otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Outcome(Enum):
+    REUSES = "reuses a graph"
+    COMPILES = "compiles a graph"
+    EAGER = "runs eagerly (recompile limit)"
+    SKIPPED = "runs eagerly (dynamo skips the forward)"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    length: int
+    outcome: Outcome
+    graph: str  # the graph it reuses: a cached graph's compile id, or "new at request N"
+    why: str  # for a compile: the guard the newest cached graph fails, in dynamo's words
+
+
+def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str | None]]],
+            limit: int) -> list[Prediction]:
+    """`check(length)`: each cached graph's compile id with the guard it fails for that length (None: accepts)."""
+    new: dict[int, int] = {}  # a predicted graph's length -> the request that compiles it
+    out = []
+    cached_count: int | None = None
+    for i, length in enumerate(lengths, 1):
+        checked = check(length)
+        cached_count = len(checked) if cached_count is None else cached_count
+        accepting = next((gid for gid, failed in checked if failed is None), None)
+        if accepting is not None:
+            out.append(Prediction(length, Outcome.REUSES, accepting, ""))
+        elif length in new:
+            out.append(Prediction(length, Outcome.REUSES, f"new at request {new[length]}", ""))
+        else:
+            why = (checked[0][1] or "") if checked else "no graph cached"
+            if cached_count + len(new) >= limit:
+                out.append(Prediction(length, Outcome.EAGER, "", why))
+            else:
+                new[length] = i
+                out.append(Prediction(length, Outcome.COMPILES, f"new at request {i}", why))
+    return out

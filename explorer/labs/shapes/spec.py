@@ -1,0 +1,64 @@
+"""The shapes lab: what each dimension of the input became in the graphs torch.compile cached, their guards with the
+lines that made them, and, for a stream of requests, which will recompile: predicted from the guards before any
+request runs, then run and compared."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
+from explorer.core.batches import DISTRIBUTIONS
+from explorer.core.limits import MAX_TOKENS
+from explorer.core.progress import Progress
+from explorer.labs.contract import LabContext, LabSpec, Needs
+from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS
+from explorer.labs.shapes.lab import requests_of, run_shapes
+from explorer.labs.shapes.results import ShapesResult
+from explorer.labs.shapes.view import OUTPUTS, format_shapes, view_of
+from explorer.sources.contract import Subject
+from models.config import config_dict, knob
+
+MAX_REQUESTS = 1_000
+
+
+@dataclass(frozen=True)
+class ShapesParams:
+    compiled_at: tuple[int, ...] = knob((8, 16), "the lengths compiled first, in order: the graphs the prediction "
+                                        "reads (two lengths let automatic dynamic act)", min=1, max=MAX_TOKENS)
+    lengths_from: str = knob("zipf", "the distribution the requests' lengths are drawn from (typed lengths, below, "
+                             "win)", choices=DISTRIBUTIONS)
+    n: int = knob(200, "requests (a distribution's)", min=1, max=MAX_REQUESTS)
+    min_len: int = knob(1, "the shortest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
+    max_len: int = knob(120, "the longest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
+    seed: int = knob(0, "the distribution's seed: the same stream every time", min=0, max=2**31 - 1)
+    lengths: str = knob("", "your requests' lengths in order, numbers separated by commas or spaces", most=10_000)
+    backend: str = knob("eager", "torch.compile's backend (the guards are dynamo's, the same for every backend; "
+                        "inductor also generates C++)", choices=BACKENDS)
+    dynamic: str = knob("auto", "torch.compile's dynamic: auto (automatic dynamic), true, false",
+                        choices=tuple(DYNAMIC_MODES))
+    mark_dynamic: bool = knob(False, "torch._dynamo.mark_dynamic on the length before each call")
+    scalar_outputs: bool = knob(False, f"torch._dynamo.config.{SCALAR_OUTPUTS}: .item() in the graph (an unbacked "
+                                "symbol) instead of a break")
+    output_shapes: bool = knob(False, f"torch._dynamo.config.{OUTPUT_SHAPES}: nonzero and its kin in the graph "
+                               "(an unbacked size) instead of a break")
+
+
+def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[Progress | ShapesResult]:
+    assert subject is not None, "the shapes lab needs a model"
+    requests = requests_of(p.lengths, p.lengths_from, p.n, p.min_len, p.max_len, p.seed)
+    switches = tuple(s for s, on in ((SCALAR_OUTPUTS, p.scalar_outputs), (OUTPUT_SHAPES, p.output_shapes)) if on)
+    yield from run_shapes(ctx.workers, subject.model, config_dict(subject.config),
+                          CompileOptions(p.backend, p.dynamic, p.mark_dynamic), p.compiled_at, requests, switches)
+
+
+SPEC = LabSpec(
+    name="shapes", title="Shapes lab", summary="which dimensions compiled dynamic, and which requests will recompile",
+    intro="A compiled model keeps a graph per shape its guards accept. This lab compiles **the Playground's model** "
+          "at a few lengths, shows what each dimension of the input became in each cached graph (a constant or "
+          "dynamic) and the guards on shapes with the line dynamo recorded for each, then takes a stream of "
+          "requests and says, **before any runs**, which reuse a graph, which compile one and which run eagerly "
+          "past the recompile limit, from the guards themselves. Then it runs them and shows what dynamo did "
+          "beside each prediction. Each run starts a fresh worker process: dynamo's caches are the process's.",
+    button="Predict, then run", params=ShapesParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
+    text=format_shapes)

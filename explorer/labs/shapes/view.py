@@ -1,0 +1,113 @@
+"""The shapes lab's view as plain data: what each dimension became in each cached graph, their guards on shapes with
+the lines dynamo recorded, and every distinct length of the requests, predicted beside what dynamo did."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from explorer.core import machine
+from explorer.labs.contract import Kind, Output
+from explorer.labs.shapes.predict import Outcome
+from explorer.labs.shapes.results import ShapesResult
+
+GRAPH_COLUMNS = ("graph", "the input's dimensions in it", "guards on shapes")
+GUARD_COLUMNS = ("graph", "guard, in dynamo's words", "the line dynamo recorded", "that line")
+LENGTH_COLUMNS = ("length", "requests", "first at request", "predicted", "why (the newest graph's failing guard)",
+                  "dynamo did", "agrees", "graphs of inner frames")
+OUTPUTS = (
+    Output("summary", Kind.MARKDOWN),
+    Output("lengths", Kind.TABLE, "each distinct length, predicted before any ran, then run", LENGTH_COLUMNS,
+           prose=(LENGTH_COLUMNS[4],)),
+    Output("graphs", Kind.TABLE, "the graphs dynamo cached for the forward (newest first)", GRAPH_COLUMNS),
+    Output("guards", Kind.TABLE, "their guards on the input's shape", GUARD_COLUMNS, prose=(GUARD_COLUMNS[1],)),
+)
+
+
+@dataclass
+class ShapesView:
+    status: str
+    summary: str
+    lengths: list[list[Any]]
+    graphs: list[list[Any]]
+    guards: list[list[Any]]
+    report: dict[str, Any]
+
+
+def _dims(dims: tuple[str, ...], name: str) -> str:
+    return ", ".join(f"{name}.size({i}) = {'dynamic' if d == 'dynamic' else f'{d} (specialized)'}"
+                     for i, d in enumerate(dims)) or "not read"
+
+
+def _summary(r: ShapesResult) -> str:
+    n = len(r.requests)
+    said = [f"**{r.model}** compiled with {r.setting} at {', '.join(map(str, r.compiled_at))} tokens, then "
+            f"{n} requests."]
+    if r.graphs:
+        said.append(f"Before any request ran, their guards predicted **{r.count(Outcome.COMPILES, True)} compile(s)**,"
+                    f" {r.count(Outcome.EAGER, True)} eager run(s) past the recompile limit ({r.limit}) and "
+                    f"{r.count(Outcome.REUSES, True)} reuse(s), in {r.predict_s * 1000:.0f} ms for all {n}. Run: "
+                    f"{r.count(Outcome.COMPILES, False)} compile(s), {r.count(Outcome.EAGER, False)} eager, "
+                    f"{r.count(Outcome.REUSES, False)} reuse(s): **{r.agreed} of {n} agree**.")
+    else:
+        said.append(f"The forward itself has no graph ({r.requests[0].predicted.why if r.requests else r.skipped}): "
+                    f"it runs eagerly, and so does every request; {r.agreed} of {n} agree.")
+    inner = sum(q.inner for q in r.requests)
+    if inner:
+        said.append(f"Frames inside the forward (after a graph break, or a callee) compiled {inner} graph(s) while "
+                    "the requests ran: their inputs exist only while the model runs, so their guards predict nothing "
+                    "here.")
+    for b in r.breaks:
+        said.append(f"- Graph break: {b.one_line()}" + (f" — the setting for it: `{b.lever}`" if b.lever else ""))
+    return "\n\n".join(said[:2]) + ("\n\n" + "\n".join(said[2:]) if len(said) > 2 else "")
+
+
+def _lengths(r: ShapesResult) -> list[list[Any]]:
+    rows: dict[int, list[Any]] = {}
+    for i, q in enumerate(r.requests, 1):
+        p = q.predicted
+        if p.length in rows:
+            rows[p.length][1] += 1
+            continue
+        rows[p.length] = [p.length, 1, i, p.outcome.value + (f" ({p.graph})" if p.graph else ""), p.why or "—",
+                          q.did.value + (f" ({q.graph})" if q.graph else ""), "yes" if q.agrees else "**no**",
+                          q.inner]
+    return [rows[k] for k in sorted(rows)]
+
+
+def _plain(value: Any) -> Any:
+    """The report as JSON holds it: an outcome by its words."""
+    if isinstance(value, Outcome):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def view_of(result: ShapesResult) -> ShapesView:
+    name = f"L['{result.input_name}']"
+    graphs = [[g.compile_id, _dims(g.dims, result.input_name), len(g.guards)] for g in result.graphs]
+    guards = [[g.compile_id, x.code, x.where or "—", x.source or "—"] for g in result.graphs for x in g.guards]
+    status = (f"{result.agreed} of {len(result.requests)} requests did what their guards predicted; "
+              f"{len(result.graphs)} graph(s) of the forward cached, its input {name}.")
+    report = {**_plain(asdict(result)), "agreed": result.agreed, "machine": machine.describe()}
+    return ShapesView(status, _summary(result), _lengths(result), graphs, guards, report)
+
+
+def format_shapes(report: dict[str, Any]) -> str:
+    """The report as the CLI prints it: the agreement, then each distinct length's prediction and outcome."""
+    lines = [f"{report['model']} ({report['setting']}), compiled at {report['compiled_at']}: "
+             f"{report['agreed']} of {len(report['requests'])} requests as predicted "
+             f"(predicted in {report['predict_s'] * 1000:.0f} ms)"]
+    for g in report["graphs"]:
+        lines.append(f"  graph {g['compile_id']}: dims {list(g['dims'])}, {len(g['guards'])} guard(s) on shapes")
+    seen: set[int] = set()
+    for q in report["requests"]:
+        p = q["predicted"]
+        if p["length"] not in seen:
+            seen.add(p["length"])
+            lines.append(f"  {p['length']:>5} tokens: predicted {p['outcome']}, did {q['did']}"
+                         + (f"  [{p['why'][:100]}]" if p["why"] else ""))
+    return "\n".join(lines)

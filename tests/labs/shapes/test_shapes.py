@@ -1,0 +1,99 @@
+"""The shapes lab: the graphs dynamo cached read off its own cache entries, every request predicted from their guards
+before it runs, and the prediction checked against what dynamo then did, on the zoo and on a model of routing that
+no one here wrote for it (top-1 experts with `nonzero`)."""
+
+import pytest
+
+from explorer.compile.options import CompileOptions
+from explorer.core.batches import generate_lengths
+from explorer.labs.shapes.job import OUTPUT_SHAPES, ShapesJob
+from explorer.labs.shapes.predict import Outcome, predict
+from explorer.labs.shapes.view import format_shapes, view_of
+from explorer.sources.registry import add_model_file
+from explorer.workers.protocol import WorkerContext
+from tests.helpers import ROOT
+
+ZIPF = tuple(generate_lengths(200, "zipf", 1, 120, 0))  # 200 requests, many of them short, a 1-token one among them
+# a one-token input, the lengths compiled first, past the recompile limit, and a length repeated after its compile
+MIXED = (5, 3, 1, 4, 2, 8, 40, 9, 21, 6, 6, 22, 11, 1, 16)
+EAGER = CompileOptions("eager")  # the guards are dynamo's: the backend that compiles fastest
+
+
+def _run(model: str, requests: tuple[int, ...], options: CompileOptions = EAGER,
+         values: dict | None = None, switches: tuple[str, ...] = ()):
+    return ShapesJob(model, values or {}, options, (8, 16), requests, switches).run(WorkerContext(lambda _: None))
+
+
+def test_the_rule_reuses_compiles_its_own_length_and_stops_at_the_limit():
+    graphs = {16: None, 8: None}  # a cached graph per length, static
+
+    def check(n):
+        return [(f"0/{i}", None if n == length else f"expected {length}, actual {n}") for i, length in
+                enumerate(graphs)]
+
+    said = predict([8, 5, 5, 3, 9], check, limit=4)
+    assert [p.outcome for p in said] == [Outcome.REUSES, Outcome.COMPILES, Outcome.REUSES, Outcome.COMPILES,
+                                         Outcome.EAGER]
+    assert said[2].graph == "new at request 2" and said[4].why == "expected 16, actual 9"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "requests"), [("transformer", ZIPF), ("rnn", ZIPF), ("tree", MIXED),
+                                                  ("early_exit", MIXED)])
+def test_every_request_does_what_its_guards_predicted(model, requests):
+    r = _run(model, requests)
+    wrong = [(q.predicted.length, q.predicted.outcome.value, q.did.value) for q in r.requests if not q.agrees]
+    assert wrong == [] and r.agreed == len(requests)
+    if model == "transformer":  # automatic dynamic: the length became a symbol, 0/1 specialization kept 1 apart
+        assert r.graphs[0].dims == ("1", "dynamic") and r.count(Outcome.COMPILES, True) == 1
+        assert any("2 <= L['ids'].size()[1]" in g.code for g in r.graphs[0].guards)
+    if model == "rnn":  # the unrolled loop: a graph per length, eager past the recompile limit
+        assert [g.dims for g in r.graphs] == [("1", "16"), ("1", "8")]
+        assert r.count(Outcome.COMPILES, False) == r.limit - 2 and r.count(Outcome.EAGER, False) > 0
+    if model == "early_exit":  # a break in the loop: the forward itself has no graph, frames inside it do
+        assert r.graphs == () and {q.did for q in r.requests} == {Outcome.SKIPPED}
+        assert any("item()" in b.reason for b in r.breaks)
+
+
+def test_dynamic_false_and_mark_dynamic_change_what_the_length_becomes():
+    static = _run("transformer", (8, 12), CompileOptions("eager", "false"), {"layers": 1})
+    assert [g.dims for g in static.graphs] == [("1", "16"), ("1", "8")]
+    assert [q.predicted.outcome for q in static.requests] == [Outcome.REUSES, Outcome.COMPILES]
+    marked = _run("transformer", (8, 12, 300), CompileOptions("eager", "auto", True), {"layers": 1})
+    assert [g.dims for g in marked.graphs] == [("1", "dynamic")] and marked.agreed == 3
+    assert {q.did for q in marked.requests} == {Outcome.REUSES}
+
+
+@pytest.mark.slow
+def test_nonzero_routing_is_named_at_its_line_with_its_setting_and_the_setting_compiles_it(menu_restored):
+    path = ROOT / "tests" / "outside" / "moe_top1.py"
+    name = add_model_file(str(path))
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "nonzero" in text)
+    skipped = view_of(_run(name, (5, 9, 1)))
+    assert f"moe_top1.py:{line}" in skipped.summary and "nonzero" in skipped.summary
+    assert "capture_dynamic_output_shape_ops=True" in skipped.summary
+    captured = _run(name, (5, 9, 1, 30), switches=(OUTPUT_SHAPES,))
+    assert captured.graphs and captured.agreed == 4  # the setting turns the skip into compiled graphs
+    assert "capture_dynamic_output_shape_ops=True" in captured.setting
+
+
+def test_the_report_is_json_and_the_cli_prints_each_length_once():
+    import json
+
+    r = _run("transformer", (3, 3, 1), EAGER, {"layers": 1})
+    view = view_of(r)
+    report = json.loads(json.dumps(view.report))
+    assert report["agreed"] == 3 and report["requests"][0]["predicted"]["outcome"] == "reuses a graph"
+    text = format_shapes(report)
+    assert text.count("    3 tokens:") == 1 and "1 tokens: predicted compiles a graph, did compiles a graph" in text
+    assert [row[0] for row in view.lengths] == [1, 3] and view.lengths[1][1] == 2
+
+
+def test_its_endpoint_keeps_its_parameters_and_their_order():
+    """The HTTP API as documented (docs/cli.md): the names and their order are a promise to callers."""
+    from explorer.api import endpoint_parameters
+    from explorer.labs.registry import LABS
+
+    assert [p.name for p in endpoint_parameters(LABS["shapes"])] == [
+        "model", "config_json", "compiled_at", "lengths_from", "n", "min_len", "max_len", "seed", "lengths",
+        "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes"]
