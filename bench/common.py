@@ -4,6 +4,7 @@ the test suite uses to check that the script runs as the README shows it)."""
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from explorer.eager.compare import Comparison
@@ -53,3 +54,12 @@ def verdict_kind(c: Comparison | None) -> str:
 TITLES_JS = ("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map((t) => { "
              "const lines = [...t.querySelectorAll('tspan.line')]; "
              "return lines.length ? lines.map((l) => l.textContent).join(' ') : t.textContent; }).join(' | ')")
+
+
+def measured_by(script: str, quick: bool) -> str:
+    """A results file's first words: the command that measured it, and on what, when."""
+    from explorer.core import machine
+
+    m = machine.describe()
+    return (f"Measured by `python -m bench.{script}{' --quick' if quick else ''}` on {m['device']} ({m['cpu']}, "
+            f"{m['cores']} cores), torch {m['torch']}, {time.strftime('%Y-%m-%d')}")

@@ -14,11 +14,11 @@ from dataclasses import replace
 
 from bench.common import agreement, parser
 from explorer.core import machine
+from explorer.core.workload import workload
 from explorer.labs.optimize.lab import run_optimize
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.strategies import STRATEGIES
 from explorer.labs.optimize.view import PLAN_COLUMNS, STRATEGY_COLUMNS, view_of
-from explorer.labs.optimize.workload import workload
 from explorer.sources.registry import source
 from explorer.workers.process import WorkerProcess
 from explorer.workers.protocol import Here, Workers

@@ -31,10 +31,10 @@ from torch.utils.benchmark.utils.common import set_torch_threads
 from explorer.compile.observe import CompileAt, CompileLog, CountingBackend, message_line, user_line
 from explorer.core.limits import THREADS
 from explorer.core.machine import on_core
+from explorer.core.workload import Workload
 from explorer.eager.timing import measure, measuring_core
 from explorer.labs.optimize.planner import Costs, plan_of
 from explorer.labs.optimize.strategies import ONE_OP, STRATEGIES, Setting, scans
-from explorer.labs.optimize.workload import Workload
 from explorer.sources.edited import model_of
 from explorer.workers.process import WorkerProcess, resident_mb
 from explorer.workers.protocol import Job, WorkerContext

@@ -12,11 +12,11 @@ from typing import TypeVar
 
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
+from explorer.core.workload import Workload
 from explorer.labs.optimize.job import OPTIMIZE_TIMEOUT_S, ProbeJob, Served, ServeJob, optimize_service
 from explorer.labs.optimize.planner import planned, powers_of_two
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.strategies import STRATEGIES
-from explorer.labs.optimize.workload import Workload
 from explorer.workers.protocol import Job, WorkerFailure, Workers, run_said
 from models.config import config_dict
 

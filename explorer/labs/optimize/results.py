@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from explorer.compile.observe import cache_said
+from explorer.core.workload import Workload
 from explorer.eager.compare import CONFIDENCE, MIN_PAIRS, TARGET_PAIRS, Comparison, Estimate
 from explorer.labs.optimize.job import Served
 from explorer.labs.optimize.planner import Costs, Plan
 from explorer.labs.optimize.strategies import STRATEGIES
-from explorer.labs.optimize.workload import Workload
 
 SAME_ANSWERS = 1e-4  # max |output - eager's| past this: the strategy changes answers
 RESAMPLES = 2000  # the totals' bootstrap over blocks of requests (seeded: the same stream, the same interval)

@@ -7,16 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from explorer.core.batches import DISTRIBUTIONS
-from explorer.core.limits import MAX_TOKENS
 from explorer.core.progress import Progress
+from explorer.core.workload import StreamParams
 from explorer.labs.contract import LabContext, LabSpec, Needs, Work
 from explorer.labs.optimize.job import OPTIMIZE_TIMEOUT_S
 from explorer.labs.optimize.lab import run_optimize
 from explorer.labs.optimize.results import OptimizeResult
 from explorer.labs.optimize.strategies import STRATEGIES
 from explorer.labs.optimize.view import OUTPUTS, format_optimize, view_of
-from explorer.labs.optimize.workload import MAX_REQUESTS, Workload, workload
 from explorer.sources.contract import Subject
 from models.config import knob
 
@@ -27,16 +25,7 @@ DEFAULT_STRATEGIES = ("eager", "auto", "dynamic", "mark_dynamic", "buckets", "re
 
 
 @dataclass(frozen=True)
-class OptimizeParams:
-    lengths_from: str = knob("zipf", "the distribution the requests' lengths are drawn from (typed lengths, below, "
-                             "take its place)", choices=DISTRIBUTIONS)
-    n: int = knob(200, "requests in the stream (a distribution's)", min=1, max=MAX_REQUESTS)
-    min_len: int = knob(5, "the shortest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
-    max_len: int = knob(120, "the longest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
-    seed: int = knob(0, "the distribution's seed: the same stream every time", min=0, max=2**31 - 1)
-    lengths: str = knob("", "your requests' lengths in the order served, numbers separated by commas, spaces or "
-                        "lines: a dataset's token counts (the CLI reads a file); empty: drawn from the distribution",
-                        most=20_000, file=True)
+class OptimizeParams(StreamParams):
     strategies: tuple[str, ...] = knob(DEFAULT_STRATEGIES, "the strategies to serve the stream with, each in a "
                                        "fresh worker process (each adds its compiles and the stream's time)",
                                        choices=tuple(STRATEGIES))
@@ -46,18 +35,14 @@ class OptimizeParams:
                         "reported as such", min=10, max=1800)
 
 
-def workload_of(p: OptimizeParams) -> Workload:
-    return workload(p.lengths_from, p.n, p.min_len, p.max_len, p.lengths, p.seed)
-
-
 def run(subject: Subject | None, p: OptimizeParams, ctx: LabContext) -> Iterator[Progress | OptimizeResult]:
     assert subject is not None, "the optimization lab needs a model"
-    yield from run_optimize(ctx.workers, subject.model, subject.config, workload_of(p), list(p.strategies),
+    yield from run_optimize(ctx.workers, subject.model, subject.config, p.workload(), list(p.strategies),
                             p.backend, float(p.bound_s))
 
 
 def work(p: OptimizeParams) -> Work:
-    served = sum(workload_of(p).lengths)
+    served = sum(p.workload().lengths)
     recorded = [s for s in p.strategies if STRATEGIES[s].recorded]  # their recording runs serve it too
     streams = len(p.strategies) + len(recorded)
     return Work(2 * served * streams, f"{served:,} tokens x 2 (each request and its eager pair) x {streams} "

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from explorer.compile.options import CompileOptions, require_backend
-from explorer.core.batches import generate_lengths
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
 from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, ShapesJob
@@ -15,21 +14,6 @@ from explorer.workers.process import WorkerProcess
 from explorer.workers.protocol import Workers, run_said
 
 SHAPES_TIMEOUT_S = 600.0  # eight compiles at most (the recompile limit), then every request run once
-
-
-def requests_of(typed: str, distribution: str, n: int, min_len: int, max_len: int, seed: int) -> tuple[int, ...]:
-    """The lengths typed (numbers separated by commas or spaces), else `n` drawn from `distribution`."""
-    if typed.strip():
-        try:
-            lengths = tuple(int(x) for x in typed.replace(",", " ").split())
-        except ValueError:
-            raise InputError(f"lengths are whole numbers separated by commas or spaces; got {typed[:60]!r}") from None
-        if not lengths or min(lengths) < 1:
-            raise InputError("every length is at least 1 token")
-        return lengths
-    if min_len > max_len:
-        raise InputError(f"the shortest request ({min_len}) is longer than the longest ({max_len})")
-    return tuple(generate_lengths(n, distribution, min_len, max_len, seed))
 
 
 def run_shapes(workers: Workers, model: str, values: dict, options: CompileOptions, compiled_at: tuple[int, ...],

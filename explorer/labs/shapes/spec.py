@@ -8,31 +8,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
-from explorer.core.batches import DISTRIBUTIONS
 from explorer.core.limits import MAX_TOKENS
 from explorer.core.progress import Progress
+from explorer.core.workload import StreamParams
 from explorer.labs.contract import LabContext, LabSpec, Needs
 from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS
-from explorer.labs.shapes.lab import requests_of, run_shapes
+from explorer.labs.shapes.lab import run_shapes
 from explorer.labs.shapes.results import ShapesResult
 from explorer.labs.shapes.view import OUTPUTS, format_shapes, view_of
 from explorer.sources.contract import Subject
 from models.config import config_dict, knob
 
-MAX_REQUESTS = 1_000
-
 
 @dataclass(frozen=True)
-class ShapesParams:
+class ShapesParams(StreamParams):
+    min_len: int = knob(1, "the shortest request (a distribution's), tokens (1: dynamo's 0/1 specialization shows)",
+                        min=1, max=MAX_TOKENS)
     compiled_at: tuple[int, ...] = knob((8, 16), "the lengths compiled first, in order: the graphs the prediction "
                                         "reads (two lengths let automatic dynamic act)", min=1, max=MAX_TOKENS)
-    lengths_from: str = knob("zipf", "the distribution the requests' lengths are drawn from (typed lengths, below, "
-                             "win)", choices=DISTRIBUTIONS)
-    n: int = knob(200, "requests (a distribution's)", min=1, max=MAX_REQUESTS)
-    min_len: int = knob(1, "the shortest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
-    max_len: int = knob(120, "the longest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
-    seed: int = knob(0, "the distribution's seed: the same stream every time", min=0, max=2**31 - 1)
-    lengths: str = knob("", "your requests' lengths in order, numbers separated by commas or spaces", most=10_000)
     backend: str = knob("eager", "torch.compile's backend (the guards are dynamo's, the same for every backend; "
                         "inductor also generates C++)", choices=BACKENDS)
     dynamic: str = knob("auto", "torch.compile's dynamic: auto (automatic dynamic), true, false",
@@ -46,7 +39,7 @@ class ShapesParams:
 
 def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[Progress | ShapesResult]:
     assert subject is not None, "the shapes lab needs a model"
-    requests = requests_of(p.lengths, p.lengths_from, p.n, p.min_len, p.max_len, p.seed)
+    requests = p.workload().lengths
     switches = tuple(s for s, on in ((SCALAR_OUTPUTS, p.scalar_outputs), (OUTPUT_SHAPES, p.output_shapes)) if on)
     yield from run_shapes(ctx.workers, subject.model, config_dict(subject.config),
                           CompileOptions(p.backend, p.dynamic, p.mark_dynamic), p.compiled_at, requests, switches)

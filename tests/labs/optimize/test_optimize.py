@@ -12,13 +12,13 @@ import torch
 from explorer.api import final, named_subject, run_lab
 from explorer.compile.observe import CompileAt
 from explorer.core.errors import InputError
+from explorer.core.workload import Workload, workload
 from explorer.labs.contract import LabContext
 from explorer.labs.optimize.job import Served, ServeJob
 from explorer.labs.optimize.lab import run_optimize
 from explorer.labs.optimize.planner import Costs, plan_of
 from explorer.labs.optimize.results import OptimizeResult, totals
 from explorer.labs.optimize.snippet import snippet
-from explorer.labs.optimize.workload import Workload, workload
 from explorer.labs.registry import LABS
 from explorer.sources.registry import build_model, make_config
 from explorer.workers.process import COMPILER_ENV

@@ -95,5 +95,5 @@ def test_its_endpoint_keeps_its_parameters_and_their_order():
     from explorer.labs.registry import LABS
 
     assert [p.name for p in endpoint_parameters(LABS["shapes"])] == [
-        "model", "config_json", "compiled_at", "lengths_from", "n", "min_len", "max_len", "seed", "lengths",
+        "model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "compiled_at",
         "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes"]

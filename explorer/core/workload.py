@@ -1,6 +1,7 @@
-"""A workload: a stream of requests, one sentence each, in a fixed order, their lengths drawn from a distribution,
-typed, or read from a file of lengths (one per line: a dataset's token counts). Each request's text is the default
-text repeated or cut to its length, so every strategy serves the same bytes."""
+"""A workload (the optimization and shapes labs take one): a stream of requests, one sentence each, in a fixed order,
+their lengths drawn from a distribution, typed, or read from a file of lengths (one per line: a dataset's token
+counts). Each request's text is the default text repeated or cut to its length, so every strategy serves the same
+bytes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from explorer.core.errors import InputError
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.limits import MAX_TOKENS
+from models.config import knob
 
 MAX_REQUESTS = 1_000
 
@@ -58,3 +60,21 @@ def _typed(text: str) -> tuple[int, ...]:
         raise InputError(f"each length must be 1 to {MAX_TOKENS} tokens (GE_MAX_TOKENS); got "
                          f"{next(n for n in lengths if not 1 <= n <= MAX_TOKENS)}")
     return lengths
+
+
+@dataclass(frozen=True)
+class StreamParams:
+    """A stream of requests as a lab's parameters take it (the lab's own parameters follow these)."""
+
+    lengths_from: str = knob("zipf", "the distribution the requests' lengths are drawn from (typed lengths, below, "
+                             "take its place)", choices=DISTRIBUTIONS)
+    n: int = knob(200, "requests in the stream (a distribution's)", min=1, max=MAX_REQUESTS)
+    min_len: int = knob(5, "the shortest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
+    max_len: int = knob(120, "the longest request (a distribution's), tokens", min=1, max=MAX_TOKENS)
+    seed: int = knob(0, "the distribution's seed: the same stream every time", min=0, max=2**31 - 1)
+    lengths: str = knob("", "your requests' lengths in the order served, numbers separated by commas, spaces or "
+                        "lines: a dataset's token counts (the CLI reads a file); empty: drawn from the distribution",
+                        most=20_000, file=True)
+
+    def workload(self) -> Workload:
+        return workload(self.lengths_from, self.n, self.min_len, self.max_len, self.lengths, self.seed)
