@@ -90,8 +90,7 @@ def compiled_and_deployed(name: str, routes: tuple[str, ...]) -> list[str]:
         report = final(run_lab(LABS["deploy"], who, {"routes": ",".join(routes), "lengths": "8,100"},
                                LabContext(ws, tempfile.mkdtemp))).report
     finally:
-        for w in (ws.compile, ws.deploy):
-            w.stop()
+        ws.stop()
     for r in report["routes"]:
         failed_check = next((f"{c['label']}: {c['error']}" for c in r["checks"] if c.get("error")), "")
         why = (r["skipped"] or r["error"] or failed_check).split("\n")[0][:160]

@@ -70,8 +70,7 @@ def test_a_model_of_yours_runs_through_every_tab(menu_restored, tmp_path, model,
         eager = debugged.report["modes"][0]
         assert eager["failed"] and "models/bugs.py" in eager["failure"]["where"]
     finally:
-        for w in (ws.compile, ws.deploy):
-            w.stop()
+        ws.stop()
 
 
 def test_a_lab_says_before_any_click_why_it_cannot_run_the_playgrounds_model_and_which_it_runs(menu_restored):
