@@ -163,6 +163,13 @@ class Exploration:
         options = CompileOptions(backend, dynamic, mark_dynamic, fullgraph)
         return CompiledResult(final(compiled_update(self.session, self.workers.compile, options)))
 
+    def lab(self, name: str, **values: Any) -> LabResult:
+        """Any lab by its name (`python -m explorer --help` lists them) on this model, and this text where the lab
+        takes one: `values` as its knobs, e.g. `run.lab("shapes", lengths="1 5 9")`."""
+        if name not in LABS:
+            raise InputError(f"unknown lab {name!r}; the labs are: {', '.join(LABS)}")
+        return self._lab(name, values)
+
     def _lab(self, name: str, values: Mapping[str, Any]) -> LabResult:
         spec = LABS[name]
         subject = Subject(SOURCES[self.session.model_name], self.session.config, self.text)

@@ -97,3 +97,15 @@ def test_its_endpoint_keeps_its_parameters_and_their_order():
     assert [p.name for p in endpoint_parameters(LABS["shapes"])] == [
         "model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "compiled_at",
         "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes"]
+
+
+def test_a_notebooks_model_object_takes_the_lab_by_name_in_its_kernel():
+    from explorer.core.errors import InputError
+    from explorer.notebook import explore
+    from models import build_model, make_config
+
+    run = explore(build_model("transformer", make_config("transformer", {"layers": 1})), "hello")
+    shapes = run.lab("shapes", lengths="3 5 1")
+    assert shapes.report["agreed"] == 3 and "3 of 3 requests as predicted" in repr(shapes)
+    with pytest.raises(InputError, match="unknown lab 'shape'; the labs are: batch, deploy"):
+        run.lab("shape")
