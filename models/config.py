@@ -77,6 +77,8 @@ def knobs(config_cls: type) -> list[Knob]:
         kind = _TYPES[hint]
         if kind == "text" and meta.get("choices"):
             kind = "choice"
+        if kind == "ints" and meta.get("most") is None:  # its refusal names the bound: there must be one
+            raise ValueError(f"{config_cls.__name__}.{f.name}: a knob of numbers declares how many it takes (most=)")
         out.append(Knob(name=f.name, type=kind, default=f.default, help=meta["help"],
                         **{k: meta.get(k) for k in ("min", "max", "choices", "step", "most", "flag", "switch",
                                                     "titles")},

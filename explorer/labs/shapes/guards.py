@@ -61,8 +61,8 @@ def read(entry: Any, name: str) -> CachedGraph:
 
 
 def frame_of(module: Any) -> Callable[..., Any]:
-    """The function dynamo compiles for a module called as `module(ids)`: its `forward` (a decorated forward, as
-    `transformers` writes them, is the wrapper dynamo sees, not the function it wraps)."""
+    """The function whose frame dynamo compiles for a module called as `module(ids)`: its class's `forward` (a
+    decorated forward, as `transformers` writes them, is the wrapper dynamo sees, not the function it wraps)."""
     return type(module).forward
 
 

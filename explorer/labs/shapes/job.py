@@ -10,13 +10,13 @@ from typing import Any
 import torch
 import torch._dynamo as dynamo
 
-from explorer.compile.model import CompiledModel
+from explorer.compile.model import CallOutcome, CompiledModel
 from explorer.compile.observe import GraphBreak
 from explorer.compile.options import CompileOptions
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.limits import RECOMPILE_LIMIT
-from explorer.labs.shapes.guards import entries, failing, frame_locals, read
+from explorer.labs.shapes.guards import entries, failing, frame_locals, frame_of, read
 from explorer.labs.shapes.predict import Outcome, Prediction, predict
 from explorer.labs.shapes.results import Request, ShapesResult
 from explorer.workers.protocol import Job, WorkerContext
@@ -28,6 +28,15 @@ OUTPUT_SHAPES = "capture_dynamic_output_shape_ops"  # nonzero and its kin kept i
 
 def ids_of(length: int) -> torch.Tensor:
     return torch.tensor([encode(text_of_length(DEFAULT_TEXT, length))], dtype=torch.long)
+
+
+def _called(cm: CompiledModel, length: int, what: str) -> CallOutcome:
+    """The compiled model called at `length`; a call that failed (the model, or its compile) ends the run, named:
+    counted as reused or eager, it would pass for a prediction that held."""
+    outcome = cm.call(ids_of(length))
+    if outcome.error:
+        raise RuntimeError(f"{what} at {length} tokens failed: {outcome.error}")
+    return outcome
 
 
 @dataclass(frozen=True)
@@ -50,14 +59,12 @@ class ShapesJob(Job[ShapesResult]):
             skipped = ""
             for n in self.compiled_at:
                 ctx.phase(f"compiling at {n} tokens")
-                outcome = cm.call(ids_of(n))
-                if outcome.error:
-                    raise RuntimeError(f"the compile at {n} tokens failed: {outcome.error}")
+                outcome = _called(cm, n, "the compile")
                 if outcome.explanation is not None:
                     breaks += [b for b in outcome.explanation.graph_breaks if b not in breaks]
                     if outcome.explanation.skipped:
                         skipped = outcome.explanation.skipped_said()
-            fn = type(cm.model).forward
+            fn = frame_of(cm.model)
             name = [p for p in frame_locals(fn, cm.model, ids_of(2))][1]  # the argument after self
             cached = entries(fn)
             ctx.phase(f"predicting {len(self.requests)} requests from {len(cached)} cached graph(s)")
@@ -73,7 +80,7 @@ class ShapesJob(Job[ShapesResult]):
             for i, (n, p) in enumerate(zip(self.requests, predictions, strict=True), 1):
                 if i % 20 == 1:
                     ctx.phase(f"running request {i} of {len(self.requests)} ({n} tokens)")
-                outcome = cm.call(ids_of(n))
+                outcome = _called(cm, n, f"request {i}")
                 made = [e.compile_id for e in outcome.events if e.compile_id.split("/")[0] == frame]
                 requests.append(Request(p, self._did(cm, fn, made, n), made[0] if made else "",
                                         len(outcome.events) - len(made)))

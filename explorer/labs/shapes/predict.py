@@ -33,11 +33,12 @@ def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str |
             limit: int) -> list[Prediction]:
     """`check(length)`: each cached graph's compile id with the guard it fails for that length (None: accepts)."""
     new: dict[int, int] = {}  # a predicted graph's length -> the request that compiles it
+    checks: dict[int, list[tuple[str, str | None]]] = {}  # the cached graphs' guards read a length the same each time
     out = []
-    cached_count: int | None = None
     for i, length in enumerate(lengths, 1):
-        checked = check(length)
-        cached_count = len(checked) if cached_count is None else cached_count
+        if length not in checks:
+            checks[length] = check(length)
+        checked = checks[length]
         accepting = next((gid for gid, failed in checked if failed is None), None)
         if accepting is not None:
             out.append(Prediction(length, Outcome.REUSES, accepting, ""))
@@ -45,7 +46,7 @@ def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str |
             out.append(Prediction(length, Outcome.REUSES, f"new at request {new[length]}", ""))
         else:
             why = (checked[0][1] or "") if checked else "no graph cached"
-            if cached_count + len(new) >= limit:
+            if len(checked) + len(new) >= limit:
                 out.append(Prediction(length, Outcome.EAGER, "", why))
             else:
                 new[length] = i

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
-from explorer.core.limits import MAX_TOKENS
+from explorer.core.limits import MAX_TOKENS, RECOMPILE_LIMIT
 from explorer.core.progress import Progress
 from explorer.core.workload import StreamParams
 from explorer.labs.contract import LabContext, LabSpec, Needs
@@ -25,7 +25,8 @@ class ShapesParams(StreamParams):
     min_len: int = knob(1, "the shortest request (a distribution's), tokens (1: dynamo's 0/1 specialization shows)",
                         min=1, max=MAX_TOKENS)
     compiled_at: tuple[int, ...] = knob((8, 16), "the lengths compiled first, in order: the graphs the prediction "
-                                        "reads (two lengths let automatic dynamic act)", min=1, max=MAX_TOKENS)
+                                        "reads (two lengths let automatic dynamic act)", min=1, max=MAX_TOKENS,
+                                        most=int(RECOMPILE_LIMIT))
     backend: str = knob("eager", "torch.compile's backend (the guards are dynamo's, the same for every backend; "
                         "inductor also generates C++)", choices=BACKENDS)
     dynamic: str = knob("auto", "torch.compile's dynamic: auto (automatic dynamic), true, false",

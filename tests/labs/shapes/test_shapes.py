@@ -2,6 +2,8 @@
 before it runs, and the prediction checked against what dynamo then did, on the zoo and on a model of routing that
 no one here wrote for it (top-1 experts with `nonzero`)."""
 
+import textwrap
+
 import pytest
 
 from explorer.compile.options import CompileOptions
@@ -39,12 +41,12 @@ def test_the_rule_reuses_compiles_its_own_length_and_stops_at_the_limit():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("model", "requests"), [("transformer", ZIPF), ("rnn", ZIPF), ("tree", MIXED),
-                                                  ("early_exit", MIXED)])
+                                                  ("early_exit", MIXED), ("gpt2", MIXED)])
 def test_every_request_does_what_its_guards_predicted(model, requests):
     r = _run(model, requests)
     wrong = [(q.predicted.length, q.predicted.outcome.value, q.did.value) for q in r.requests if not q.agrees]
     assert wrong == [] and r.agreed == len(requests)
-    if model == "transformer":  # automatic dynamic: the length became a symbol, 0/1 specialization kept 1 apart
+    if model in ("transformer", "gpt2"):  # automatic dynamic: the length a symbol, 0/1 specialization keeps 1 apart
         assert r.graphs[0].dims == ("1", "dynamic") and r.count(Outcome.COMPILES, True) == 1
         assert any("2 <= L['ids'].size()[1]" in g.code for g in r.graphs[0].guards)
     if model == "rnn":  # the unrolled loop: a graph per length, eager past the recompile limit
@@ -109,3 +111,28 @@ def test_a_notebooks_model_object_takes_the_lab_by_name_in_its_kernel():
     assert shapes.report["agreed"] == 3 and "3 of 3 requests as predicted" in repr(shapes)
     with pytest.raises(InputError, match="unknown lab 'shape'; the labs are: batch, deploy"):
         run.lab("shape")
+
+
+def test_a_request_the_model_fails_ends_the_run_naming_it_not_counted_as_predicted(tmp_path, menu_restored):
+    path = tmp_path / "short_only.py"
+    path.write_text(textwrap.dedent("""\
+        import torch
+        from torch import nn
+
+
+        class ShortOnly(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.embed = nn.Embedding(256, 8)
+
+            def forward(self, ids: torch.Tensor) -> torch.Tensor:
+                if ids.shape[1] > 20:
+                    raise ValueError("at most 20 tokens")
+                return self.embed(ids).sum(-1)
+
+
+        def build() -> nn.Module:
+            return ShortOnly()
+        """))
+    with pytest.raises(RuntimeError, match=r"request 2 at 30 tokens failed: .*at most 20 tokens"):
+        _run(add_model_file(str(path)), (5, 30))
