@@ -55,7 +55,9 @@ def server():
     proc = subprocess.Popen(["sleep", "600"], env={**os.environ, "GE_PROBE_SECRET": SECRET})
     # until it has exec'd, the child's environment is still this process's, without the secret (a probe that read
     # it first once saw no secret with the walls off)
+    deadline = time.monotonic() + 60  # a bound on a hang (sleep never starting), not on this machine's speed
     while SECRET.encode() not in Path(f"/proc/{proc.pid}/environ").read_bytes():
+        assert time.monotonic() < deadline, "the probes' server did not start within 60 s"
         time.sleep(0.01)
     yield proc
     proc.kill()
