@@ -15,6 +15,7 @@ import os
 import pickle
 import signal
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,4 +70,10 @@ def stop_watching() -> None:
     and this one runs Python a visitor's code could replace). Its job connection's end then says the parent went."""
     _WATCH.stop.set()
     if _WATCH.thread is not None:
+        tid = _WATCH.thread.native_id
         _WATCH.thread.join()
+        # join returns as the thread's Python state ends; its kernel thread exits a moment later, and the walls
+        # count the kernel's threads (explorer/core/confine.py): wait for it (a bound, should it never go)
+        deadline = time.monotonic() + 5
+        while os.path.exists(f"/proc/self/task/{tid}") and time.monotonic() < deadline:
+            time.sleep(0.001)
