@@ -101,7 +101,7 @@ def test_its_endpoint_keeps_its_parameters_and_their_order():
         "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes"]
 
 
-def test_a_notebooks_model_object_takes_the_lab_by_name_in_its_kernel():
+def test_a_notebooks_model_object_takes_the_lab_by_name_in_its_kernel(menu_restored):
     from explorer.core.errors import InputError
     from explorer.notebook import explore
     from models import build_model, make_config
