@@ -58,6 +58,19 @@ def menu_restored(monkeypatch: pytest.MonkeyPatch) -> object:
     SOURCES.update(before)
 
 
+@pytest.fixture(autouse=True)
+def menu_kept(request: pytest.FixtureRequest) -> object:
+    """A test that adds a model to the menu (a file, a notebook object) and does not restore it fails here, naming
+    the model: a later test in the same process would read the menu it left (a refusal listing the models grew)."""
+    from explorer.sources.registry import SOURCES
+
+    before = set(SOURCES)
+    yield
+    if "menu_restored" not in request.fixturenames:
+        left = set(SOURCES) - before
+        assert not left, f"the test left {sorted(left)} in the model menu: use the menu_restored fixture"
+
+
 RUNNING: list[pytest.Item] = []  # the test being set up or run (tests.helpers.start_app reads its marks)
 
 

@@ -56,7 +56,7 @@ def test_inspect_takes_the_run_away_as_code_a_perfetto_trace_and_a_tlparse_repor
     assert json.loads(printed)["nodes"] == nodes
 
 
-def test_a_library_architecture_is_rebuilt_from_its_config_and_a_users_file_is_refused(tmp_path):
+def test_a_library_architecture_is_rebuilt_from_its_config_and_a_users_file_is_refused(tmp_path, menu_restored):
     session = Session()
     assert not reproducible(session)  # nothing ran yet
     session.configure("gpt2", {"layers": 1})
