@@ -171,13 +171,15 @@ def resident_mb(pid: int, field: str = "VmRSS") -> float | None:
 class WorkerProcess:
     """The parent side: one worker process, started lazily, replaced after a timeout or crash, and recycled
     between jobs past `max_rss_mb` resident or after `max_jobs` jobs (for workers whose jobs leave things behind:
-    traced modules, exported programs), so that nothing it keeps grows without bound."""
+    traced modules, exported programs), so that nothing it keeps grows without bound. Forked from the fork server
+    (explorer/core/child.py: ready in a fraction of a second), or `spawned` in a fresh interpreter (bench/
+    worker_start.py compares the two), as it is whenever it has an `env` of its own."""
 
     def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S, name: str = "compile",
                  advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.",
                  starts_processes: bool = False, core: int | None = None, max_jobs: int | None = None,
-                 max_rss_mb: float = WORKER_RSS_MB, confined: bool = False, env: Mapping[str, str] | None = None
-                 ) -> None:
+                 max_rss_mb: float = WORKER_RSS_MB, confined: bool = False, env: Mapping[str, str] | None = None,
+                 spawned: bool = False) -> None:
         self.timeout_s, self.name, self.advice, self.core = timeout_s, name, advice, core
         self.env = dict(env or {})  # the worker's own, on top of the app's (TORCH_TRACE for a traced compile)
         if confined:  # numpy's OpenBLAS would start a thread at import, which the walls could not bind
@@ -191,7 +193,8 @@ class WorkerProcess:
         # by itself if the app dies (explorer/core/child.py).
         self._daemon = not starts_processes
         _LIVE.add(self)
-        self._ctx = mp.get_context("spawn")
+        # forked from the fork server, or spawned: asked for, or for an environment of its own (set before imports)
+        self._ctx = child_process.context(fresh=spawned or bool(self.env))
         self._proc: Any = None
         self._tmp = ""
         self._conn: Any = None
