@@ -62,14 +62,28 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+def kept_by_this_process(pid: int) -> bool:
+    """This process's own multiprocessing helpers, kept until it exits: its resource tracker and its fork server
+    (explorer/core/child.py). A child forked from the fork server shows the server's command line, so the parent
+    tells them apart."""
+    return parent_of(pid) == os.getpid() and any(w in cmdline(pid) for w in (b"resource_tracker", b"forkserver"))
+
+
 def marked(mark: str) -> set[int]:
     """Live processes whose environment holds `mark` (an orphan is reparented, so no longer a descendant), but
-    this process's own resource tracker (kept until it exits)."""
+    this process's own helpers (kept until it exits)."""
     found = set()
     for env in Path("/proc").glob("[0-9]*/environ"):
         try:
-            state, parent = Path(env.parent, "stat").read_text().rsplit(")", 1)[1].split()[:2]
-            ours = int(parent) == os.getpid() and b"resource_tracker" in cmdline(int(env.parent.name))
+            state = Path(env.parent, "stat").read_text().rsplit(")", 1)[1].split()[0]
+            ours = kept_by_this_process(int(env.parent.name))
             if mark.encode() in env.read_bytes() and state != "Z" and not ours:
                 found.add(int(env.parent.name))
         except OSError:

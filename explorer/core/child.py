@@ -10,26 +10,24 @@ Where a child starts (`context`): a worker is forked from multiprocessing's fork
 imported torch, dynamo and inductor and run nothing (no torch state to inherit), so a worker is ready in
 milliseconds instead of the ~2.3 CPU-seconds a spawned interpreter spends importing them again (140 worker starts
 in one run of the test suite: about a sixth of its CPU). A child whose environment must be set before torch is
-imported (TORCH_TRACE, OPENBLAS_NUM_THREADS) or that is tied to its parent's thread is spawned. Either way it gets
-its parent's environment as it is at the start, not as it was when the fork server started.
+imported (TORCH_TRACE, OPENBLAS_NUM_THREADS) is spawned. Either way it gets its parent's environment as it is at
+the start, not as it was when the fork server started, and it exits as soon as its parent does: the watch waits
+on a pidfd of the parent, which the kernel wakes at the parent's exit, a SIGKILL included.
 """
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import multiprocessing as mp
 import multiprocessing.context
 import os
 import pickle
 import select
-import signal
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
-_PR_SET_PDEATHSIG = 1
 PRELOADED = ("torch", "torch._dynamo", "torch._inductor.compile_fx")  # what the fork server imports once
 
 
@@ -42,21 +40,18 @@ def context(fresh: bool = False) -> mp.context.BaseContext:
     return server
 
 
-def spawn_args(target: Any, *args: Any, handles: tuple[Any, ...] = (), tied_to_thread: bool = False,
-               env: Mapping[str, str] | None = None) -> tuple[Any, ...]:
-    """The `args` of a spawned `Process(target=run, ...)` that calls `target(*handles, *args)` once the child is
-    tied to this process. `handles` (pipes) go as multiprocessing sends them; `args` as bytes, unpickled after.
-    `tied_to_thread`: also have the kernel kill the child when the calling thread ends (PR_SET_PDEATHSIG follows
-    the thread that started it: only for a thread that outlives its children). `env`: set in the child's
-    environment before the target's module is imported (torch reads TORCH_TRACE when it is imported)."""
-    return (os.getpid(), f"{target.__module__}:{target.__qualname__}", pickle.dumps(args), tied_to_thread,
+def spawn_args(target: Any, *args: Any, handles: tuple[Any, ...] = (), env: Mapping[str, str] | None = None
+               ) -> tuple[Any, ...]:
+    """The `args` of a `Process(target=run, ...)` that calls `target(*handles, *args)` once the child is tied to
+    this process. `handles` (pipes) go as multiprocessing sends them; `args` as bytes, unpickled after. `env`: set
+    in the child's environment on top of this process's (before the target's module is imported: a spawned child
+    imports torch after it, and torch reads TORCH_TRACE when it is imported)."""
+    return (os.getpid(), f"{target.__module__}:{target.__qualname__}", pickle.dumps(args),
             {**os.environ, **(env or {})}, *handles)
 
 
-def run(parent: int, target: str, payload: bytes, tied_to_thread: bool, env: dict[str, str], *handles: Any) -> None:
+def run(parent: int, target: str, payload: bytes, env: dict[str, str], *handles: Any) -> None:
     """In the child: die with the parent, take its environment (and `env`), then import `target` and call it."""
-    if tied_to_thread:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     try:  # (its parent may be the fork server: the process to die with is the one that asked for it)
         watched = os.pidfd_open(parent)
     except ProcessLookupError:  # the parent died before this child could watch it: nobody will read its work

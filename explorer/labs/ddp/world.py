@@ -11,7 +11,6 @@ before its first import (explorer/core/child.py), so a launcher killed at any mo
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import pickle
 import shutil
@@ -108,7 +107,7 @@ def _together(store: dist.Store, key: str, world_size: int, limit_s: float) -> N
 
 def _rank_main(rank: int, world_size: int, port: int, workdir: str, pg_timeout_s: float, fn: RankFn,
                args: tuple[Any, ...]) -> None:
-    """A rank's process, tied to its launcher's thread before torch was imported (explorer/core/child.py)."""
+    """A rank's process, tied to its launcher before the engine was imported (explorer/core/child.py)."""
     work = Path(workdir)
     _stderr_to(work / f"rank{rank}.stderr")
     os.sched_setaffinity(0, {ALLOWED_CORES[rank % len(ALLOWED_CORES)]})
@@ -150,8 +149,8 @@ def _outcome(rank: int, proc: Any, work: Path, at_limit: bool) -> RankOutcome:
 
 def launch(label: str, fn: RankFn, args: tuple[Any, ...], world_size: int, pg_timeout_s: float, wall_s: float,
            env: dict[str, str] | None = None, on_phase: Callable[[str], None] | None = None) -> WorldRun:
-    """Run `fn(ctx, *args)` in `world_size` fresh processes (spawned: nothing of this process's torch state
-    carries over) and return how each ended. Never raises for what a rank does; kills every rank still running
+    """Run `fn(ctx, *args)` in `world_size` fresh processes (nothing of this process's torch state carries over)
+    and return how each ended. Never raises for what a rank does; kills every rank still running
     after `wall_s`, and removes every file it made."""
     if not 1 <= world_size <= max_world_size():
         raise ValueError(f"world size must be 1..{max_world_size()} (the cores this app may use); got {world_size}")
@@ -163,10 +162,12 @@ def launch(label: str, fn: RankFn, args: tuple[Any, ...], world_size: int, pg_ti
     started = time.monotonic()
     procs: list[Any] = []
     try:
-        spawn = mp.get_context("spawn")
-        procs = [spawn.Process(target=child.run, daemon=True, name=f"rank-{rank}",
-                               args=spawn_args(_rank_main, rank, world_size, store.port, str(work), pg_timeout_s, fn,
-                                               args, tied_to_thread=True))
+        # forked from the fork server (torch imported, no torch state of this process), or spawned where the ranks
+        # need their environment before torch's import (TORCH_DISTRIBUTED_DEBUG is read once, at the first use)
+        started_as = child.context(fresh=bool(env))
+        procs = [started_as.Process(target=child.run, daemon=True, name=f"rank-{rank}",
+                                    args=spawn_args(_rank_main, rank, world_size, store.port, str(work), pg_timeout_s,
+                                                    fn, args))
                  for rank in range(world_size)]
         for p in procs:
             p.start()
