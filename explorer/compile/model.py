@@ -6,6 +6,7 @@ time (see `jobs.py`)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,9 +64,11 @@ class ForwardFigures:
 
 
 class CompiledModel:
-    def __init__(self, model_name: str, config_values: dict[str, Any], options: CompileOptions, source: str = ""):
-        """`source`: the model's file as edited in the Code tab, built from it (in the confined code worker only)."""
-        self.model_name, self.options = model_name, options
+    def __init__(self, model_name: str, config_values: dict[str, Any], options: CompileOptions, source: str = "",
+                 on_graph: Callable[[str, torch.fx.GraphModule, list[Any]], None] | None = None):
+        """`source`: the model's file as edited in the Code tab, built from it (in the confined code worker only);
+        `on_graph(compile_id, graph, example_inputs)`: told of each graph as the backend gets it."""
+        self.model_name, self.options, self._on_graph = model_name, options, on_graph
         self.config = make_config(model_name, config_values)
         self.model = model_of(model_name, config_values, source)
         self.events: list[CompileEvent] = []
@@ -93,6 +96,8 @@ class CompiledModel:
             code=gm.print_readable(print_output=False), fx=fx_nodes(gm),
         ))
         self._mark = now
+        if self._on_graph is not None:
+            self._on_graph(self.events[-1].compile_id, gm, example_inputs)
 
     def _first_reason(self, ev: CompileEvent) -> str:
         if ev.dynamic and self.options.dynamic == "auto" and not self.options.mark_dynamic:

@@ -16,6 +16,8 @@ from typing import Any
 
 from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
+from explorer.labs.shapes.symbols import UNREAD, Symbols
+
 _LINE = re.compile(r"^[| ]*\+- (?P<kind>[A-Z_]+): (?P<code>.*?)(?:  # (?P<note>.*))?$")
 _SIZES = re.compile(r"size=\[(?P<sizes>[^\]]*)\]")
 _WHERE = re.compile(r"# (?P<where>[\w./-]+\.py:\d+ in \w+)")
@@ -34,6 +36,7 @@ class CachedGraph:
     compile_id: str  # "frame/attempt": dynamo's name of the compile that made it
     dims: tuple[str, ...]  # per dimension of the input: its size where the graph is specialized to it, or "dynamic"
     guards: tuple[Guard, ...]  # its guards that concern the input's shape
+    symbols: Symbols = UNREAD  # what each dimension became, read where the graph was traced (symbols.py)
 
 
 def _guard(line: str) -> Guard | None:

@@ -3,8 +3,9 @@ cached, predict every request from their guards (nothing runs), then run the req
 
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -16,9 +17,10 @@ from explorer.compile.options import CompileOptions
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.limits import RECOMPILE_LIMIT
-from explorer.labs.shapes.guards import entries, failing, frame_locals, frame_of, read
+from explorer.labs.shapes.guards import CachedGraph, entries, failing, frame_locals, frame_of, read
 from explorer.labs.shapes.predict import Outcome, Prediction, predict
 from explorer.labs.shapes.results import Request, ShapesResult
+from explorer.labs.shapes.symbols import read_symbols, shape_env_of
 from explorer.workers.protocol import Job, WorkerContext
 from models.tokenizer import encode
 
@@ -39,6 +41,13 @@ def _called(cm: CompiledModel, length: int, what: str) -> CallOutcome:
     return outcome
 
 
+def _graph(entry: Any, name: str, traced: dict[str, tuple[Any, Any]]) -> CachedGraph:
+    """A cached graph as its guards say, with what each dimension became where it was traced."""
+    graph = read(entry, name)
+    env, gm = traced.get(graph.compile_id, (None, None))
+    return graph if gm is None else replace(graph, symbols=read_symbols(env, gm, name, graph.dims, os.getcwd()))
+
+
 @dataclass(frozen=True)
 class ShapesJob(Job[ShapesResult]):
     model: str
@@ -54,7 +63,9 @@ class ShapesJob(Job[ShapesResult]):
     def run(self, ctx: WorkerContext) -> ShapesResult:
         dynamo.reset()  # the prediction reads this model's graphs only
         with dynamo.config.patch(**dict.fromkeys(self.switches, True)):
-            cm = CompiledModel(self.model, self.values, self.options)
+            traced: dict[str, tuple[Any, Any]] = {}  # compile id: (its shape environment, its FX graph)
+            cm = CompiledModel(self.model, self.values, self.options,
+                               on_graph=lambda cid, gm, inputs: traced.setdefault(cid, (shape_env_of(inputs), gm)))
             breaks: list[GraphBreak] = []
             skipped = ""
             for n in self.compiled_at:
@@ -85,8 +96,8 @@ class ShapesJob(Job[ShapesResult]):
                 requests.append(Request(p, self._did(cm, fn, made, n), made[0] if made else "",
                                         len(outcome.events) - len(made)))
         return ShapesResult(self.model, dict(self.values), self.setting(), self.compiled_at, name,
-                            tuple(read(e, name) for e in cached), skipped, tuple(breaks), tuple(requests), predict_s,
-                            int(RECOMPILE_LIMIT))
+                            tuple(_graph(e, name, traced) for e in cached), skipped, tuple(breaks), tuple(requests),
+                            predict_s, int(RECOMPILE_LIMIT))
 
     def _did(self, cm: CompiledModel, fn: Any, made: list[str], length: int) -> Outcome:
         """What dynamo did with the forward's frame for this request: compiled a graph (a compile event of that

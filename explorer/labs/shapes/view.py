@@ -8,11 +8,14 @@ from typing import Any
 
 from explorer.core import machine
 from explorer.labs.contract import Kind, Output
+from explorer.labs.shapes.guards import CachedGraph
 from explorer.labs.shapes.predict import Outcome
 from explorer.labs.shapes.results import ShapesResult
 
 GRAPH_COLUMNS = ("graph", "the input's dimensions in it", "guards on shapes")
 GUARD_COLUMNS = ("graph", "guard, in dynamo's words", "the line dynamo recorded", "that line")
+SYMBOL_COLUMNS = ("graph", "dimension or symbol", "became", "size or range", "the line that made it so",
+                  "that line (or why)")
 LENGTH_COLUMNS = ("length", "requests", "first at request", "predicted", "why (the newest graph's failing guard)",
                   "dynamo did", "agrees", "graphs of inner frames")
 OUTPUTS = (
@@ -20,6 +23,8 @@ OUTPUTS = (
     Output("lengths", Kind.TABLE, "each distinct length, predicted before any ran, then run", LENGTH_COLUMNS,
            prose=(LENGTH_COLUMNS[4],)),
     Output("graphs", Kind.TABLE, "the graphs dynamo cached for the forward (newest first)", GRAPH_COLUMNS),
+    Output("symbols", Kind.TABLE, "what each dimension of the input became in each graph, and the symbols born "
+           "inside the forward", SYMBOL_COLUMNS, prose=(SYMBOL_COLUMNS[5],)),
     Output("guards", Kind.TABLE, "their guards on the input's shape", GUARD_COLUMNS, prose=(GUARD_COLUMNS[1],)),
 )
 
@@ -30,13 +35,42 @@ class ShapesView:
     summary: str
     lengths: list[list[Any]]
     graphs: list[list[Any]]
+    symbols: list[list[Any]]
     guards: list[list[Any]]
     report: dict[str, Any]
 
 
-def _dims(dims: tuple[str, ...], name: str) -> str:
+def _dims(g: CachedGraph, name: str) -> str:
+    if g.symbols.dimensions:
+        return ", ".join(f"{name}.size({d.index}) = " + (f"{d.symbol} {d.became} {d.value}" if d.symbol else
+                                                         f"{d.value} ({d.became})") for d in g.symbols.dimensions)
     return ", ".join(f"{name}.size({i}) = {'dynamic' if d == 'dynamic' else f'{d} (specialized)'}"
-                     for i, d in enumerate(dims)) or "not read"
+                     for i, d in enumerate(g.dims)) or "not read"
+
+
+def _symbols(r: ShapesResult) -> list[list[Any]]:
+    rows = []
+    for g in r.graphs:
+        rows += [[g.compile_id, f"{r.input_name}.size({d.index})" + (f" = {d.symbol}" if d.symbol else ""), d.became,
+                  d.value, d.line or "—", d.code or "—"] for d in g.symbols.dimensions]
+        rows += [[g.compile_id, f"{u.symbol} (from {u.op})", "unbacked", u.value or "—", u.line or "—",
+                  u.code or "—"] for u in g.symbols.unbacked]
+    return rows
+
+
+def _became(r: ShapesResult) -> list[str]:
+    """The specializations and the unbacked symbols, said once each (the newest graph that has it)."""
+    said: dict[str, str] = {}
+    for g in r.graphs:
+        for d in g.symbols.dimensions:
+            if d.became == "specialized" and d.line:
+                said.setdefault(f"d{d.index}", f"- `{r.input_name}.size({d.index})` was traced as {d.symbol} and "
+                                f"**specialized to {d.value}** at {d.line} (`{d.code}`): another size needs "
+                                "another graph.")
+        for u in g.symbols.unbacked:
+            said.setdefault(f"u{u.line}{u.op}", f"- `{u.op}` at {u.line or 'a line dynamo did not record'} "
+                            f"(`{u.code}`) gave {u.symbol}, a size only the data decides (unbacked, {u.value}).")
+    return list(said.values())
 
 
 def _summary(r: ShapesResult) -> str:
@@ -57,6 +91,7 @@ def _summary(r: ShapesResult) -> str:
         said.append(f"Frames inside the forward (after a graph break, or a callee) compiled {inner} graph(s) while "
                     "the requests ran: their inputs exist only while the model runs, so their guards predict nothing "
                     "here.")
+    said += _became(r)
     for b in r.breaks:
         said.append(f"- Graph break: {b.one_line()}" + (f" — the setting for it: `{b.lever}`" if b.lever else ""))
     return "\n\n".join(said[:2]) + ("\n\n" + "\n".join(said[2:]) if len(said) > 2 else "")
@@ -88,12 +123,12 @@ def _plain(value: Any) -> Any:
 
 def view_of(result: ShapesResult) -> ShapesView:
     name = f"L['{result.input_name}']"
-    graphs = [[g.compile_id, _dims(g.dims, result.input_name), len(g.guards)] for g in result.graphs]
+    graphs = [[g.compile_id, _dims(g, result.input_name), len(g.guards)] for g in result.graphs]
     guards = [[g.compile_id, x.code, x.where or "—", x.source or "—"] for g in result.graphs for x in g.guards]
     status = (f"{result.agreed} of {len(result.requests)} requests did what their guards predicted; "
               f"{len(result.graphs)} graph(s) of the forward cached, its input {name}.")
     report = {**_plain(asdict(result)), "agreed": result.agreed, "machine": machine.describe()}
-    return ShapesView(status, _summary(result), _lengths(result), graphs, guards, report)
+    return ShapesView(status, _summary(result), _lengths(result), graphs, _symbols(result), guards, report)
 
 
 def format_shapes(report: dict[str, Any]) -> str:
@@ -103,6 +138,12 @@ def format_shapes(report: dict[str, Any]) -> str:
              f"(predicted in {report['predict_s'] * 1000:.0f} ms)"]
     for g in report["graphs"]:
         lines.append(f"  graph {g['compile_id']}: dims {list(g['dims'])}, {len(g['guards'])} guard(s) on shapes")
+        for d in g["symbols"]["dimensions"]:
+            if d["symbol"]:
+                lines.append(f"    size({d['index']}) = {d['symbol']}: {d['became']} {d['value']}"
+                             + (f" at {d['line']}: {d['code']}" if d["line"] else ""))
+        for u in g["symbols"]["unbacked"]:
+            lines.append(f"    {u['symbol']} (unbacked, {u['value']}) from {u['op']} at {u['line']}: {u['code']}")
     seen: set[int] = set()
     for q in report["requests"]:
         p = q["predicted"]

@@ -49,9 +49,19 @@ def test_every_request_does_what_its_guards_predicted(model, requests):
     if model in ("transformer", "gpt2"):  # automatic dynamic: the length a symbol, 0/1 specialization keeps 1 apart
         assert r.graphs[0].dims == ("1", "dynamic") and r.count(Outcome.COMPILES, True) == 1
         assert any("2 <= L['ids'].size()[1]" in g.code for g in r.graphs[0].guards)
+        batch, length = r.graphs[0].symbols.dimensions
+        assert (batch.became, batch.value, batch.symbol) == ("static", "1", "") and "0/1" in batch.code
+        assert length.became == "dynamic" and length.symbol.startswith("s") and length.value == "[2, ∞)"
     if model == "rnn":  # the unrolled loop: a graph per length, eager past the recompile limit
         assert [g.dims for g in r.graphs] == [("1", "16"), ("1", "8")]
         assert r.count(Outcome.COMPILES, False) == r.limit - 2 and r.count(Outcome.EAGER, False) > 0
+        # the newest graph traced the length as a symbol (it had changed) and the loop specialized it, at its line
+        line = next(i for i, t in enumerate((ROOT / "models" / "rnn.py").read_text().splitlines(), 1)
+                    if "unbind(1)" in t)
+        length = r.graphs[0].symbols.dimensions[1]
+        assert (length.became, length.value, length.line) == ("specialized", "16", f"models/rnn.py:{line} in forward")
+        assert "unbind(1)" in length.code
+        assert f"specialized to 16** at models/rnn.py:{line}" in view_of(r).summary
     if model == "early_exit":  # a break in the loop: the forward itself has no graph, frames inside it do
         assert r.graphs == () and {q.did for q in r.requests} == {Outcome.SKIPPED}
         assert any("item()" in b.reason for b in r.breaks)
@@ -70,13 +80,20 @@ def test_dynamic_false_and_mark_dynamic_change_what_the_length_becomes():
 def test_nonzero_routing_is_named_at_its_line_with_its_setting_and_the_setting_compiles_it(menu_restored):
     path = ROOT / "tests" / "outside" / "moe_top1.py"
     name = add_model_file(str(path))
-    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "nonzero" in text)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if ".nonzero()" in text)
     skipped = view_of(_run(name, (5, 9, 1)))
     assert f"moe_top1.py:{line}" in skipped.summary and "nonzero" in skipped.summary
     assert "capture_dynamic_output_shape_ops=True" in skipped.summary
     captured = _run(name, (5, 9, 1, 30), switches=(OUTPUT_SHAPES,))
     assert captured.graphs and captured.agreed == 4  # the setting turns the skip into compiled graphs
     assert "capture_dynamic_output_shape_ops=True" in captured.setting
+    # each expert's nonzero is a size only the data decides: an unbacked symbol, born at its line
+    born = captured.graphs[0].symbols.unbacked
+    assert [u.symbol for u in born] == ["u0", "u1", "u2", "u3"]  # one per expert (four)
+    assert {(u.op, u.line) for u in born} == {("nonzero", f"tests/outside/moe_top1.py:{line} in forward")}
+    view = view_of(captured)
+    assert view.symbols[-4][1:3] == ["u0 (from nonzero)", "unbacked"] and "nonzero()" in view.symbols[-4][5]
+    assert f"`nonzero` at tests/outside/moe_top1.py:{line}" in view.summary
 
 
 def test_the_report_is_json_and_the_cli_prints_each_length_once():
