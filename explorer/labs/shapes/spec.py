@@ -48,12 +48,13 @@ def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[P
 
 SPEC = LabSpec(
     name="shapes", title="Shapes lab", summary="which dimensions compiled dynamic, and which requests will recompile",
-    intro="A compiled model keeps a graph per shape its guards accept. This lab compiles **the Playground's model** "
-          "at a few lengths, shows what each dimension of the input became in each cached graph (a symbol, dynamic "
-          "or specialized at the line that made it a constant, or static), the sizes only the data decides (an "
+    intro="A compiled model keeps a graph per shape its guards accept. This lab compiles **the Playground's model**"
+          " at a few lengths, shows what each dimension of the input became in each cached graph (a symbol, dynamic"
+          " or specialized at the line that made it a constant, or static), the sizes only the data decides (an "
           "unbacked symbol, at its line) and the guards on shapes with the line dynamo recorded for each, then "
-          "takes a stream of requests and says, **before any runs**, which reuse a graph, which compile one and which run eagerly "
-          "past the recompile limit, from the guards themselves. Then it runs them and shows what dynamo did "
-          "beside each prediction. Each run starts a fresh worker process: dynamo's caches are the process's.",
+          "takes a stream of requests and says, **before any runs**, which reuse a graph, which compile one and "
+          "which run eagerly past the recompile limit, from the guards themselves. Then it runs them and shows what"
+          " dynamo did beside each prediction. Each run starts a fresh worker process: dynamo's caches are the "
+          "process's.",
     button="Predict, then run", params=ShapesParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
     text=format_shapes)
