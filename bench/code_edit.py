@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 import statistics
 import time
-
-from playwright.sync_api import sync_playwright
+from typing import Any
 
 from bench.appserver import start_app, stop_app
 from bench.common import parser
-from bench.screenshot import CHROMIUM_ARGS
+from bench.screenshot import chromium_page
 from explorer.code.edits import original_source
 from explorer.core import machine
 from explorer.ui.code import PAUSE_MS
@@ -58,54 +57,56 @@ def _edit(page, source: str, before: int, trigger: str) -> tuple[float, int]:
     return took, _shown(page) or 0
 
 
+def measure(page: Any, url: str, quick: bool) -> list[str]:
+    """The results table's rows, measured in `page` on the app at `url` (its Code tab allowed; the tests pass
+    theirs: one app per test process)."""
+    rows = []
+    for model in ["rnn"] if quick else list(ZOO):
+        page.goto(f"{url}?model={model}")
+        page.wait_for_selector(".cards .card", timeout=120_000)
+        page.get_by_role("tab", name="Code").click()
+        page.wait_for_function(f"() => /edited code: \\d+ nodes/.test(({_TITLE})())", timeout=120_000)
+        shown = _shown(page) or 0  # the shipped file's graph: untimed (the worker's first start)
+        times: dict[str, list[float]] = {t: [] for t in TRIGGERS}
+        nodes = {shown}
+        for i in range(1 if quick else REPEATS):
+            trigger = TRIGGERS[i // 2 % 2]
+            took, shown = _edit(page, doubled(model) if i % 2 == 0 else original_source(model), shown, trigger)
+            times[trigger].append(took)
+            nodes.add(shown)
+            print(model, trigger, f"{took:.2f} s", shown, flush=True)
+        said = [f"{statistics.median(t):.2f} ({min(t):.2f}-{max(t):.2f})" if t else "—" for t in times.values()]
+        paused = times["pause"] or times["Ctrl+Enter"]  # --quick: one sample, by Ctrl+Enter
+        rows.append(f"| {model} | {min(nodes):,}-{max(nodes):,} | {' | '.join(said)} | "
+                    f"{sum(map(len, times.values()))} | {'yes' if statistics.median(paused) <= GOAL_S else 'no'} |")
+    return rows
+
+
+def results(rows: list[str], quick: bool) -> str:
+    m = machine.describe()
+    return "\n".join([
+        "# From an edit in the Code tab to its graph painted", "",
+        f"Measured by `python -m bench.code_edit{' --quick' if quick else ''}` on {m['device']} "
+        f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, Debian Chromium headless at 1280x720, "
+        f"{time.strftime('%Y-%m-%d')}. Each sample: the editor's text replaced (the model's file with its "
+        "output doubled, then as shipped, alternately) and run by Ctrl+Enter or by the pause in typing "
+        f"({PAUSE_MS} ms, counted in its samples), until the graph's title shows the new node count: the code "
+        "worker's rebuild and capture, the figure, the transfer, Plotly's drawing (the forward's timing "
+        "follows, not waited for). Each zoo model at its default config and the Playground's default input. "
+        f"Goal: {GOAL_S} s from the last key to the graph, when the person pauses.", "",
+        "| model | nodes | Ctrl+Enter: median s (min-max) | after a pause: median s (min-max) | samples | "
+        "within the goal |", "|---|---|---|---|---:|---|", *rows]) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-code.md").parse_args(argv)
-    models = ["rnn"] if args.quick else list(ZOO)
-    repeats = 1 if args.quick else REPEATS
     proc, url, _ = start_app({"GE_ALLOW_CODE": "1"})
-    rows = []
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            for model in models:
-                page.goto(f"{url}?model={model}")
-                page.wait_for_selector(".cards .card", timeout=120_000)
-                page.get_by_role("tab", name="Code").click()
-                page.wait_for_function(f"() => /edited code: \\d+ nodes/.test(({_TITLE})())", timeout=120_000)
-                shown = _shown(page) or 0  # the shipped file's graph: untimed (the worker's first start)
-                times: dict[str, list[float]] = {t: [] for t in TRIGGERS}
-                nodes = {shown}
-                for i in range(repeats):
-                    trigger = TRIGGERS[i // 2 % 2]
-                    took, shown = _edit(page, doubled(model) if i % 2 == 0 else original_source(model), shown,
-                                        trigger)
-                    times[trigger].append(took)
-                    nodes.add(shown)
-                    print(model, trigger, f"{took:.2f} s", shown, flush=True)
-                said = [f"{statistics.median(t):.2f} ({min(t):.2f}-{max(t):.2f})" if t else "—"
-                        for t in times.values()]
-                paused = times["pause"] or times["Ctrl+Enter"]  # --quick: one sample, by Ctrl+Enter
-                rows.append(f"| {model} | {min(nodes):,}-{max(nodes):,} | {' | '.join(said)} | "
-                            f"{sum(map(len, times.values()))} | "
-                            f"{'yes' if statistics.median(paused) <= GOAL_S else 'no'} |")
-            browser.close()
+        with chromium_page() as page:
+            rows = measure(page, url, args.quick)
     finally:
         stop_app(proc)
-    m = machine.describe()
-    lines = ["# From an edit in the Code tab to its graph painted", "",
-             f"Measured by `python -m bench.code_edit{' --quick' if args.quick else ''}` on {m['device']} "
-             f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, Debian Chromium headless at 1280x720, "
-             f"{time.strftime('%Y-%m-%d')}. Each sample: the editor's text replaced (the model's file with its "
-             "output doubled, then as shipped, alternately) and run by Ctrl+Enter or by the pause in typing "
-             f"({PAUSE_MS} ms, counted in its samples), until the graph's title shows the new node count: the code "
-             "worker's rebuild and capture, the figure, the transfer, Plotly's drawing (the forward's timing "
-             "follows, not waited for). Each zoo model at its default config and the Playground's default input. "
-             f"Goal: {GOAL_S} s from the last key to the graph, when the person pauses.", "",
-             "| model | nodes | Ctrl+Enter: median s (min-max) | after a pause: median s (min-max) | samples | "
-             "within the goal |", "|---|---|---|---|---:|---|",
-             *rows]
-    args.out.write_text("\n".join(lines) + "\n")
+    args.out.write_text(results(rows, args.quick))
     print(f"wrote {args.out}")
 
 

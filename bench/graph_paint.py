@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 import statistics
 import time
-
-from playwright.sync_api import sync_playwright
+from typing import Any
 
 from bench.appserver import start_app, stop_app
 from bench.common import TITLES_JS, parser
-from bench.screenshot import CHROMIUM_ARGS
+from bench.screenshot import chromium_page
 from explorer.core import machine
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
@@ -44,42 +43,47 @@ def _paint(page, text: str) -> tuple[float, int]:
     return took, nodes
 
 
+def measure(page: Any, url: str, quick: bool) -> list[str]:
+    """The results table's rows, measured in `page` on the app at `url` (the tests pass theirs: one app per test
+    process)."""
+    sizes = {"about 800 nodes": 50} if quick else SIZES
+    repeats = 1 if quick else REPEATS
+    page.goto(url)
+    page.wait_for_selector(".cards .card", timeout=120_000)
+    _paint(page, text_of_length(DEFAULT_TEXT, 20))  # untimed: the page's first run and its memory stage end
+    times: dict[str, list[float]] = {k: [] for k in sizes}
+    nodes: dict[str, int] = {}
+    for i in range(repeats):
+        for label, tokens in sizes.items():  # alternating: each update draws a new graph
+            text = text_of_length(DEFAULT_TEXT, tokens - i % 2)  # a new text each time: it really runs
+            took, nodes[label] = _paint(page, text)
+            times[label].append(took)
+            print(label, f"{took:.2f} s", flush=True)
+    return [f"| {label} | {nodes[label]:,} | {statistics.median(ts):.2f} | {min(ts):.2f}-{max(ts):.2f} | {len(ts)} |"
+            for label, ts in times.items()]
+
+
+def results(rows: list[str], quick: bool) -> str:
+    m = machine.describe()
+    return "\n".join([
+        "# From a change of input to the new graph painted", "",
+        f"Measured by `python -m bench.graph_paint{' --quick' if quick else ''}` on {m['device']} "
+        f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, Debian Chromium headless at 1280x720, "
+        f"{time.strftime('%Y-%m-%d')}. Each sample: the RNN's input replaced, until the graph's title shows "
+        "the new run (the server's capture and figure, the transfer, Plotly's drawing; the timings and memory "
+        "that follow are not waited for), started once the previous run has ended.", "",
+        "| graph | nodes | median s | min-max s | samples |", "|---|---:|---:|---|---:|", *rows]) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-paint.md").parse_args(argv)
-    sizes = {"about 800 nodes": 50} if args.quick else SIZES
-    repeats = 1 if args.quick else REPEATS
     proc, url, _ = start_app()
-    rows = []
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            page.goto(url)
-            page.wait_for_selector(".cards .card", timeout=120_000)
-            _paint(page, text_of_length(DEFAULT_TEXT, 20))  # untimed: the page's first run and its memory stage end
-            times: dict[str, list[float]] = {k: [] for k in sizes}
-            nodes: dict[str, int] = {}
-            for i in range(repeats):
-                for label, tokens in sizes.items():  # alternating: each update draws a new graph
-                    text = text_of_length(DEFAULT_TEXT, tokens - i % 2)  # a new text each time: it really runs
-                    took, nodes[label] = _paint(page, text)
-                    times[label].append(took)
-                    print(label, f"{took:.2f} s", flush=True)
-            browser.close()
+        with chromium_page() as page:
+            rows = measure(page, url, args.quick)
     finally:
         stop_app(proc)
-    for label, ts in times.items():
-        rows.append(f"| {label} | {nodes[label]:,} | {statistics.median(ts):.2f} | {min(ts):.2f}-{max(ts):.2f} | "
-                    f"{len(ts)} |")
-    m = machine.describe()
-    lines = ["# From a change of input to the new graph painted", "",
-             f"Measured by `python -m bench.graph_paint{' --quick' if args.quick else ''}` on {m['device']} "
-             f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, Debian Chromium headless at 1280x720, "
-             f"{time.strftime('%Y-%m-%d')}. Each sample: the RNN's input replaced, until the graph's title shows "
-             "the new run (the server's capture and figure, the transfer, Plotly's drawing; the timings and memory "
-             "that follow are not waited for), started once the previous run has ended.", "",
-             "| graph | nodes | median s | min-max s | samples |", "|---|---:|---:|---|---:|", *rows]
-    args.out.write_text("\n".join(lines) + "\n")
+    args.out.write_text(results(rows, args.quick))
     print(f"wrote {args.out}")
 
 

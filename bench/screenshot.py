@@ -6,6 +6,9 @@ Uses Debian's Chromium (/usr/bin/chromium) through Playwright; never a downloade
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from playwright.sync_api import sync_playwright
 
@@ -16,10 +19,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def main(url: str, out: str, text: str | None = None) -> None:
+@contextmanager
+def chromium_page(width: int = 1280, height: int = 720) -> Iterator[Any]:
+    """A page of Debian's Chromium (headless, never a downloaded browser), closed afterwards."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": HEIGHT})
+        try:
+            yield browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            browser.close()
+
+
+def main(url: str, out: str, text: str | None = None) -> None:
+    with chromium_page(1400, HEIGHT) as page:
         page.goto(url)
         page.wait_for_selector(".cards .card", timeout=60_000)
         page.wait_for_function("document.querySelector('.cards').innerText.includes('MiB') ||"
@@ -33,7 +45,6 @@ def main(url: str, out: str, text: str | None = None) -> None:
                                    timeout=60_000)
         page.wait_for_timeout(1500)
         page.screenshot(path=out, clip={"x": 0, "y": 0, "width": 1400, "height": HEIGHT})
-        browser.close()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Every benchmark script runs in its smallest mode (`--quick`) and writes its results: through its `main(argv)` in
 this process, as `python -m bench.<name> --quick` would run it, except those whose point is a fresh interpreter
-(start-up, a first compile) and those that drive Chromium (Playwright's sync API refuses a process where the
-browser tests' event loop runs), which run as the README shows them. Each script is a group of its own
+(start-up, a first compile), which run as the README shows them, and those that drive Chromium, whose measurement
+runs in the browser tests' own browser on their app (tests/app/test_browser_bench.py). Each script is a group of its own
 (tests/conftest.py), so that the test processes share them out. bench.load is run by tests/app/test_load.py, which
 checks its figures too."""
 
@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ("__init__", "common", "appserver", "phases", "screenshot")  # modules the scripts share, not scripts
 SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in HELPERS)
-SUBPROCESS = ("first_compile", "startup", "code_edit", "graph_paint")  # see the module's docstring
+SUBPROCESS = ("first_compile", "startup")  # see the module's docstring
+IN_THE_BROWSER_TESTS = ("code_edit", "graph_paint")
 STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soak", "startup"]  # apps of their own
 
 
@@ -32,7 +33,7 @@ def test_every_script_is_listed():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", [pytest.param(s, marks=[pytest.mark.owns_app] * (s in STARTS_THE_APP))
-                                    for s in SCRIPTS if s != "load"])
+                                    for s in SCRIPTS if s != "load" and s not in IN_THE_BROWSER_TESTS])
 def test_the_script_runs_and_writes_its_results(script, tmp_path):
     out = tmp_path / "results.md"
     argv = ["--quick", "--out", str(out)]
