@@ -11,7 +11,6 @@ their embedded workers (the latter starts a process group of its own)."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import platform
@@ -177,8 +176,12 @@ class RayCompileService:
                 if time.monotonic() - start > self.timeout_s:
                     raise WorkerFailure(f"{self.name} timed out after {self.timeout_s:.0f} s ({phase}); its Ray "
                                          "actor was stopped and replaced.")
-                with contextlib.suppress(self._ray.exceptions.GetTimeoutError):
+                try:  # (the actor may die between the wait and this question: the job's answer says so below)
                     phase = self._ray.get(self._actor.phase.remote(), timeout=0.4)
+                except self._ray.exceptions.GetTimeoutError:
+                    pass
+                except self._ray.exceptions.RayActorError:
+                    break
                 yield Progress(time.monotonic() - start, f"{phase} (on Ray, {self.node})")
             try:
                 answer = self._ray.get(ref)

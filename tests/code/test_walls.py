@@ -10,6 +10,7 @@ root's 700 home), so that run is the one where the walls alone hold."""
 import http.server
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -96,7 +97,10 @@ def _check(walled, body: str) -> str:
 
 def test_a_kill_of_another_process_of_the_servers_user(walled, server):
     _check(walled, f"import os, signal\nos.kill({server.pid}, signal.SIGKILL)")
-    assert (server.poll() is None) == walled[1]  # alive behind the walls, killed without them
+    if walled[1]:
+        assert server.poll() is None  # alive behind the walls
+    else:  # killed without them (on a loaded machine a killed process takes a moment to end: a bound, not a speed)
+        assert server.wait(timeout=30) == -signal.SIGKILL
 
 
 def test_ptrace_of_the_server(walled, server):
