@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 import torch._dynamo as dynamo
+from torch._dynamo.decorators import mark_unbacked
 
 from explorer.compile.model import CallOutcome, CompiledModel
 from explorer.compile.observe import GraphBreak
@@ -28,17 +29,16 @@ SCALAR_OUTPUTS = "capture_scalar_outputs"  # .item() kept in the graph (an unbac
 OUTPUT_SHAPES = "capture_dynamic_output_shape_ops"  # nonzero and its kin kept in the graph (an unbacked size)
 
 
-def ids_of(length: int) -> torch.Tensor:
-    return torch.tensor([encode(text_of_length(DEFAULT_TEXT, length))], dtype=torch.long)
+STANCES = ("default", "eager_on_recompile")  # torch.compiler.set_stance while the requests run
 
 
-def _called(cm: CompiledModel, length: int, what: str) -> CallOutcome:
-    """The compiled model called at `length`; a call that failed (the model, or its compile) ends the run, named:
-    counted as reused or eager, it would pass for a prediction that held."""
-    outcome = cm.call(ids_of(length))
-    if outcome.error:
-        raise RuntimeError(f"{what} at {length} tokens failed: {outcome.error}")
-    return outcome
+def ids_of(length: int, unbacked: bool = False) -> torch.Tensor:
+    """The input at `length`; `unbacked`: its length marked unbacked (torch._dynamo.decorators.mark_unbacked), a
+    size dynamo traces without a value, so that no guard can specialize it (0 and 1 included)."""
+    ids = torch.tensor([encode(text_of_length(DEFAULT_TEXT, length))], dtype=torch.long)
+    if unbacked:
+        mark_unbacked(ids, 1)
+    return ids
 
 
 def _graph(entry: Any, name: str, traced: dict[str, tuple[Any, Any]]) -> CachedGraph:
@@ -56,9 +56,21 @@ class ShapesJob(Job[ShapesResult]):
     compiled_at: tuple[int, ...]
     requests: tuple[int, ...]
     switches: tuple[str, ...]  # dynamo's config switches turned on (SCALAR_OUTPUTS, OUTPUT_SHAPES)
+    unbacked: bool = False  # the length marked unbacked before every call
+    stance: str = "default"  # torch.compiler.set_stance while the requests run (STANCES)
 
     def setting(self) -> str:
-        return ", ".join([self.options.label(), *(f"{s}=True" for s in self.switches)])
+        return ", ".join([self.options.label(), *(f"{s}=True" for s in self.switches),
+                          *(["mark_unbacked on the length"] if self.unbacked else []),
+                          *([f"stance {self.stance} for the requests"] if self.stance != "default" else [])])
+
+    def _called(self, cm: CompiledModel, length: int, what: str) -> CallOutcome:
+        """The compiled model called at `length`; a call that failed (the model, or its compile) ends the run,
+        named: counted as reused or eager, it would pass for a prediction that held."""
+        outcome = cm.call(ids_of(length, self.unbacked))
+        if outcome.error:
+            raise RuntimeError(f"{what} at {length} tokens failed: {outcome.error}")
+        return outcome
 
     def run(self, ctx: WorkerContext) -> ShapesResult:
         dynamo.reset()  # the prediction reads this model's graphs only
@@ -70,7 +82,7 @@ class ShapesJob(Job[ShapesResult]):
             skipped = ""
             for n in self.compiled_at:
                 ctx.phase(f"compiling at {n} tokens")
-                outcome = _called(cm, n, "the compile")
+                outcome = self._called(cm, n, "the compile")
                 if outcome.explanation is not None:
                     breaks += [b for b in outcome.explanation.graph_breaks if b not in breaks]
                     if outcome.explanation.skipped:
@@ -84,17 +96,19 @@ class ShapesJob(Job[ShapesResult]):
                 why = skipped or "dynamo compiled no graph of the forward itself (only of frames inside it)"
                 predictions = [Prediction(n, Outcome.SKIPPED, "", why) for n in self.requests]
             else:
-                predictions = predict(self.requests, lambda n: self._check(cm, fn, cached, n), int(RECOMPILE_LIMIT))
+                predictions = predict(self.requests, lambda n: self._check(cm, fn, cached, n), int(RECOMPILE_LIMIT),
+                                      compiles=self.stance == "default")
             predict_s = time.perf_counter() - start
             frame = str(cached[0].compile_id).split("/")[0] if cached else None
             requests = []
-            for i, (n, p) in enumerate(zip(self.requests, predictions, strict=True), 1):
-                if i % 20 == 1:
-                    ctx.phase(f"running request {i} of {len(self.requests)} ({n} tokens)")
-                outcome = _called(cm, n, f"request {i}")
-                made = [e.compile_id for e in outcome.events if e.compile_id.split("/")[0] == frame]
-                requests.append(Request(p, self._did(cm, fn, made, n), made[0] if made else "",
-                                        len(outcome.events) - len(made)))
+            with torch.compiler.set_stance(self.stance):
+                for i, (n, p) in enumerate(zip(self.requests, predictions, strict=True), 1):
+                    if i % 20 == 1:
+                        ctx.phase(f"running request {i} of {len(self.requests)} ({n} tokens)")
+                    outcome = self._called(cm, n, f"request {i}")
+                    made = [e.compile_id for e in outcome.events if e.compile_id.split("/")[0] == frame]
+                    requests.append(Request(p, self._did(cm, fn, made, n), made[0] if made else "",
+                                            len(outcome.events) - len(made)))
         return ShapesResult(self.model, dict(self.values), self.setting(), self.compiled_at, name,
                             tuple(_graph(e, name, traced) for e in cached), skipped, tuple(breaks), tuple(requests),
                             predict_s, int(RECOMPILE_LIMIT))
@@ -107,10 +121,12 @@ class ShapesJob(Job[ShapesResult]):
         now = entries(fn)
         if not now:
             return Outcome.SKIPPED
-        return Outcome.REUSES if any(f is None for _, f in self._check(cm, fn, now, length)) else Outcome.EAGER
+        if any(f is None for _, f in self._check(cm, fn, now, length)):
+            return Outcome.REUSES
+        return Outcome.EAGER if self.stance == "default" else Outcome.HELD
 
     def _check(self, cm: CompiledModel, fn: Any, cached: list[Any], length: int) -> list[tuple[str, str | None]]:
-        ids = ids_of(length)
+        ids = ids_of(length, self.unbacked)
         if self.options.mark_dynamic:
             dynamo.mark_dynamic(ids, 1)  # as the call marks it: its guards check the mark
         f_locals = frame_locals(fn, cm.model, ids)

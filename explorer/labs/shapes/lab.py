@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from explorer.compile.options import CompileOptions, require_backend
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, ShapesJob
+from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, STANCES, ShapesJob
 from explorer.labs.shapes.results import ShapesResult
 from explorer.workers.process import WorkerProcess
 from explorer.workers.protocol import Workers, run_said
@@ -17,11 +17,16 @@ SHAPES_TIMEOUT_S = 600.0  # eight compiles at most (the recompile limit), then e
 
 
 def run_shapes(workers: Workers, model: str, values: dict, options: CompileOptions, compiled_at: tuple[int, ...],
-               requests: tuple[int, ...], switches: tuple[str, ...]) -> Iterator[Progress | ShapesResult]:
+               requests: tuple[int, ...], switches: tuple[str, ...], unbacked: bool = False,
+               stance: str = "default") -> Iterator[Progress | ShapesResult]:
     require_backend(options.backend)
     if unknown := set(switches) - {SCALAR_OUTPUTS, OUTPUT_SHAPES}:
         raise InputError(f"unknown switch(es) {sorted(unknown)}")
-    job = ShapesJob(model, values, options, compiled_at, requests, switches)
+    if stance not in STANCES:
+        raise InputError(f"stance must be one of {', '.join(STANCES)}; got {stance!r}")
+    if unbacked and options.mark_dynamic:
+        raise InputError("mark the length dynamic or unbacked, not both")
+    job = ShapesJob(model, values, options, compiled_at, requests, switches, unbacked, stance)
     runner = (WorkerProcess(SHAPES_TIMEOUT_S, name="shapes", max_jobs=1,
                             advice="Ask for fewer requests, shorter lengths, or backend eager.")
               if workers.fresh else workers.compile)

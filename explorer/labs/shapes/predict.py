@@ -18,6 +18,7 @@ class Outcome(Enum):
     REUSES = "reuses a graph"
     COMPILES = "compiles a graph"
     EAGER = "runs eagerly (recompile limit)"
+    HELD = "runs eagerly (stance eager_on_recompile)"  # torch.compiler.set_stance: nothing new compiles
     SKIPPED = "runs eagerly (dynamo skips the forward)"
 
 
@@ -30,8 +31,9 @@ class Prediction:
 
 
 def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str | None]]],
-            limit: int) -> list[Prediction]:
-    """`check(length)`: each cached graph's compile id with the guard it fails for that length (None: accepts)."""
+            limit: int, compiles: bool = True) -> list[Prediction]:
+    """`check(length)`: each cached graph's compile id with the guard it fails for that length (None: accepts);
+    `compiles`: False under the stance eager_on_recompile (a request no cached graph accepts runs eagerly)."""
     new: dict[int, int] = {}  # a predicted graph's length -> the request that compiles it
     checks: dict[int, list[tuple[str, str | None]]] = {}  # the cached graphs' guards read a length the same each time
     out = []
@@ -46,7 +48,9 @@ def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str |
             out.append(Prediction(length, Outcome.REUSES, f"new at request {new[length]}", ""))
         else:
             why = (checked[0][1] or "") if checked else "no graph cached"
-            if len(checked) + len(new) >= limit:
+            if not compiles:
+                out.append(Prediction(length, Outcome.HELD, "", why))
+            elif len(checked) + len(new) >= limit:
                 out.append(Prediction(length, Outcome.EAGER, "", why))
             else:
                 new[length] = i

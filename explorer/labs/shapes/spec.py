@@ -12,7 +12,7 @@ from explorer.core.limits import MAX_TOKENS, RECOMPILE_LIMIT
 from explorer.core.progress import Progress
 from explorer.core.workload import StreamParams
 from explorer.labs.contract import LabContext, LabSpec, Needs
-from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS
+from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, STANCES
 from explorer.labs.shapes.lab import run_shapes
 from explorer.labs.shapes.results import ShapesResult
 from explorer.labs.shapes.view import OUTPUTS, format_shapes, view_of
@@ -36,6 +36,11 @@ class ShapesParams(StreamParams):
                                 "symbol) instead of a break")
     output_shapes: bool = knob(False, f"torch._dynamo.config.{OUTPUT_SHAPES}: nonzero and its kin in the graph "
                                "(an unbacked size) instead of a break")
+    mark_unbacked: bool = knob(False, "torch._dynamo.decorators.mark_unbacked on the length before each call: a "
+                               "size traced without a value, so no guard specializes it (1 included); a line that "
+                               "needs its value fails, named")
+    stance: str = knob("default", "torch.compiler.set_stance while the requests run (after the first compiles): "
+                       "eager_on_recompile runs eagerly what would compile", choices=STANCES)
 
 
 def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[Progress | ShapesResult]:
@@ -43,7 +48,8 @@ def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[P
     requests = p.workload().lengths
     switches = tuple(s for s, on in ((SCALAR_OUTPUTS, p.scalar_outputs), (OUTPUT_SHAPES, p.output_shapes)) if on)
     yield from run_shapes(ctx.workers, subject.model, config_dict(subject.config),
-                          CompileOptions(p.backend, p.dynamic, p.mark_dynamic), p.compiled_at, requests, switches)
+                          CompileOptions(p.backend, p.dynamic, p.mark_dynamic), p.compiled_at, requests, switches,
+                          p.mark_unbacked, p.stance)
 
 
 SPEC = LabSpec(

@@ -8,7 +8,8 @@ ShapeEnv, the record tlparse's "symbolic shape specializations" come from) and t
 - A dimension with no symbol is **static**: the graph was compiled for that size only; a size of 0 or 1 always
   is (dynamo's 0/1 specialization).
 - An **unbacked** symbol (`u0`) is a size or value only the data decides (`nonzero`, `.item()`), born at an FX
-  node whose stack trace names the line.
+  node whose stack trace names the line; or an input's dimension marked unbacked (`mark_unbacked`), traced without
+  a value.
 
 The shape environment and the graph are torch's internals (torch.fx.experimental.symbolic_shapes); they are read in
 the compile worker only, and tests/labs/shapes checks each kind on real models."""
@@ -91,17 +92,31 @@ def _symbols_in(value: Any) -> set[str]:
     return set()
 
 
-def _unbacked(env: Any, gm: torch.fx.GraphModule, root: str) -> list[Unbacked]:
-    born: dict[str, Unbacked] = {}
+def _input_shape(gm: torch.fx.GraphModule, name: str) -> tuple[Any, ...]:
+    """The input's shape as the graph traced it (its placeholder's fake tensor: a SymInt where a size is a
+    symbol), or () if the graph does not take it."""
+    for node in gm.graph.nodes:  # dynamo names a local's placeholder after it: L['ids'] is l_ids_
+        if node.op == "placeholder" and node.name == f"l_{name}_":
+            return tuple(getattr(node.meta.get("example_value"), "shape", ()))
+    return ()
+
+
+def _unbacked(env: Any, gm: torch.fx.GraphModule, root: str, inputs: set[str]) -> list[Unbacked]:
+    """The unbacked symbols the forward's operations made, each at the first node whose value holds it (not
+    `inputs`: an input's dimension marked unbacked is that dimension's)."""
+    born: list[Unbacked] = []
+    seen = set(inputs)
     for node in gm.graph.nodes:
-        for s in sorted(_symbols_in(node.meta.get("example_value")) - born.keys()):
+        if node.op == "placeholder":
+            continue
+        for s in sorted(_symbols_in(node.meta.get("example_value")) - seen):
+            seen.add(s)
             if s.startswith("u"):
                 line, code = _node_line(node, root)
-                op = getattr(node.target, "__name__", str(node.target))
-                value = _range(env.var_to_range[sympy.Symbol(s, integer=True)]) \
-                    if env is not None and sympy.Symbol(s, integer=True) in env.var_to_range else ""
-                born[s] = Unbacked(s, op, value, line, code)
-    return sorted(born.values(), key=lambda u: int(u.symbol[1:]))
+                symbol = sympy.Symbol(s, integer=True)
+                value = _range(env.var_to_range[symbol]) if env is not None and symbol in env.var_to_range else ""
+                born.append(Unbacked(s, getattr(node.target, "__name__", str(node.target)), value, line, code))
+    return sorted(born, key=lambda u: int(u.symbol[1:]))
 
 
 def read_symbols(env: Any, gm: torch.fx.GraphModule, name: str, sizes: tuple[str, ...], root: str = "") -> Symbols:
@@ -114,8 +129,15 @@ def read_symbols(env: Any, gm: torch.fx.GraphModule, name: str, sizes: tuple[str
                 m = _SIZE.match(source.name)
                 if m and m["name"] == name:
                     symbol_of.setdefault(int(m["dim"]), (s, source))
+    traced = _input_shape(gm, name)
     dims = []
     for i, size in enumerate(sizes):
+        unbacked = _symbols_in(traced[i]) if i < len(traced) and isinstance(traced[i], torch.SymInt) else set()
+        if i not in symbol_of and unbacked:
+            s = sympy.Symbol(min(unbacked), integer=True)
+            dims.append(Dimension(i, str(s), "unbacked", _range(env.var_to_range[s]) if env is not None else "", "",
+                                  "marked unbacked: traced without a value, no guard reads it"))
+            continue
         if i not in symbol_of:
             why = "sizes 0 and 1 are never symbolic (0/1 specialization)" if size in ("0", "1") else \
                 "compiled for this size only"
@@ -130,7 +152,7 @@ def read_symbols(env: Any, gm: torch.fx.GraphModule, name: str, sizes: tuple[str
                                   (frame.line or "").strip() if frame else ""))
         else:
             dims.append(Dimension(i, str(s), "dynamic", _range(env.var_to_range[s]), "", ""))
-    return Symbols(tuple(dims), tuple(_unbacked(env, gm, root)))
+    return Symbols(tuple(dims), tuple(_unbacked(env, gm, root, {d.symbol for d in dims if d.became == "unbacked"})))
 
 
 def shape_env_of(example_inputs: list[Any]) -> Any:

@@ -22,8 +22,9 @@ EAGER = CompileOptions("eager")  # the guards are dynamo's: the backend that com
 
 
 def _run(model: str, requests: tuple[int, ...], options: CompileOptions = EAGER,
-         values: dict | None = None, switches: tuple[str, ...] = ()):
-    return ShapesJob(model, values or {}, options, (8, 16), requests, switches).run(WorkerContext(lambda _: None))
+         values: dict | None = None, switches: tuple[str, ...] = (), **levers):
+    return ShapesJob(model, values or {}, options, (8, 16), requests, switches, **levers).run(
+        WorkerContext(lambda _: None))
 
 
 def test_the_rule_reuses_compiles_its_own_length_and_stops_at_the_limit():
@@ -76,6 +77,38 @@ def test_dynamic_false_and_mark_dynamic_change_what_the_length_becomes():
     assert {q.did for q in marked.requests} == {Outcome.REUSES}
 
 
+def test_the_stance_eager_on_recompile_runs_eagerly_what_would_compile_and_is_predicted_so():
+    held = _run("rnn", (8, 5, 16, 5, 9), stance="eager_on_recompile")
+    assert [q.predicted.outcome for q in held.requests] == [Outcome.REUSES, Outcome.HELD, Outcome.REUSES,
+                                                            Outcome.HELD, Outcome.HELD]
+    assert held.agreed == 5 and "stance eager_on_recompile for the requests" in held.setting
+    assert "3 eager run(s) held by the stance" in view_of(held).summary
+    assert len(held.graphs) == 2  # nothing compiled while the requests ran
+
+
+def test_mark_unbacked_leaves_the_length_unspecialized_even_at_one_token_and_a_loop_that_needs_it_is_named():
+    unbacked = _run("transformer", (1, 3, 40), values={"layers": 1}, unbacked=True)
+    assert unbacked.agreed == 3 and {q.did for q in unbacked.requests} == {Outcome.REUSES}  # 1 token too
+    length = unbacked.graphs[0].symbols.dimensions[1]
+    assert length.became == "unbacked" and length.symbol.startswith("u") and unbacked.graphs[0].symbols.unbacked == ()
+    # the RNN's loop needs the length's value: the graph breaks there, at its line, instead of specializing it
+    line = next(i for i, t in enumerate((ROOT / "models" / "rnn.py").read_text().splitlines(), 1) if "unbind(1)" in t)
+    rnn = _run("rnn", (3, 1, 8), unbacked=True)
+    assert rnn.agreed == 3 and [b.where for b in rnn.breaks] == [f"models/rnn.py:{line}"]
+    assert rnn.graphs[0].symbols.dimensions[1].became == "unbacked"
+
+
+def test_the_length_marked_both_ways_or_an_unknown_stance_is_refused_before_any_worker_starts():
+    from explorer.core.errors import InputError
+    from explorer.labs.shapes.lab import run_shapes
+    from explorer.workers.protocol import Workers
+
+    with pytest.raises(InputError, match="dynamic or unbacked, not both"):
+        next(run_shapes(Workers({}), "rnn", {}, CompileOptions("eager", "auto", True), (8,), (3,), (), True))
+    with pytest.raises(InputError, match="stance must be one of default, eager_on_recompile; got 'force_eager'"):
+        next(run_shapes(Workers({}), "rnn", {}, EAGER, (8,), (3,), (), stance="force_eager"))
+
+
 @pytest.mark.slow
 def test_nonzero_routing_is_named_at_its_line_with_its_setting_and_the_setting_compiles_it(menu_restored):
     path = ROOT / "tests" / "outside" / "moe_top1.py"
@@ -115,7 +148,7 @@ def test_its_endpoint_keeps_its_parameters_and_their_order():
 
     assert [p.name for p in endpoint_parameters(LABS["shapes"])] == [
         "model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "compiled_at",
-        "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes"]
+        "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes", "mark_unbacked", "stance"]
 
 
 def test_a_notebooks_model_object_takes_the_lab_by_name_in_its_kernel(menu_restored):
