@@ -17,7 +17,8 @@ from explorer.compile.observe import GraphBreak
 from explorer.compile.options import CompileOptions
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
-from explorer.core.limits import RECOMPILE_LIMIT
+from explorer.core.limits import MAX_TOKENS, RECOMPILE_LIMIT
+from explorer.labs.shapes.exported import export_length
 from explorer.labs.shapes.guards import CachedGraph, entries, failing, frame_locals, frame_of, read
 from explorer.labs.shapes.predict import Outcome, Prediction, predict
 from explorer.labs.shapes.results import Request, ShapesResult
@@ -58,6 +59,7 @@ class ShapesJob(Job[ShapesResult]):
     switches: tuple[str, ...]  # dynamo's config switches turned on (SCALAR_OUTPUTS, OUTPUT_SHAPES)
     unbacked: bool = False  # the length marked unbacked before every call
     stance: str = "default"  # torch.compiler.set_stance while the requests run (STANCES)
+    export: bool = False  # also torch.export the model with its length a Dim (exported.py)
 
     def setting(self) -> str:
         return ", ".join([self.options.label(), *(f"{s}=True" for s in self.switches),
@@ -109,9 +111,15 @@ class ShapesJob(Job[ShapesResult]):
                     made = [e.compile_id for e in outcome.events if e.compile_id.split("/")[0] == frame]
                     requests.append(Request(p, self._did(cm, fn, made, n), made[0] if made else "",
                                             len(outcome.events) - len(made)))
-        return ShapesResult(self.model, dict(self.values), self.setting(), self.compiled_at, name,
-                            tuple(_graph(e, name, traced) for e in cached), skipped, tuple(breaks), tuple(requests),
-                            predict_s, int(RECOMPILE_LIMIT))
+        graphs = tuple(_graph(e, name, traced) for e in cached)
+        exported = None
+        if self.export:
+            ctx.phase("exporting with the length dynamic")
+            specialized = next((d for g in graphs for d in g.symbols.dimensions
+                                if d.index == 1 and d.became == "specialized"), None)
+            exported = export_length(cm.model, ids_of(max(2, self.compiled_at[0])), 2, int(MAX_TOKENS), specialized)
+        return ShapesResult(self.model, dict(self.values), self.setting(), self.compiled_at, name, graphs, skipped,
+                            tuple(breaks), tuple(requests), predict_s, int(RECOMPILE_LIMIT), exported)
 
     def _did(self, cm: CompiledModel, fn: Any, made: list[str], length: int) -> Outcome:
         """What dynamo did with the forward's frame for this request: compiled a graph (a compile event of that

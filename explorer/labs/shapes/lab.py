@@ -18,7 +18,7 @@ SHAPES_TIMEOUT_S = 600.0  # eight compiles at most (the recompile limit), then e
 
 def run_shapes(workers: Workers, model: str, values: dict, options: CompileOptions, compiled_at: tuple[int, ...],
                requests: tuple[int, ...], switches: tuple[str, ...], unbacked: bool = False,
-               stance: str = "default") -> Iterator[Progress | ShapesResult]:
+               stance: str = "default", export: bool = False) -> Iterator[Progress | ShapesResult]:
     require_backend(options.backend)
     if unknown := set(switches) - {SCALAR_OUTPUTS, OUTPUT_SHAPES}:
         raise InputError(f"unknown switch(es) {sorted(unknown)}")
@@ -26,7 +26,7 @@ def run_shapes(workers: Workers, model: str, values: dict, options: CompileOptio
         raise InputError(f"stance must be one of {', '.join(STANCES)}; got {stance!r}")
     if unbacked and options.mark_dynamic:
         raise InputError("mark the length dynamic or unbacked, not both")
-    job = ShapesJob(model, values, options, compiled_at, requests, switches, unbacked, stance)
+    job = ShapesJob(model, values, options, compiled_at, requests, switches, unbacked, stance, export)
     runner = (WorkerProcess(SHAPES_TIMEOUT_S, name="shapes", max_jobs=1,
                             advice="Ask for fewer requests, shorter lengths, or backend eager.")
               if workers.fresh else workers.compile)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from explorer.compile.observe import GraphBreak
+from explorer.labs.shapes.exported import Exported
 from explorer.labs.shapes.guards import CachedGraph
 from explorer.labs.shapes.predict import Outcome, Prediction
 
@@ -34,6 +35,7 @@ class ShapesResult:
     requests: tuple[Request, ...]
     predict_s: float  # the prediction's seconds, for every request, before any ran
     limit: int  # dynamo's recompile limit in the worker
+    exported: Exported | None = None  # the model through torch.export with its length a Dim, if asked
 
     @property
     def agreed(self) -> int:

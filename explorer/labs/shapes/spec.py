@@ -41,6 +41,8 @@ class ShapesParams(StreamParams):
                                "needs its value fails, named")
     stance: str = knob("default", "torch.compiler.set_stance while the requests run (after the first compiles): "
                        "eager_on_recompile runs eagerly what would compile", choices=STANCES)
+    export: bool = knob(False, "also torch.export the model with its length a Dim from 2 to the token limit: the "
+                        "range export proves, or its refusal with the line that specialized the length")
 
 
 def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[Progress | ShapesResult]:
@@ -49,7 +51,7 @@ def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[P
     switches = tuple(s for s, on in ((SCALAR_OUTPUTS, p.scalar_outputs), (OUTPUT_SHAPES, p.output_shapes)) if on)
     yield from run_shapes(ctx.workers, subject.model, config_dict(subject.config),
                           CompileOptions(p.backend, p.dynamic, p.mark_dynamic), p.compiled_at, requests, switches,
-                          p.mark_unbacked, p.stance)
+                          p.mark_unbacked, p.stance, p.export)
 
 
 SPEC = LabSpec(

@@ -95,6 +95,11 @@ def _summary(r: ShapesResult) -> str:
                     "the requests ran: their inputs exist only while the model runs, so their guards predict nothing "
                     "here.")
     said += _became(r)
+    if (e := r.exported) is not None:
+        said.append(f"- torch.export with {e.dim}: range constraints {e.ranges}." if not e.error else
+                    f"- torch.export with {e.dim} refused: {e.error}" +
+                    (f" The compiled graphs show where: the length was specialized at {e.line} (`{e.code}`)."
+                     if e.line else ""))
     for b in r.breaks:
         said.append(f"- Graph break: {b.one_line()}" + (f" — the setting for it: `{b.lever}`" if b.lever else ""))
     return "\n\n".join(said[:2]) + ("\n\n" + "\n".join(said[2:]) if len(said) > 2 else "")
@@ -147,6 +152,9 @@ def format_shapes(report: dict[str, Any]) -> str:
                              + (f" at {d['line']}: {d['code']}" if d["line"] else ""))
         for u in g["symbols"]["unbacked"]:
             lines.append(f"    {u['symbol']} (unbacked, {u['value']}) from {u['op']} at {u['line']}: {u['code']}")
+    if (e := report.get("exported")) is not None:
+        lines.append(f"  torch.export with {e['dim']}: " + (f"range constraints {e['ranges']}" if not e["error"] else
+                     f"refused: {e['error']}" + (f" [specialized at {e['line']}: {e['code']}]" if e["line"] else "")))
     seen: set[int] = set()
     for q in report["requests"]:
         p = q["predicted"]

@@ -98,6 +98,20 @@ def test_mark_unbacked_leaves_the_length_unspecialized_even_at_one_token_and_a_l
     assert rnn.graphs[0].symbols.dimensions[1].became == "unbacked"
 
 
+def test_export_with_the_length_a_dim_proves_its_range_or_is_refused_at_the_line_the_graphs_name():
+    from explorer.core.limits import MAX_TOKENS
+
+    proved = _run("transformer", (3,), values={"layers": 1}, export=True).exported
+    assert proved.error == "" and proved.ranges.endswith(f": [2, {int(MAX_TOKENS)}]")
+    refused = view_of(_run("rnn", (3,), export=True))
+    line = next(i for i, t in enumerate((ROOT / "models" / "rnn.py").read_text().splitlines(), 1) if "unbind(1)" in t)
+    e = refused.report["exported"]
+    assert e["error"].startswith("UserError: Constraints violated (length)!") and "constant (8)" in e["error"]
+    assert e["line"] == f"models/rnn.py:{line} in forward" and "unbind(1)" in e["code"]  # what export does not say
+    assert f"the length was specialized at models/rnn.py:{line}" in refused.summary
+    assert f"[specialized at models/rnn.py:{line} in forward" in format_shapes(refused.report)
+
+
 def test_the_length_marked_both_ways_or_an_unknown_stance_is_refused_before_any_worker_starts():
     from explorer.core.errors import InputError
     from explorer.labs.shapes.lab import run_shapes
@@ -148,7 +162,7 @@ def test_its_endpoint_keeps_its_parameters_and_their_order():
 
     assert [p.name for p in endpoint_parameters(LABS["shapes"])] == [
         "model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "compiled_at",
-        "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes", "mark_unbacked", "stance"]
+        "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes", "mark_unbacked", "stance", "export"]
 
 
 def test_a_notebooks_model_object_takes_the_lab_by_name_in_its_kernel(menu_restored):
