@@ -30,7 +30,9 @@ SCALAR_OUTPUTS = "capture_scalar_outputs"  # .item() kept in the graph (an unbac
 OUTPUT_SHAPES = "capture_dynamic_output_shape_ops"  # nonzero and its kin kept in the graph (an unbacked size)
 
 
-STANCES = ("default", "eager_on_recompile")  # torch.compiler.set_stance while the requests run
+# torch.compiler.set_stance while the requests run: what a request no cached graph accepts does under each
+STANCES = {"default": None, "eager_on_recompile": Outcome.HELD, "fail_on_recompile": Outcome.REFUSED}
+_REFUSED = "Detected recompile when torch.compile stance is 'fail_on_recompile'"  # (dynamo's words)
 
 
 def ids_of(length: int, unbacked: bool = False) -> torch.Tensor:
@@ -70,7 +72,7 @@ class ShapesJob(Job[ShapesResult]):
         """The compiled model called at `length`; a call that failed (the model, or its compile) ends the run,
         named: counted as reused or eager, it would pass for a prediction that held."""
         outcome = cm.call(ids_of(length, self.unbacked))
-        if outcome.error:
+        if outcome.error and not (self.stance == "fail_on_recompile" and _REFUSED in outcome.error):
             raise RuntimeError(f"{what} at {length} tokens failed: {outcome.error}")
         return outcome
 
@@ -99,7 +101,7 @@ class ShapesJob(Job[ShapesResult]):
                 predictions = [Prediction(n, Outcome.SKIPPED, "", why) for n in self.requests]
             else:
                 predictions = predict(self.requests, lambda n: self._check(cm, fn, cached, n), int(RECOMPILE_LIMIT),
-                                      compiles=self.stance == "default")
+                                      instead=STANCES[self.stance])
             predict_s = time.perf_counter() - start
             frame = str(cached[0].compile_id).split("/")[0] if cached else None
             requests = []
@@ -109,8 +111,8 @@ class ShapesJob(Job[ShapesResult]):
                         ctx.phase(f"running request {i} of {len(self.requests)} ({n} tokens)")
                     outcome = self._called(cm, n, f"request {i}")
                     made = [e.compile_id for e in outcome.events if e.compile_id.split("/")[0] == frame]
-                    requests.append(Request(p, self._did(cm, fn, made, n), made[0] if made else "",
-                                            len(outcome.events) - len(made)))
+                    did = Outcome.REFUSED if outcome.error else self._did(cm, fn, made, n)  # (the stance's refusal)
+                    requests.append(Request(p, did, made[0] if made else "", len(outcome.events) - len(made)))
         graphs = tuple(_graph(e, name, traced) for e in cached)
         exported = None
         if self.export:
@@ -131,7 +133,7 @@ class ShapesJob(Job[ShapesResult]):
             return Outcome.SKIPPED
         if any(f is None for _, f in self._check(cm, fn, now, length)):
             return Outcome.REUSES
-        return Outcome.EAGER if self.stance == "default" else Outcome.HELD
+        return STANCES[self.stance] or Outcome.EAGER
 
     def _check(self, cm: CompiledModel, fn: Any, cached: list[Any], length: int) -> list[tuple[str, str | None]]:
         ids = ids_of(length, self.unbacked)

@@ -19,6 +19,7 @@ class Outcome(Enum):
     COMPILES = "compiles a graph"
     EAGER = "runs eagerly (recompile limit)"
     HELD = "runs eagerly (stance eager_on_recompile)"  # torch.compiler.set_stance: nothing new compiles
+    REFUSED = "fails (stance fail_on_recompile)"  # the call raises where it would recompile
     SKIPPED = "runs eagerly (dynamo skips the forward)"
 
 
@@ -31,9 +32,10 @@ class Prediction:
 
 
 def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str | None]]],
-            limit: int, compiles: bool = True) -> list[Prediction]:
+            limit: int, instead: Outcome | None = None) -> list[Prediction]:
     """`check(length)`: each cached graph's compile id with the guard it fails for that length (None: accepts);
-    `compiles`: False under the stance eager_on_recompile (a request no cached graph accepts runs eagerly)."""
+    `instead`: what a request no cached graph accepts does under a stance that compiles nothing new (HELD,
+    REFUSED), None where it compiles."""
     new: dict[int, int] = {}  # a predicted graph's length -> the request that compiles it
     checks: dict[int, list[tuple[str, str | None]]] = {}  # the cached graphs' guards read a length the same each time
     out = []
@@ -48,8 +50,8 @@ def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str |
             out.append(Prediction(length, Outcome.REUSES, f"new at request {new[length]}", ""))
         else:
             why = (checked[0][1] or "") if checked else "no graph cached"
-            if not compiles:
-                out.append(Prediction(length, Outcome.HELD, "", why))
+            if instead is not None:
+                out.append(Prediction(length, instead, "", why))
             elif len(checked) + len(new) >= limit:
                 out.append(Prediction(length, Outcome.EAGER, "", why))
             else:

@@ -40,7 +40,8 @@ class ShapesParams(StreamParams):
                                "size traced without a value, so no guard specializes it (1 included); a line that "
                                "needs its value fails, named")
     stance: str = knob("default", "torch.compiler.set_stance while the requests run (after the first compiles): "
-                       "eager_on_recompile runs eagerly what would compile", choices=STANCES)
+                       "eager_on_recompile runs eagerly what would compile, fail_on_recompile makes it fail",
+                       choices=tuple(STANCES))
     export: bool = knob(False, "also torch.export the model with its length a Dim from 2 to the token limit: the "
                         "range export proves, or its refusal with the line that specialized the length")
 

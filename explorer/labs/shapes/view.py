@@ -78,14 +78,15 @@ def _summary(r: ShapesResult) -> str:
     said = [f"**{r.model}** compiled with {r.setting} at {', '.join(map(str, r.compiled_at))} tokens, then "
             f"{n} requests."]
     if r.graphs:
-        held = (f", {r.count(Outcome.HELD, True)} eager run(s) held by the stance"
-                if "stance" in r.setting else "")
+        by_stance = (f", {r.count(Outcome.HELD, True)} run eagerly and {r.count(Outcome.REFUSED, True)} failing by "
+                     "the stance" if "stance" in r.setting else "")
         said.append(f"Before any request ran, their guards predicted **{r.count(Outcome.COMPILES, True)} compile(s)**,"
-                    f" {r.count(Outcome.EAGER, True)} eager run(s) past the recompile limit ({r.limit}){held} and "
-                    f"{r.count(Outcome.REUSES, True)} reuse(s), in {r.predict_s * 1000:.0f} ms for all {n}. Run: "
+                    f" {r.count(Outcome.EAGER, True)} eager run(s) past the recompile limit ({r.limit}){by_stance} and"
+                    f" {r.count(Outcome.REUSES, True)} reuse(s), in {r.predict_s * 1000:.0f} ms for all {n}. Run: "
                     f"{r.count(Outcome.COMPILES, False)} compile(s), "
                     f"{r.count(Outcome.EAGER, False) + r.count(Outcome.HELD, False)} eager, "
-                    f"{r.count(Outcome.REUSES, False)} reuse(s): **{r.agreed} of {n} agree**.")
+                    f"{r.count(Outcome.REFUSED, False)} failed, {r.count(Outcome.REUSES, False)} reuse(s): "
+                    f"**{r.agreed} of {n} agree**.")
     else:
         said.append(f"The forward itself has no graph ({r.requests[0].predicted.why if r.requests else r.skipped}): "
                     f"it runs eagerly, and so does every request; {r.agreed} of {n} agree.")

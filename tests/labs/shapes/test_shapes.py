@@ -77,13 +77,17 @@ def test_dynamic_false_and_mark_dynamic_change_what_the_length_becomes():
     assert {q.did for q in marked.requests} == {Outcome.REUSES}
 
 
-def test_the_stance_eager_on_recompile_runs_eagerly_what_would_compile_and_is_predicted_so():
+def test_a_stance_that_compiles_nothing_new_runs_eagerly_or_fails_what_would_compile_as_predicted():
     held = _run("rnn", (8, 5, 16, 5, 9), stance="eager_on_recompile")
     assert [q.predicted.outcome for q in held.requests] == [Outcome.REUSES, Outcome.HELD, Outcome.REUSES,
                                                             Outcome.HELD, Outcome.HELD]
     assert held.agreed == 5 and "stance eager_on_recompile for the requests" in held.setting
-    assert "3 eager run(s) held by the stance" in view_of(held).summary
+    assert "3 run eagerly and 0 failing by the stance" in view_of(held).summary
     assert len(held.graphs) == 2  # nothing compiled while the requests ran
+    failing = _run("rnn", (8, 5, 16), stance="fail_on_recompile")
+    assert [(q.predicted.outcome, q.did) for q in failing.requests] == [
+        (Outcome.REUSES, Outcome.REUSES), (Outcome.REFUSED, Outcome.REFUSED), (Outcome.REUSES, Outcome.REUSES)]
+    assert "1 failed" in view_of(failing).summary
 
 
 def test_mark_unbacked_leaves_the_length_unspecialized_even_at_one_token_and_a_loop_that_needs_it_is_named():
@@ -119,7 +123,7 @@ def test_the_length_marked_both_ways_or_an_unknown_stance_is_refused_before_any_
 
     with pytest.raises(InputError, match="dynamic or unbacked, not both"):
         next(run_shapes(Workers({}), "rnn", {}, CompileOptions("eager", "auto", True), (8,), (3,), (), True))
-    with pytest.raises(InputError, match="stance must be one of default, eager_on_recompile; got 'force_eager'"):
+    with pytest.raises(InputError, match="one of default, eager_on_recompile, fail_on_recompile; got 'force_eager'"):
         next(run_shapes(Workers({}), "rnn", {}, EAGER, (8,), (3,), (), stance="force_eager"))
 
 
