@@ -17,10 +17,9 @@ import time
 from typing import Any
 
 from bench.appserver import start_app, stop_app
-from bench.common import parser
+from bench.common import measured_by, parser
 from bench.screenshot import chromium_page
 from explorer.code.edits import original_source
-from explorer.core import machine
 from explorer.ui.code import PAUSE_MS
 from models import ZOO, entry
 
@@ -83,12 +82,10 @@ def measure(page: Any, url: str, quick: bool) -> list[str]:
 
 
 def results(rows: list[str], quick: bool) -> str:
-    m = machine.describe()
     return "\n".join([
         "# From an edit in the Code tab to its graph painted", "",
-        f"Measured by `python -m bench.code_edit{' --quick' if quick else ''}` on {m['device']} "
-        f"({m['cpu']}, {m['cores']} cores), torch {m['torch']}, Debian Chromium headless at 1280x720, "
-        f"{time.strftime('%Y-%m-%d')}. Each sample: the editor's text replaced (the model's file with its "
+        f"{measured_by('code_edit', quick)}, Debian Chromium headless at 1280x720. "
+        "Each sample: the editor's text replaced (the model's file with its "
         "output doubled, then as shipped, alternately) and run by Ctrl+Enter or by the pause in typing "
         f"({PAUSE_MS} ms, counted in its samples), until the graph's title shows the new node count: the code "
         "worker's rebuild and capture, the figure, the transfer, Plotly's drawing (the forward's timing "
