@@ -103,7 +103,9 @@ def compiled_view(session: Session, c: CompiledRun) -> CompiledView:
 
 
 def compiled_update(session: Session, service: JobRunner, options: CompileOptions) -> Iterator[Progress | CompiledView]:
-    """Compile the latest input: yields progress messages, then the view."""
+    """Compile the latest input: yields progress messages (the first at once: a forked worker may compile a short
+    input within a second, before it says anything), then the view."""
+    yield Progress(0.0, f"Compiling ({options.label()}): starting")
     for item in session.run_compiled(service, options):
         if isinstance(item, Progress):
             yield Progress(item.elapsed_s, f"Compiling ({options.label()}): {item.phase}")

@@ -97,3 +97,28 @@ _BROKEN_WORDS = """() => {
 def broken_words(page: Page) -> list[str]:
     """The visible cards' words that run over two lines (a word split between letters: "sequenc / e")."""
     return page.evaluate(_BROKEN_WORDS)
+
+
+# Milliseconds from now until the page first shows text matching a pattern (window.geShownAfter; null while it has
+# not): a state a fast run passes through may be gone before an expect() polls for it.
+_WATCH = """pattern => {
+  const start = performance.now(), wanted = new RegExp(pattern);
+  window.geShownAfter = null;
+  const seen = new MutationObserver(() => {
+    if (!wanted.test(document.body.innerText)) return;
+    window.geShownAfter = performance.now() - start;
+    seen.disconnect();
+  });
+  seen.observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def watch_for(page: Page, pattern: re.Pattern[str]) -> None:
+    """Record when the page first shows `pattern` from now on (read by `shown_after`)."""
+    page.evaluate(_WATCH, pattern.pattern)
+
+
+def shown_after(page: Page) -> float:
+    """Milliseconds from `watch_for` until the page showed its pattern (waits for it, up to TIMEOUT)."""
+    page.wait_for_function("window.geShownAfter !== null", timeout=TIMEOUT)
+    return page.evaluate("window.geShownAfter")

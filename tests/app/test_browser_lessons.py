@@ -9,24 +9,13 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from explorer.claims.lessons import STEPS
-from tests.app.browser import TIMEOUT, overlaps, plot_texts, shot
+from tests.app.browser import TIMEOUT, overlaps, plot_texts, shot, shown_after, watch_for
 from tests.helpers import start_app, stop_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.owns_app]  # a claims board restored by a restarted app
 SCREEN_H = 720
 MEASURE_AGAIN = (4,)  # re-measured in the browser: seconds here (most of the others take minutes, cold)
 STATUS = re.compile(r"\(\d+ s; the last one took [\d.]+ s on this server\)")
-# Milliseconds from now until the page first shows the status line (set once; null while it has not).
-WATCH_STATUS = """pattern => {
-  const start = performance.now(), status = new RegExp(pattern);
-  window.geStatusShownAfter = null;
-  const seen = new MutationObserver(() => {
-    if (!status.test(document.body.innerText)) return;
-    window.geStatusShownAfter = performance.now() - start;
-    seen.disconnect();
-  });
-  seen.observe(document.body, {subtree: true, childList: true, characterData: true});
-}"""
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +73,11 @@ def test_a_class_follows_the_eight_lessons_at_a_projector(page: Page, restarted_
         expect(page.get_by_text(re.compile(r"last took .* on this server")).filter(visible=True)).to_be_visible()
         if number in MEASURE_AGAIN:
             # a warm run can end within the second expect() polls in: the page records when the status showed
-            page.evaluate(WATCH_STATUS, STATUS.pattern)
+            watch_for(page, STATUS)
             page.get_by_role("button", name="Measure again").filter(visible=True).first.click()
-            page.wait_for_function("window.geStatusShownAfter !== null", timeout=TIMEOUT)
-            expect(page.get_by_text(STATUS).filter(visible=True)).to_have_count(0, timeout=TIMEOUT)
             # within a second of the click: what it is doing, the seconds, and how long it took last time here
-            shown_after = page.evaluate("window.geStatusShownAfter")
-            assert shown_after is not None and shown_after < 1_000, shown_after
+            assert (after := shown_after(page)) < 1_000, after
+            expect(page.get_by_text(STATUS).filter(visible=True)).to_have_count(0, timeout=TIMEOUT)
             # a quick board (GE_QUICK_CLAIMS) says so first, then when it measured
             expect(page.get_by_text(re.compile(r"^Quick mode \(a reduced experiment for tests, not this claim's "
                                                r"evidence\)\. Measured on this server at")).filter(visible=True)
