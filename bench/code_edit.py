@@ -17,8 +17,8 @@ import time
 from typing import Any
 
 from bench.appserver import start_app, stop_app
-from bench.common import measured_by, parser
-from bench.screenshot import chromium_page
+from bench.common import parser
+from bench.screenshot import chromium_page, results_page
 from explorer.code.edits import original_source
 from explorer.ui.code import PAUSE_MS
 from models import ZOO, entry
@@ -82,17 +82,16 @@ def measure(page: Any, url: str, quick: bool) -> list[str]:
 
 
 def results(rows: list[str], quick: bool) -> str:
-    return "\n".join([
-        "# From an edit in the Code tab to its graph painted", "",
-        f"{measured_by('code_edit', quick)}, Debian Chromium headless at 1280x720. "
-        "Each sample: the editor's text replaced (the model's file with its "
-        "output doubled, then as shipped, alternately) and run by Ctrl+Enter or by the pause in typing "
-        f"({PAUSE_MS} ms, counted in its samples), until the graph's title shows the new node count: the code "
-        "worker's rebuild and capture, the figure, the transfer, Plotly's drawing (the forward's timing "
-        "follows, not waited for). Each zoo model at its default config and the Playground's default input. "
-        f"Goal: {GOAL_S} s from the last key to the graph, when the person pauses.", "",
-        "| model | nodes | Ctrl+Enter: median s (min-max) | after a pause: median s (min-max) | samples | "
-        "within the goal |", "|---|---|---|---|---:|---|", *rows]) + "\n"
+    return results_page(
+        "From an edit in the Code tab to its graph painted", "code_edit", quick,
+        "Each sample: the editor's text replaced (the model's file with its output doubled, then as shipped, "
+        f"alternately) and run by Ctrl+Enter or by the pause in typing ({PAUSE_MS} ms, counted in its samples), "
+        "until the graph's title shows the new node count: the code worker's rebuild and capture, the figure, the "
+        "transfer, Plotly's drawing (the forward's timing follows, not waited for). Each zoo model at its default "
+        f"config and the Playground's default input. Goal: {GOAL_S} s from the last key to the graph, when the "
+        "person pauses.",
+        ["| model | nodes | Ctrl+Enter: median s (min-max) | after a pause: median s (min-max) | samples | "
+         "within the goal |", "|---|---|---|---|---:|---|"], rows)
 
 
 def main(argv: list[str] | None = None) -> None:

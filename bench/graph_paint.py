@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from bench.appserver import start_app, stop_app
-from bench.common import TITLES_JS, measured_by, parser
-from bench.screenshot import chromium_page
+from bench.common import TITLES_JS, parser
+from bench.screenshot import chromium_page, results_page
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 
@@ -63,13 +63,12 @@ def measure(page: Any, url: str, quick: bool) -> list[str]:
 
 
 def results(rows: list[str], quick: bool) -> str:
-    return "\n".join([
-        "# From a change of input to the new graph painted", "",
-        f"{measured_by('graph_paint', quick)}, Debian Chromium headless at 1280x720. "
-        "Each sample: the RNN's input replaced, until the graph's title shows "
-        "the new run (the server's capture and figure, the transfer, Plotly's drawing; the timings and memory "
-        "that follow are not waited for), started once the previous run has ended.", "",
-        "| graph | nodes | median s | min-max s | samples |", "|---|---:|---:|---|---:|", *rows]) + "\n"
+    return results_page(
+        "From a change of input to the new graph painted", "graph_paint", quick,
+        "Each sample: the RNN's input replaced, until the graph's title shows the new run (the server's capture and "
+        "figure, the transfer, Plotly's drawing; the timings and memory that follow are not waited for), started "
+        "once the previous run has ended.",
+        ["| graph | nodes | median s | min-max s | samples |", "|---|---:|---:|---|---:|"], rows)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from playwright.sync_api import sync_playwright
 
-from bench.common import TITLES_JS
+from bench.common import TITLES_JS, measured_by
 
 HEIGHT = 1500  # the tabs, the knobs, the input, the cards, the graph and the history: the Playground's first part
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -28,6 +28,13 @@ def chromium_page(width: int = 1280, height: int = 720) -> Iterator[Any]:
             yield browser.new_page(viewport={"width": width, "height": height})
         finally:
             browser.close()
+
+
+def results_page(title: str, script: str, quick: bool, how: str, header: list[str], rows: list[str]) -> str:
+    """A Chromium benchmark's results file: its title, how it was measured (in Debian's Chromium at 1280x720,
+    `how` each sample), then its table."""
+    return "\n".join([f"# {title}", "", f"{measured_by(script, quick)}, Debian Chromium headless at 1280x720. "
+                      f"{how}", "", *header, *rows]) + "\n"
 
 
 def main(url: str, out: str, text: str | None = None) -> None:
