@@ -13,6 +13,7 @@ from explorer.core.paths import sanitize
 from explorer.labs.shapes.symbols import Dimension
 
 _FIRST_LINES = 2  # of export's message: the error and its explanation (its suggestions follow)
+_VIOLATED = "Constraints violated (length)"  # export's words for a dimension declared dynamic that it specialized
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ def export_length(model: torch.nn.Module, ids: torch.Tensor, low: int, high: int
     except Exception as e:  # export's refusal is the finding: said, with the line it does not name
         first = " ".join(line.strip() for line in str(e).strip().splitlines()[:_FIRST_LINES])
         error = sanitize(re.sub(r"\s+", " ", f"{type(e).__name__}: {first}"))
-        where = specialized or Dimension(1, "", "", "", "", "")
+        # the compiled graphs' line explains only export's own refusal of a declared-dynamic size it specialized
+        where = specialized if specialized and _VIOLATED in error else Dimension(1, "", "", "", "", "")
         return Exported(said, "", error, where.line, where.code)
     ranges = ", ".join(f"{k}: [{v.lower}, {v.upper}]" for k, v in program.range_constraints.items())
     return Exported(said, ranges or "none: exported for this one length (static)", "", "", "")

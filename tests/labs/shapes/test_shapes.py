@@ -116,6 +116,21 @@ def test_export_with_the_length_a_dim_proves_its_range_or_is_refused_at_the_line
     assert f"[specialized at models/rnn.py:{line} in forward" in format_shapes(refused.report)
 
 
+def test_an_export_refused_for_another_reason_is_not_explained_by_the_graphs_specialization():
+    import torch
+
+    from explorer.labs.shapes.exported import export_length
+    from explorer.labs.shapes.symbols import Dimension
+
+    class Refuses(torch.nn.Module):
+        def forward(self, ids):
+            raise ValueError("not this model's day")
+
+    seen = Dimension(1, "s0", "specialized", "8", "models/rnn.py:97 in forward", "xs = list(x.unbind(1))")
+    e = export_length(Refuses(), torch.ones(1, 8, dtype=torch.long), 2, 64, seen)
+    assert "not this model's day" in e.error and (e.line, e.code) == ("", "")
+
+
 def test_the_length_marked_both_ways_or_an_unknown_stance_is_refused_before_any_worker_starts():
     from explorer.core.errors import InputError
     from explorer.labs.shapes.lab import run_shapes
