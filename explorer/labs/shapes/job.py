@@ -18,9 +18,9 @@ from explorer.compile.options import CompileOptions
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.limits import MAX_TOKENS, RECOMPILE_LIMIT
-from explorer.labs.shapes.exported import export_length
+from explorer.labs.shapes.exported import Exported, export_length
 from explorer.labs.shapes.guards import CachedGraph, entries, failing, frame_locals, frame_of, read
-from explorer.labs.shapes.predict import Outcome, Prediction, predict
+from explorer.labs.shapes.predict import FROM_THE_START, STANCES, Outcome, Prediction, predict
 from explorer.labs.shapes.results import Request, ShapesResult
 from explorer.labs.shapes.symbols import read_symbols, shape_env_of
 from explorer.workers.protocol import Job, WorkerContext
@@ -30,8 +30,6 @@ SCALAR_OUTPUTS = "capture_scalar_outputs"  # .item() kept in the graph (an unbac
 OUTPUT_SHAPES = "capture_dynamic_output_shape_ops"  # nonzero and its kin kept in the graph (an unbacked size)
 
 
-# torch.compiler.set_stance while the requests run: what a request no cached graph accepts does under each
-STANCES = {"default": None, "eager_on_recompile": Outcome.HELD, "fail_on_recompile": Outcome.REFUSED}
 _REFUSED = "Detected recompile when torch.compile stance is 'fail_on_recompile'"  # (dynamo's words)
 
 
@@ -66,7 +64,8 @@ class ShapesJob(Job[ShapesResult]):
     def setting(self) -> str:
         return ", ".join([self.options.label(), *(f"{s}=True" for s in self.switches),
                           *(["mark_unbacked on the length"] if self.unbacked else []),
-                          *([f"stance {self.stance} for the requests"] if self.stance != "default" else [])])
+                          *([f"stance {self.stance}" + ("" if self.stance in FROM_THE_START else " for the requests")]
+                            if self.stance != "default" else [])])
 
     def _called(self, cm: CompiledModel, length: int, what: str) -> CallOutcome:
         """The compiled model called at `length`; a call that failed (the model, or its compile) ends the run,
@@ -84,13 +83,14 @@ class ShapesJob(Job[ShapesResult]):
                                on_graph=lambda cid, gm, inputs: traced.setdefault(cid, (shape_env_of(inputs), gm)))
             breaks: list[GraphBreak] = []
             skipped = ""
-            for n in self.compiled_at:
-                ctx.phase(f"compiling at {n} tokens")
-                outcome = self._called(cm, n, "the compile")
-                if outcome.explanation is not None:
-                    breaks += [b for b in outcome.explanation.graph_breaks if b not in breaks]
-                    if outcome.explanation.skipped:
-                        skipped = outcome.explanation.skipped_said()
+            with torch.compiler.set_stance(self.stance if self.stance in FROM_THE_START else "default"):
+                for n in self.compiled_at:
+                    ctx.phase(f"compiling at {n} tokens")
+                    outcome = self._called(cm, n, "the compile")
+                    if outcome.explanation is not None:
+                        breaks += [b for b in outcome.explanation.graph_breaks if b not in breaks]
+                        if outcome.explanation.skipped:
+                            skipped = outcome.explanation.skipped_said()
             fn = frame_of(cm.model)
             name = [p for p in frame_locals(fn, cm.model, ids_of(2))][1]  # the argument after self
             cached = entries(fn)
@@ -114,14 +114,15 @@ class ShapesJob(Job[ShapesResult]):
                     did = Outcome.REFUSED if outcome.error else self._did(cm, fn, made, n)  # (the stance's refusal)
                     requests.append(Request(p, did, made[0] if made else "", len(outcome.events) - len(made)))
         graphs = tuple(_graph(e, name, traced) for e in cached)
-        exported = None
+        exported: tuple[Exported, ...] = ()
         if self.export:
             ctx.phase("exporting with the length dynamic")
             specialized = next((d for g in graphs for d in g.symbols.dimensions
                                 if d.index == 1 and d.became == "specialized"), None)
             exported = export_length(cm.model, ids_of(max(2, self.compiled_at[0])), 2, int(MAX_TOKENS), specialized)
         return ShapesResult(self.model, dict(self.values), self.setting(), self.compiled_at, name, graphs, skipped,
-                            tuple(breaks), tuple(requests), predict_s, int(RECOMPILE_LIMIT), exported)
+                            tuple(breaks), tuple(requests), predict_s, int(RECOMPILE_LIMIT), exported,
+                            self.stance)
 
     def _did(self, cm: CompiledModel, fn: Any, made: list[str], length: int) -> Outcome:
         """What dynamo did with the forward's frame for this request: compiled a graph (a compile event of that

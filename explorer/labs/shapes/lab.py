@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from explorer.compile.options import CompileOptions, require_backend
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, STANCES, ShapesJob
+from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, ShapesJob
+from explorer.labs.shapes.predict import FROM_THE_START, STANCES
 from explorer.labs.shapes.results import ShapesResult
 from explorer.workers.process import WorkerProcess
 from explorer.workers.protocol import Workers, run_said
@@ -24,6 +25,9 @@ def run_shapes(workers: Workers, model: str, values: dict, options: CompileOptio
         raise InputError(f"unknown switch(es) {sorted(unknown)}")
     if stance not in STANCES:
         raise InputError(f"stance must be one of {', '.join(STANCES)}; got {stance!r}")
+    if stance in FROM_THE_START and len(compiled_at) < 2:
+        raise InputError(f"stance {stance} runs the first call eagerly and compiles the second: give two lengths "
+                         "to compile at")
     if unbacked and options.mark_dynamic:
         raise InputError("mark the length dynamic or unbacked, not both")
     job = ShapesJob(model, values, options, compiled_at, requests, switches, unbacked, stance, export)

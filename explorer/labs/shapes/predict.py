@@ -23,6 +23,14 @@ class Outcome(Enum):
     SKIPPED = "runs eagerly (dynamo skips the forward)"
 
 
+# torch.compiler.set_stance: what a request no cached graph accepts does under each (None: it compiles)
+STANCES = {"default": None, "eager_on_recompile": Outcome.HELD, "fail_on_recompile": Outcome.REFUSED,
+           "eager_then_compile": None}
+# set from the first call, not only while the requests run: eager_then_compile runs a frame's first call eagerly and
+# compiles its second with the dimensions that differed between the two already dynamic (no static graph first)
+FROM_THE_START = {"eager_then_compile"}
+
+
 @dataclass(frozen=True)
 class Prediction:
     length: int

@@ -35,7 +35,8 @@ class ShapesResult:
     requests: tuple[Request, ...]
     predict_s: float  # the prediction's seconds, for every request, before any ran
     limit: int  # dynamo's recompile limit in the worker
-    exported: Exported | None = None  # the model through torch.export with its length a Dim, if asked
+    exported: tuple[Exported, ...] = ()  # the model through torch.export, its length a Dim range then Dim.AUTO
+    stance: str = "default"  # torch.compiler.set_stance's (job.STANCES)
 
     @property
     def agreed(self) -> int:

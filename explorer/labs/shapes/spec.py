@@ -12,8 +12,9 @@ from explorer.core.limits import MAX_TOKENS, RECOMPILE_LIMIT
 from explorer.core.progress import Progress
 from explorer.core.workload import StreamParams
 from explorer.labs.contract import LabContext, LabSpec, Needs
-from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, STANCES
+from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS
 from explorer.labs.shapes.lab import run_shapes
+from explorer.labs.shapes.predict import STANCES
 from explorer.labs.shapes.results import ShapesResult
 from explorer.labs.shapes.view import OUTPUTS, format_shapes, view_of
 from explorer.sources.contract import Subject
@@ -40,7 +41,8 @@ class ShapesParams(StreamParams):
                                "size traced without a value, so no guard specializes it (1 included); a line that "
                                "needs its value fails, named")
     stance: str = knob("default", "torch.compiler.set_stance while the requests run (after the first compiles): "
-                       "eager_on_recompile runs eagerly what would compile, fail_on_recompile makes it fail",
+                       "eager_on_recompile runs eagerly what would compile, fail_on_recompile makes it fail; "
+                       "eager_then_compile, set from the first call, runs it eagerly and compiles the second",
                        choices=tuple(STANCES))
     export: bool = knob(False, "also torch.export the model with its length a Dim from 2 to the token limit: the "
                         "range export proves, or its refusal with the line that specialized the length")

@@ -9,7 +9,7 @@ from typing import Any
 from explorer.core import machine
 from explorer.labs.contract import Kind, Output
 from explorer.labs.shapes.guards import CachedGraph
-from explorer.labs.shapes.predict import Outcome
+from explorer.labs.shapes.predict import STANCES, Outcome
 from explorer.labs.shapes.results import ShapesResult
 
 GRAPH_COLUMNS = ("graph", "the input's dimensions in it", "guards on shapes")
@@ -79,7 +79,7 @@ def _summary(r: ShapesResult) -> str:
             f"{n} requests."]
     if r.graphs:
         by_stance = (f", {r.count(Outcome.HELD, True)} run eagerly and {r.count(Outcome.REFUSED, True)} failing by "
-                     "the stance" if "stance" in r.setting else "")
+                     "the stance" if STANCES[r.stance] is not None else "")
         said.append(f"Before any request ran, their guards predicted **{r.count(Outcome.COMPILES, True)} compile(s)**,"
                     f" {r.count(Outcome.EAGER, True)} eager run(s) past the recompile limit ({r.limit}){by_stance} and"
                     f" {r.count(Outcome.REUSES, True)} reuse(s), in {r.predict_s * 1000:.0f} ms for all {n}. Run: "
@@ -96,11 +96,10 @@ def _summary(r: ShapesResult) -> str:
                     "the requests ran: their inputs exist only while the model runs, so their guards predict nothing "
                     "here.")
     said += _became(r)
-    if (e := r.exported) is not None:
-        said.append(f"- torch.export with {e.dim}: range constraints {e.ranges}." if not e.error else
-                    f"- torch.export with {e.dim} refused: {e.error}" +
-                    (f" The compiled graphs show where: the length was specialized at {e.line} (`{e.code}`)."
-                     if e.line else ""))
+    for e in r.exported:
+        where = f" The compiled graphs show where: the length was specialized at {e.line} (`{e.code}`)."
+        said.append((f"- torch.export with {e.dim}: range constraints {e.ranges}." if not e.error else
+                     f"- torch.export with {e.dim} refused: {e.error}") + (where if e.line else ""))
     for b in r.breaks:
         said.append(f"- Graph break: {b.one_line()}" + (f" — the setting for it: `{b.lever}`" if b.lever else ""))
     return "\n\n".join(said[:2]) + ("\n\n" + "\n".join(said[2:]) if len(said) > 2 else "")
@@ -153,9 +152,9 @@ def format_shapes(report: dict[str, Any]) -> str:
                              + (f" at {d['line']}: {d['code']}" if d["line"] else ""))
         for u in g["symbols"]["unbacked"]:
             lines.append(f"    {u['symbol']} (unbacked, {u['value']}) from {u['op']} at {u['line']}: {u['code']}")
-    if (e := report.get("exported")) is not None:
+    for e in report.get("exported", ()):
         lines.append(f"  torch.export with {e['dim']}: " + (f"range constraints {e['ranges']}" if not e["error"] else
-                     f"refused: {e['error']}" + (f" [specialized at {e['line']}: {e['code']}]" if e["line"] else "")))
+                     f"refused: {e['error']}") + (f" [specialized at {e['line']}: {e['code']}]" if e["line"] else ""))
     seen: set[int] = set()
     for q in report["requests"]:
         p = q["predicted"]

@@ -90,6 +90,17 @@ def test_a_stance_that_compiles_nothing_new_runs_eagerly_or_fails_what_would_com
     assert "1 failed" in view_of(failing).summary
 
 
+def test_eager_then_compile_runs_the_first_call_eagerly_and_compiles_one_dynamic_graph_instead_of_two():
+    requests = (3, 40, 1, 16)
+    default = _run("transformer", requests, values={"layers": 1})
+    delayed = _run("transformer", requests, values={"layers": 1}, stance="eager_then_compile")
+    # default: a graph static at 8, then one dynamic from 16; the stance: 8 ran eagerly, 16 compiled dynamic at once
+    assert [g.dims for g in default.graphs] == [("1", "dynamic"), ("1", "8")]
+    assert [g.dims for g in delayed.graphs] == [("1", "dynamic")]
+    assert delayed.agreed == len(requests) and "stance eager_then_compile at 8, 16" in view_of(delayed).summary
+    assert "by the stance" not in view_of(delayed).summary  # it holds back no request
+
+
 def test_mark_unbacked_leaves_the_length_unspecialized_even_at_one_token_and_a_loop_that_needs_it_is_named():
     unbacked = _run("transformer", (1, 3, 40), values={"layers": 1}, unbacked=True)
     assert unbacked.agreed == 3 and {q.did for q in unbacked.requests} == {Outcome.REUSES}  # 1 token too
@@ -105,15 +116,19 @@ def test_mark_unbacked_leaves_the_length_unspecialized_even_at_one_token_and_a_l
 def test_export_with_the_length_a_dim_proves_its_range_or_is_refused_at_the_line_the_graphs_name():
     from explorer.core.limits import MAX_TOKENS
 
-    proved = _run("transformer", (3,), values={"layers": 1}, export=True).exported
+    proved, auto = _run("transformer", (3,), values={"layers": 1}, export=True).exported
     assert proved.error == "" and proved.ranges.endswith(f": [2, {int(MAX_TOKENS)}]")
+    assert auto.dim == "Dim.AUTO" and auto.error == "" and auto.ranges.endswith(": [2, int_oo]") and not auto.line
     refused = view_of(_run("rnn", (3,), export=True))
     line = next(i for i, t in enumerate((ROOT / "models" / "rnn.py").read_text().splitlines(), 1) if "unbind(1)" in t)
-    e = refused.report["exported"]
+    e, auto = refused.report["exported"]
     assert e["error"].startswith("UserError: Constraints violated (length)!") and "constant (8)" in e["error"]
     assert e["line"] == f"models/rnn.py:{line} in forward" and "unbind(1)" in e["code"]  # what export does not say
     assert f"the length was specialized at models/rnn.py:{line}" in refused.summary
     assert f"[specialized at models/rnn.py:{line} in forward" in format_shapes(refused.report)
+    # Dim.AUTO lets export decide: the same specialization, taken without a refusal, at the same line
+    assert auto["error"] == "" and auto["ranges"] == "none: exported for this one length (8, static)"
+    assert auto["line"] == e["line"] and "torch.export with Dim.AUTO: range constraints none" in refused.summary
 
 
 def test_an_export_refused_for_another_reason_is_not_explained_by_the_graphs_specialization():
@@ -127,19 +142,21 @@ def test_an_export_refused_for_another_reason_is_not_explained_by_the_graphs_spe
             raise ValueError("not this model's day")
 
     seen = Dimension(1, "s0", "specialized", "8", "models/rnn.py:97 in forward", "xs = list(x.unbind(1))")
-    e = export_length(Refuses(), torch.ones(1, 8, dtype=torch.long), 2, 64, seen)
-    assert "not this model's day" in e.error and (e.line, e.code) == ("", "")
+    for e in export_length(Refuses(), torch.ones(1, 8, dtype=torch.long), 2, 64, seen):
+        assert "not this model's day" in e.error and (e.line, e.code) == ("", "")
 
 
-def test_the_length_marked_both_ways_or_an_unknown_stance_is_refused_before_any_worker_starts():
+def test_the_length_marked_both_ways_or_an_unknown_or_unfed_stance_is_refused_before_any_worker_starts():
     from explorer.core.errors import InputError
     from explorer.labs.shapes.lab import run_shapes
     from explorer.workers.protocol import Workers
 
     with pytest.raises(InputError, match="dynamic or unbacked, not both"):
         next(run_shapes(Workers({}), "rnn", {}, CompileOptions("eager", "auto", True), (8,), (3,), (), True))
-    with pytest.raises(InputError, match="one of default, eager_on_recompile, fail_on_recompile; got 'force_eager'"):
+    with pytest.raises(InputError, match="eager_on_recompile, fail_on_recompile, eager_then_compile; got 'force_"):
         next(run_shapes(Workers({}), "rnn", {}, EAGER, (8,), (3,), (), stance="force_eager"))
+    with pytest.raises(InputError, match="compiles the second: give two lengths to compile at"):
+        next(run_shapes(Workers({}), "rnn", {}, EAGER, (8,), (3,), (), stance="eager_then_compile"))
 
 
 @pytest.mark.slow
