@@ -30,6 +30,7 @@ from explorer.serving.placement import compile_service
 from explorer.sources.registry import SOURCES, add_model_file
 from explorer.views.claims import ClaimView, claim_update
 from explorer.views.export import html_report, session_csv
+from explorer.views.lines import format_lines, lines_report
 from explorer.views.report import build_report
 from explorer.views.tables import format_claim, format_table
 from explorer.workers.protocol import WorkerFailure
@@ -111,8 +112,14 @@ def _inspect(args: argparse.Namespace) -> int:
     finally:
         service.stop()
     report = build_report(result, session.compile_track)
+    lines = session.lines() if args.lines else None
+    if lines is not None:
+        report["lines"] = lines_report(lines)
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
+    if lines is not None and not args.json:
+        print(f"\nThe lines that ran ({', '.join(lines.files)}), recorded in a pass of their own, never timed:")
+        print(format_lines(lines))
     return 0
 
 
@@ -249,6 +256,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--text", required=True)
     p.add_argument("--compare", help="a second input to diff the graph against")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--lines", action="store_true", help="also record which lines of the model's Python ran for the "
+                   "(last) input, how often, and how many graph nodes each made (a pass of its own, never timed)")
     c = p.add_argument_group("compiled execution (torch.compile, in a worker process)")
     c.add_argument("--compile", action="store_true", help="also compile, time and explain the model")
     c.add_argument("--backend", default="inductor", choices=BACKENDS)

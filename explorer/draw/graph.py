@@ -16,6 +16,7 @@ from explorer.eager.graph import AutogradGraph, GraphNode
 from models.branch import Branch
 
 _ADDED = "#d62728"
+_LIT = "#f0a000"  # the nodes of the line picked in the lines-that-ran table
 
 
 def _hover(d: DrawNode) -> str:
@@ -146,14 +147,29 @@ def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
     return traces
 
 
+def _lit_trace(lay: GraphLayout, name: str, lit: frozenset[int]) -> list[dict]:
+    """A ring around each drawn node that holds a lit node (a group is ringed if any member is), named with how
+    many of the lit nodes it holds."""
+    ringed = [(d, sum(m.id in lit for m in d.members)) for d in lay.nodes]
+    ringed = [(d, n) for d, n in ringed if n]
+    if not ringed:
+        return []
+    return [{"type": "scatter", "x": [d.x for d, _ in ringed], "y": [d.y for d, _ in ringed], "mode": "markers",
+             "name": f"{name}: {count(len(lit), 'node')}", "hoverinfo": "text",
+             "text": [f"{name}: {n} of this {'group' if len(d.members) > 1 else 'node'}" for d, n in ringed],
+             "marker": {"size": [_marker_px(d) + 10 for d, _ in ringed], "color": "rgba(0,0,0,0)",
+                        "line": {"width": 3, "color": _LIT}}}]
+
+
 def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
                max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "",
                lay: GraphLayout | None = None, branches: Iterable[Branch] = (),
-               colour_by: str = "module") -> Unchecked:
+               colour_by: str = "module", lit: tuple[str, frozenset[int]] = ("", frozenset())) -> Unchecked:
     """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right (or as
     a given layout, a parse tree upwards), each module a colour named in the legend with its count, groups and
     modules labelled on the figure, shared parameters drawn once, and the repeated structure's steps on the axis.
-    `colour_by` names what the colours are in the legend (an FX graph's are op kinds, not modules)."""
+    `colour_by` names what the colours are in the legend (an FX graph's are op kinds, not modules); `lit`: a name
+    (a line of the model's source) and the nodes ringed for it."""
     lay = lay or layout_graph(graph, added, max_nodes, expand)
     ex, ey = [], []
     for a, b in lay.edges:
@@ -186,6 +202,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
             "textfont": {"size": 12, "color": "#333"}, "cliponaxis": False,
         })
     traces += _branch_traces(lay, branches)
+    traces += _lit_trace(lay, *lit)
     if lay.words:
         traces.append({"type": "scatter", "x": [x for x, _, _ in lay.words], "y": [y for _, y, _ in lay.words],
                        "mode": "text", "text": [w for _, _, w in lay.words], "hoverinfo": "skip",

@@ -15,7 +15,7 @@ import torch
 from explorer.eager.trace import ModuleTrace
 
 LOSS = "(loss)"  # ops created after the model returned
-_ACCUMULATE = "torch::autograd::AccumulateGrad"
+ACCUMULATE = "torch::autograd::AccumulateGrad"  # a parameter's (a leaf's) node
 
 
 @dataclass(slots=True)
@@ -160,9 +160,9 @@ def _read_saved(node: Any, param_ptrs: set[int]) -> tuple[SavedTensor, ...]:
     return tuple(out)
 
 
-def capture_graph(root: Any, trace: ModuleTrace, param_names: dict[int, str]) -> AutogradGraph:
-    """Walk the graph under `root` (a grad_fn). `param_names` maps id(parameter) to its name."""
-    param_ptrs = {t.untyped_storage().data_ptr() for t in trace.parameters}
+def walk(root: Any) -> tuple[list[Any], list[tuple[int, int]]]:
+    """The nodes under `root` (a grad_fn), numbered in the order found (root first), and the edges between them
+    (producer, consumer): the numbering every view of a run's graph shares (explorer/eager/lines.py too)."""
     ids: dict[Any, int] = {root: 0}
     order = [root]
     edges: list[tuple[int, int]] = []
@@ -178,11 +178,17 @@ def capture_graph(root: Any, trace: ModuleTrace, param_names: dict[int, str]) ->
                 order.append(nxt)
                 stack.append(nxt)
             edges.append((nid, ids[fn]))
+    return order, edges
 
+
+def capture_graph(root: Any, trace: ModuleTrace, param_names: dict[int, str]) -> AutogradGraph:
+    """Walk the graph under `root` (a grad_fn). `param_names` maps id(parameter) to its name."""
+    param_ptrs = {t.untyped_storage().data_ptr() for t in trace.parameters}
+    order, edges = walk(root)
     nodes = []
     for nid, fn in enumerate(order):
         name = fn.name()
-        if name == _ACCUMULATE:
+        if name == ACCUMULATE:
             var = fn.variable
             pname = param_names.get(id(var), "input")
             module = pname.rpartition(".")[0] or "model"

@@ -23,9 +23,10 @@ from explorer.core.limits import HISTORY_LENGTH, MAX_RUN_S
 from explorer.core.progress import Progress
 from explorer.eager.capture import Capture, capture_run
 from explorer.eager.diff import GraphDiff, diff_graphs
+from explorer.eager.lines import LinesRan, record_lines
 from explorer.eager.memory import MemoryPeaks, param_bytes
 from explorer.eager.timing import Measurement
-from explorer.serving.isolated import CaptureJob
+from explorer.serving.isolated import CaptureJob, LinesJob
 from explorer.serving.plan import Plan, check_capture, plan
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.queueing import NOT_PROFILED
@@ -225,6 +226,22 @@ class Session:
         check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
         return Fixed(capture_run(model, inp.ids, MAX_RUN_S), sum(p.numel() for p in model.parameters()),
                      param_bytes(model))
+
+    def lines(self) -> LinesRan:
+        """The lines of the model's Python that ran for the input on screen, and the nodes each made: recorded once
+        per (model, config, text) in a pass of its own, never timed (explorer/eager/lines.py)."""
+        shown = self.shown
+        if shown is None or (shown.model, shown.config) != (self.model_name, self.config):
+            raise InputError("no run of this model on screen: run an input first")
+        fixed = shown.fixed
+        if fixed.lines is None:
+            ops = [n.op for n in fixed.capture.graph.nodes]
+            if self.isolate is not None and source(self.model_name).own_code:
+                job = LinesJob(self.model_name, config_dict(self.config), shown.input.ids[0].tolist(), ops)
+                fixed.lines = next(r for r in self.isolate(self.id).run(job) if isinstance(r, LinesRan))
+            else:
+                fixed.lines = record_lines(self.model, shown.input.ids, ops)
+        return fixed.lines
 
     def capture(self, text: str, compare: str | None = None, keyed: bool = False) -> Captured:
         """A run's first stage: the graph `text` builds, diffed against `compare` if given, else against the

@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from explorer.core.limits import CACHED_RUNS, TIMING_REUSE_S
 from explorer.eager.capture import Capture
+from explorer.eager.lines import LinesRan
 from explorer.eager.memory import MemoryPeaks
 from explorer.serving.pool import Timed
 from models.config import config_dict
@@ -61,6 +62,7 @@ class Fixed:
     params: int
     param_bytes: int
     memory: MemoryPeaks | None = None  # the profiler's peaks, once measured
+    lines: LinesRan | None = None  # the lines of the model's Python that ran, once asked (explorer/eager/lines.py)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,18 @@ from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
 from explorer.ui.stream import Updates, streamed
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update, pending_cards
-from explorer.views.playground import GraphFirst, View, control_specs, openable, opened_graph, update, values_for
+from explorer.views.lines import LINES_COLUMNS
+from explorer.views.playground import (
+    GraphFirst,
+    View,
+    control_specs,
+    lines_view,
+    lit_graph,
+    openable,
+    opened_graph,
+    update,
+    values_for,
+)
 from models.config import config_dict, echoed
 
 COMPILE_OPTIONS = ("compile_on", "backend", "dynamic", "mark", "fullgraph")
@@ -42,6 +53,14 @@ class CompiledPanel:
     timeline: gr.Dataframe
     fx_graph: gr.Plot
     fx_code: gr.Code
+
+
+@dataclass
+class LinesPanel:
+    box: gr.Accordion
+    shown: gr.State  # whether the box is open: only then does a run record its lines (a pass of its own)
+    said: gr.Markdown
+    table: gr.Dataframe
 
 
 @dataclass
@@ -63,6 +82,7 @@ class Playground:
     diff: gr.Textbox
     raw: gr.JSON
     compiled: CompiledPanel
+    lines: LinesPanel
 
     def outputs(self, session: gr.State) -> list[Any]:
         """The run's outputs, in the order the /edit endpoint answers."""
@@ -118,6 +138,7 @@ def playground_tab() -> Playground:
             open_module = gr.Dropdown([("none: every module grouped", "")], value="", label="open a module",
                                       info="a big graph is drawn in groups: pick a module to draw its nodes one by "
                                            "one")
+            lines = _lines_panel()
             gr.Markdown("**History**: every run of this session, latency (median, IQR bars) and peak memory "
                         "against input length, one line per architecture.", elem_classes="explain")
             with gr.Row():
@@ -128,7 +149,17 @@ def playground_tab() -> Playground:
                                   open=False)
             compiled = _compiled_panel()
     return Playground(model, groups, controls, text, example, compare, status, again, cards, graph, open_module,
-                      history, diff, raw, compiled)
+                      history, diff, raw, compiled, lines)
+
+
+def _lines_panel() -> LinesPanel:
+    with gr.Accordion("Lines that ran: the model's Python for this input, and the nodes each line made",
+                      open=False) as box:
+        said = gr.Markdown()
+        table = gr.Dataframe(headers=LINES_COLUMNS, label="the model's lines that ran (pick one: its nodes are "
+                             "ringed in the graph)", interactive=False, wrap=True, max_height=420,
+                             column_widths=["24%", "8%", "8%", "60%"])
+    return LinesPanel(box, gr.State(False), said, table)
 
 
 def _compiled_panel() -> CompiledPanel:
@@ -252,7 +283,34 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     link_event = {"fn": state_link, "inputs": [p.model, p.text, *p.controls, *options], "outputs": link,
                   "queue": False, "api_visibility": "private", "show_progress": "hidden"}
 
+    lines = p.lines
+
+    def lines_shown(s: Session, shown: bool) -> Updates:
+        """The lines of the run on screen, while the box is open (recorded once per input, never timed)."""
+        if not shown or s.shown is None:
+            return {lines.said: gr.skip(), lines.table: gr.skip()}
+        try:
+            said, rows = lines_view(s)
+        except USER_ERRORS as e:
+            return {lines.said: f"The lines that ran could not be recorded: {e}", lines.table: []}
+        return {lines.said: said, lines.table: rows}
+
+    def line_picked(s: Session, module: str, picked: gr.SelectData) -> Any:
+        try:
+            return lit_graph(s, picked.index[0], module or "")
+        except USER_ERRORS:
+            return gr.skip()
+
+    lines_event = {"fn": lines_shown, "inputs": [session, lines.shown], "outputs": [lines.said, lines.table],
+                   "api_visibility": "private", "show_progress": "hidden", "concurrency_id": Queue.MEASURE.value,
+                   "concurrency_limit": MEASURE_EVENTS}
+    lines.box.expand(lambda: True, None, lines.shown, queue=False, api_visibility="private").then(**lines_event)
+    lines.box.collapse(lambda: False, None, lines.shown, queue=False, api_visibility="private")
+    lines.table.select(line_picked, [session, p.open_module], p.graph, api_visibility="private",
+                       show_progress="hidden")
+
     def after_run(event: Any) -> None:
+        event.then(**lines_event)
         event.then(**link_event).then(api_visibility="private", **compiled_event)
         event.success(None, js=CLOSE_ERRORS)  # a refused value's toast goes once a value runs, not 10 s later
 

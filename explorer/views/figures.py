@@ -21,7 +21,7 @@ from explorer.sources.registry import source
 
 
 def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
-                 expand: str = "") -> Unchecked:
+                 expand: str = "", lit: tuple[str, frozenset[int]] = ("", frozenset())) -> Unchecked:
     graph = result.capture.graph
     model = source(result.model)
     decided = ", ".join(f"{k} {v}" for k, v in model.structure(result.capture.trace).items())
@@ -37,7 +37,9 @@ def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES,
     lay = None
     if model.tree and not expand:  # opening a module draws its nodes one by one, layered
         lay = tree_layout(graph, *model.tree, bytes(result.input.ids[0].tolist()), added)
-    return draw_graph(graph, title, added, max_nodes, height, expand, lay, result.capture.branches)
+    if lit[0]:
+        title += f"<br><sup>ringed: the {len(lit[1])} nodes made at {html.escape(lit[0])}</sup>"
+    return draw_graph(graph, title, added, max_nodes, height, expand, lay, result.capture.branches, lit=lit)
 
 
 

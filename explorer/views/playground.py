@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.core.errors import InputError
 from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import CACHED_RUNS
 from explorer.core.progress import Progress
@@ -22,6 +23,7 @@ from explorer.serving.shared import LRU
 from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
 from explorer.views.figures import graph_figure, history_figure
+from explorer.views.lines import lines_rows, lines_summary, lit_nodes
 from explorer.views.report import build_report, captured_report
 from models import Knob
 
@@ -97,6 +99,20 @@ def openable(r: RunResult | Captured) -> list[tuple[str, str]]:
 def opened_graph(session: Session, module: str) -> Unchecked | None:
     """The latest run's graph with `module` drawn node by node (the rest grouped as before); None before a run."""
     return None if session.last is None else graph_figure(session.last, expand=module)
+
+
+def lines_view(session: Session) -> tuple[str, list[list[Any]]]:
+    """The lines of the model's Python that ran for the input on screen: a summary and the table's rows."""
+    lines = session.lines()
+    return lines_summary(lines, session.shown.fixed.capture.graph), lines_rows(lines)
+
+
+def lit_graph(session: Session, row: int, module: str) -> Unchecked:
+    """The graph on screen with the nodes of the table's line `row` ringed."""
+    lines = session.lines()
+    if not 0 <= row < len(lines.lines):
+        raise InputError(f"no line {row} in the table of {len(lines.lines)}")
+    return graph_figure(session.shown, expand=module, lit=lit_nodes(lines, row))
 
 
 @dataclass

@@ -293,6 +293,20 @@ def test_a_collapsed_module_opens_from_the_menu_under_the_graph(page: Page, app_
     shot(page, "graph-opened")
 
 
+def test_the_lines_that_ran_open_beside_the_graph_and_a_picked_line_rings_its_nodes(page: Page, app_url):
+    loaded(page, app_url)  # the RNN on 42 tokens: the time step's line ran 42 times
+    page.get_by_text("Lines that ran: the model's Python").click()
+    step = page.get_by_role("row").filter(has_text="new = cell(x, state)")
+    expect(step).to_contain_text("42", timeout=TIMEOUT)
+    expect(page.get_by_text(re.compile(r"lines? of models/rnn\.py ran for this input"))).to_be_visible()
+    line = re.search(r"models/rnn\.py:\d+", step.inner_text()).group(0)
+    step.get_by_text("new = cell(x, state)").click()
+    graph = page.locator(".block").filter(has=page.get_by_test_id("block-label").filter(has_text="autograd graph"))
+    expect(graph.locator(".legendtext").filter(has_text=f"{line}: ")).to_be_visible(timeout=TIMEOUT)
+    expect(graph.locator(".gtitle")).to_contain_text(f"made at {line}")
+    shot(page, "lines-that-ran")
+
+
 
 def test_the_playground_generates_from_its_input_and_the_step_slider_redraws_each_caches_graph(page: Page, app_url):
     loaded(page, app_url)

@@ -2,6 +2,7 @@
 runs it, `python -m explorer ...` in a subprocess."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -45,7 +46,7 @@ def test_models_lists_every_config_field():
 
 def test_inspect_json_has_the_documented_keys():
     out = cli("inspect", "--model", "rnn", "--set", "layers=2", "--set", "hidden=16",
-               "--text", "Hello 👋", "--compare", "Hi", "--json")
+               "--text", "Hello 👋", "--compare", "Hi", "--json", "--lines")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     for key in [*REQUIRED_KEYS, "diff.nodes_added", "diff.nodes_removed"]:
@@ -56,12 +57,17 @@ def test_inspect_json_has_the_documented_keys():
     assert report["diff"]["nodes_added"] > 0 and report["diff"]["nodes_removed"] == 0
     assert report["machine"]["threads"] >= 1 and report["machine"]["device"] == "cpu"
     assert report["memory"]["peak_train_bytes"] > report["memory"]["peak_forward_bytes"] > 0
+    # the lines that ran: the time step's line once per token, its nodes those of the graph's cells
+    step = next(x for x in report["lines"]["lines"] if x["code"] == "new = cell(x, state)")
+    assert report["lines"]["files"] == ["models/rnn.py"] and step["ran"] == 2 * report["tokens"]  # two layers
 
 
 def test_inspect_table():
-    out = cli("inspect", "--model", "tree", "--text", "ab cd.")
+    out = cli("inspect", "--model", "tree", "--text", "ab cd.", "--lines")
     assert out.returncode == 0, out.stderr
     assert "module calls:" in out.stdout and "compose" in out.stdout and "forward" in out.stdout
+    # five composed pairs for six bytes: the compose line ran five times
+    assert re.search(r"models/tree\.py:\d+ +5 +\d+ +z = self\.proj", out.stdout), out.stdout
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,64 @@
+"""The lines that ran, as the Playground, the CLI and the report show them: a table of the model's lines with how
+often each ran and how many of the graph's nodes it made, a summary that a number behind it decides, and the nodes
+of one line to light up in the graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from explorer.core.fmt import count
+from explorer.eager.graph import AutogradGraph
+from explorer.eager.lines import LinesRan
+
+LINES_COLUMNS = ["line", "ran", "nodes", "code"]
+
+
+def lines_rows(lines: LinesRan) -> list[list[Any]]:
+    return [[f"{s.file}:{s.line}", s.hits, len(s.nodes), s.code] for s in lines.lines]
+
+
+def lit_nodes(lines: LinesRan, row: int) -> tuple[str, frozenset[int]]:
+    """The line of the table's `row` and the nodes it made."""
+    s = lines.lines[row]
+    return f"{s.file}:{s.line}", frozenset(s.nodes)
+
+
+def lines_summary(lines: LinesRan, graph: AutogradGraph) -> str:
+    ops = [n for n in graph.nodes if not n.is_param]
+    placed = sum(1 for n in ops if n.id in lines.node_line)
+    ran = [s for s in lines.lines if s.hits]
+    said = [f"**{count(len(ran), 'line')}** of {', '.join(lines.files)} ran for this input; "
+            f"{placed} of {count(len(ops), 'operation node')} were made at one of them"
+            + (f", {len(lines.loss_nodes)} by the loss after the model returned" if lines.loss_nodes else "") + "."]
+    if busiest := max(ran, key=lambda s: (s.hits, len(s.nodes)), default=None):
+        said.append(f"The most run: {busiest.file}:{busiest.line} ran {count(busiest.hits, 'time')} and made "
+                    f"{count(len(busiest.nodes), 'node')} (`{busiest.code}`).")
+    most = max(lines.lines, key=lambda s: len(s.nodes), default=None)
+    if most is not None and most is not busiest and most.nodes:
+        said.append(f"The most nodes: {most.file}:{most.line}, {count(len(most.nodes), 'node')} from "
+                    f"{count(most.hits, 'run')} (`{most.code}`).")
+    if not lines.matches_graph:
+        said.append("This pass drew a different graph from the one shown (the model draws differently each run): "
+                    "the nodes per line are this pass's, not the figure's.")
+    if lines.error:
+        where = f" at {lines.error_line[0]}:{lines.error_line[1]}" if lines.error_line else ""
+        said.append(f"The forward raised{where}: {lines.error}")
+    said.append("Recorded in a pass of its own (a line tracer and autograd's anomaly mode), never timed. Pick a "
+                "line in the table to light up its nodes in the graph.")
+    return " ".join(said)
+
+
+def lines_report(lines: LinesRan) -> dict[str, Any]:
+    """The report's `lines` (JSON)."""
+    return {"files": list(lines.files), "matches_graph": lines.matches_graph, "loss_nodes": len(lines.loss_nodes),
+            "error": lines.error, "error_line": list(lines.error_line) if lines.error_line else None,
+            "lines": [{"file": s.file, "line": s.line, "code": s.code, "ran": s.hits, "nodes": len(s.nodes)}
+                      for s in lines.lines]}
+
+
+def format_lines(lines: LinesRan) -> str:
+    """The lines as the CLI prints them."""
+    width = max((len(f"{s.file}:{s.line}") for s in lines.lines), default=4)
+    out = [f"{'line':<{width}}  {'ran':>5}  {'nodes':>5}  code"]
+    out += [f"{s.file + ':' + str(s.line):<{width}}  {s.hits:>5}  {len(s.nodes):>5}  {s.code}" for s in lines.lines]
+    return "\n".join(out)
