@@ -94,3 +94,21 @@ def test_a_forward_that_raises_keeps_the_lines_up_to_it_and_names_the_failing_li
     assert lines.error == "ValueError: no shouting" and lines.error_line == (str(path), 13)
     assert [(s.line, s.hits) for s in lines.lines] == [(11, 1), (12, 1), (13, 1)]
     assert f"The forward raised at {path}:13: ValueError: no shouting" in lines_summary(lines, AutogradGraph([], [], 0))
+
+
+def test_an_operators_file_records_its_lines_in_the_worker_that_captures_it(menu_restored):
+    from explorer.workers.process import WorkerProcess
+
+    worker = WorkerProcess(name="capture")
+    try:
+        session = Session(isolate=lambda _: worker)
+        session.configure(add_model_file(str(ROOT / "tests/outside/moe_top1.py")), {})
+        captured = session.capture(TEXT)
+        lines = session.lines()
+        assert not session.holds_model  # built, captured and traced in the worker only
+        routed = next(s for s in lines.lines if s.code == "picked = (choice == e).nonzero().squeeze(-1)")
+        assert lines.matches_graph and routed.hits == 4  # once per expert
+        ops = [n for n in captured.fixed.capture.graph.nodes if not n.is_param]
+        assert all(lines.line_of(n.id) for n in ops)
+    finally:
+        worker.stop()
