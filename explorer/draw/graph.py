@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from explorer.compile.observe import FxNode
 from explorer.core.fmt import count, format_bytes
@@ -19,10 +19,12 @@ _ADDED = "#d62728"
 _LIT = "#f0a000"  # the nodes of the line picked in the lines-that-ran table
 
 
-def _hover(d: DrawNode) -> str:
+def _hover(d: DrawNode, line_of: Mapping[int, str]) -> str:
     first = d.members[0]
     if len(d.members) == 1:
         lines = [f"<b>{first.param or first.op}</b>", f"module: {first.module} (call {first.call})"]
+        if first.id in line_of:
+            lines.append(f"made at {line_of[first.id]}")
         if first.shape is not None:
             lines.append(f"output: {list(first.shape)} {first.dtype}")
         for s in first.saved[:6]:
@@ -36,6 +38,8 @@ def _hover(d: DrawNode) -> str:
         for m in d.members:
             ops[m.op] = ops.get(m.op, 0) + 1
         lines += [f"{n} x {op}" for op, n in sorted(ops.items(), key=lambda kv: -kv[1])[:6]]
+        made = Counter(line_of[m.id] for m in d.members if m.id in line_of)
+        lines += [f"{n} made at {where}" for where, n in made.most_common(3)]
     lines.append(f"saved by these nodes: {format_bytes(d.saved_bytes)}")
     if d.added:
         lines.append(f"<b>added vs comparison: {d.added}</b>")
@@ -164,12 +168,15 @@ def _lit_trace(lay: GraphLayout, name: str, lit: frozenset[int]) -> list[dict]:
 def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozenset(),
                max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "",
                lay: GraphLayout | None = None, branches: Iterable[Branch] = (),
-               colour_by: str = "module", lit: tuple[str, frozenset[int]] = ("", frozenset())) -> Unchecked:
+               colour_by: str = "module", lit: tuple[str, frozenset[int]] = ("", frozenset()),
+               line_of: Mapping[int, str] | None = None) -> Unchecked:
     """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right (or as
     a given layout, a parse tree upwards), each module a colour named in the legend with its count, groups and
     modules labelled on the figure, shared parameters drawn once, and the repeated structure's steps on the axis.
     `colour_by` names what the colours are in the legend (an FX graph's are op kinds, not modules); `lit`: a name
-    (a line of the model's source) and the nodes ringed for it."""
+    (a line of the model's source) and the nodes ringed for it; `line_of`: node -> the line that made it, for
+    the hover."""
+    line_of = line_of or {}
     lay = lay or layout_graph(graph, added, max_nodes, expand)
     ex, ey = [], []
     for a, b in lay.edges:
@@ -197,7 +204,8 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
                 "line": {"width": [3 if d.added else 0.5 for d in nodes],
                          "color": [_ADDED if d.added else "#333" for d in nodes]},
             },
-            "text": [_hover(d) for d in nodes], "hoverinfo": "text", "texttemplate": [shown[j][0] for j in idx],
+            "text": [_hover(d, line_of) for d in nodes], "hoverinfo": "text",
+            "texttemplate": [shown[j][0] for j in idx],
             "textposition": [shown[j][1] for j in idx],
             "textfont": {"size": 12, "color": "#333"}, "cliponaxis": False,
         })

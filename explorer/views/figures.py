@@ -6,7 +6,7 @@ Plotting only: every number drawn here was measured elsewhere and arrives in a R
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import plotly.graph_objects as go
 
@@ -21,7 +21,8 @@ from explorer.sources.registry import source
 
 
 def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
-                 expand: str = "", lit: tuple[str, frozenset[int]] = ("", frozenset())) -> Unchecked:
+                 expand: str = "", lit: tuple[str, frozenset[int]] = ("", frozenset()),
+                 line_of: Mapping[int, str] | None = None) -> Unchecked:
     graph = result.capture.graph
     model = source(result.model)
     decided = ", ".join(f"{k} {v}" for k, v in model.structure(result.capture.trace).items())
@@ -39,7 +40,8 @@ def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES,
         lay = tree_layout(graph, *model.tree, bytes(result.input.ids[0].tolist()), added)
     if lit[0]:
         title += f"<br><sup>ringed: the {len(lit[1])} nodes made at {html.escape(lit[0])}</sup>"
-    return draw_graph(graph, title, added, max_nodes, height, expand, lay, result.capture.branches, lit=lit)
+    return draw_graph(graph, title, added, max_nodes, height, expand, lay, result.capture.branches, lit=lit,
+                      line_of=line_of)
 
 
 

@@ -112,7 +112,8 @@ def lit_graph(session: Session, row: int, module: str) -> Unchecked:
     lines = session.lines()
     if not 0 <= row < len(lines.lines):
         raise InputError(f"no line {row} in the table of {len(lines.lines)}")
-    return graph_figure(session.shown, expand=module, lit=lit_nodes(lines, row))
+    line_of = {n: f"{f}:{line}" for n, (f, line) in lines.node_line.items()}
+    return graph_figure(session.shown, expand=module, lit=lit_nodes(lines, row), line_of=line_of)
 
 
 @dataclass

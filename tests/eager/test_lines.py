@@ -66,6 +66,9 @@ def test_an_unrolled_loop_is_one_line_run_once_per_token_and_its_nodes_light_up_
     figure = lit_graph(session, step, "")
     ring = [t.name for t in figure.data if (t.name or "").startswith(name)]
     assert ring == [f"{name}: {len(nodes):,} nodes"]
+    # and every drawn node's hover names the line that made it (a group's, its lines with their counts)
+    hovers = [h for t in figure.data if t.mode == "markers+text" for h in t.text]
+    assert any(f"{len(nodes) // captured.tokens} made at {name}" in h for h in hovers), hovers[:3]
     said = lines_summary(lines, captured.fixed.capture.graph)
     assert f"The most run: {loop.file}:{loop.line} ran {loop.hits} times" in said
     row = next(r for r in format_lines(lines).splitlines() if r.startswith(name))
