@@ -160,13 +160,16 @@ def _read_saved(node: Any, param_ptrs: set[int]) -> tuple[SavedTensor, ...]:
     return tuple(out)
 
 
-def walk(root: Any) -> tuple[list[Any], list[tuple[int, int]]]:
-    """The nodes under `root` (a grad_fn), numbered in the order found (root first), and the edges between them
-    (producer, consumer): the numbering every view of a run's graph shares (explorer/eager/lines.py too)."""
-    ids: dict[Any, int] = {root: 0}
-    order = [root]
+def walk(*roots: Any) -> tuple[list[Any], list[tuple[int, int]]]:
+    """The nodes under `roots` (grad_fns; a run's graph has one, the loss's), numbered in the order found (the
+    roots first), and the edges between them (producer, consumer): the numbering every view of a run's graph
+    shares (explorer/eager/lines.py too)."""
+    ids: dict[Any, int] = {}
+    for root in roots:
+        ids.setdefault(root, len(ids))
+    order = list(ids)
     edges: list[tuple[int, int]] = []
-    stack = [root]
+    stack = list(reversed(order))
     while stack:
         fn = stack.pop()
         for nxt, _ in fn.next_functions:
@@ -181,10 +184,11 @@ def walk(root: Any) -> tuple[list[Any], list[tuple[int, int]]]:
     return order, edges
 
 
-def capture_graph(root: Any, trace: ModuleTrace, param_names: dict[int, str]) -> AutogradGraph:
-    """Walk the graph under `root` (a grad_fn). `param_names` maps id(parameter) to its name."""
+def capture_graph(root: Any, trace: ModuleTrace, param_names: dict[int, str], *more: Any) -> AutogradGraph:
+    """Walk the graph under `root` (a grad_fn), and under `more` roots if given (a forward that raised has no loss:
+    its graph is what its operations' outputs reach). `param_names` maps id(parameter) to its name."""
     param_ptrs = {t.untyped_storage().data_ptr() for t in trace.parameters}
-    order, edges = walk(root)
+    order, edges = walk(root, *more)
     nodes = []
     for nid, fn in enumerate(order):
         name = fn.name()

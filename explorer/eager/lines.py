@@ -34,7 +34,7 @@ from torch import nn
 from explorer.eager.capture import TRAIN_SEED, train_loss, training
 from explorer.eager.graph import ACCUMULATE, walk
 
-_TORCH = str(Path(torch.__file__).parent)
+_TORCH = os.path.realpath(Path(torch.__file__).parent) + os.sep  # compared with real paths: a venv may be a link
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 _ANOMALY_KEY = "traceback_"  # where anomaly mode keeps a node's creation stack (torch/csrc/autograd/anomaly_mode)
 
@@ -118,6 +118,14 @@ def _innermost(frames: list[tuple[str, int]], files: set[str], real: dict[str, s
         if path in files:
             return path, line
     return None
+
+
+def innermost_line(frames: list[tuple[str, int]], files: set[str]) -> tuple[str, str]:
+    """("file:line", its code) of the innermost of `frames` in the model's `files`, or ("", "")."""
+    where = _innermost(frames, files, {})
+    if where is None:
+        return "", ""
+    return f"{_shown(where[0])}:{where[1]}", linecache.getline(where[0], where[1]).strip()
 
 
 def _frames(stack: list[str]) -> list[tuple[str, int]]:

@@ -60,6 +60,9 @@ class ModuleTrace:
         for h in self._handles:
             h.remove()
         self._handles.clear()
+        for call in self._open:  # a forward that raised left these calls open: they made the nodes up to it
+            call.end = _get_sequence_nr()
+        self._open.clear()
         self._index()
 
     def _pre(self, name: str):

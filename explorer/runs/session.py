@@ -19,15 +19,16 @@ from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.core.errors import InputError
 from explorer.core.fmt import count
 from explorer.core.inputs import TokenizedText, tokenize
-from explorer.core.limits import HISTORY_LENGTH, MAX_RUN_S
+from explorer.core.limits import HISTORY_LENGTH
 from explorer.core.progress import Progress
-from explorer.eager.capture import Capture, capture_run
+from explorer.eager.capture import Capture
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.eager.lines import LinesRan, record_lines
-from explorer.eager.memory import MemoryPeaks, param_bytes
+from explorer.eager.memory import MemoryPeaks
+from explorer.eager.partial import ForwardRaised, PartialGraph
 from explorer.eager.timing import Measurement
-from explorer.serving.isolated import CaptureJob, LinesJob
-from explorer.serving.plan import Plan, check_capture, plan
+from explorer.serving.isolated import CaptureJob, LinesJob, captured_here
+from explorer.serving.plan import Plan, plan
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.queueing import NOT_PROFILED
 from explorer.serving.residency import Residency
@@ -219,13 +220,14 @@ class Session:
         return found
 
     def _captured(self, inp: TokenizedText) -> Fixed:
+        """The input's capture; a forward that raises is said with the graph it built up to there (ForwardRaised)."""
         if self.isolate is not None and source(self.model_name).own_code:
             job = CaptureJob(self.model_name, config_dict(self.config), inp.ids[0].tolist())
-            return next(r for r in self.isolate(self.id).run(job) if isinstance(r, Fixed))
-        model = self.model
-        check_capture(run_key(self.model_name, self.config, ""), model, inp.ids)
-        return Fixed(capture_run(model, inp.ids, MAX_RUN_S), sum(p.numel() for p in model.parameters()),
-                     param_bytes(model))
+            found = next(r for r in self.isolate(self.id).run(job) if isinstance(r, Fixed | PartialGraph))
+            if isinstance(found, PartialGraph):
+                raise ForwardRaised(found)
+            return found
+        return captured_here(self.model, run_key(self.model_name, self.config, ""), inp.ids)
 
     def lines(self) -> LinesRan:
         """The lines of the model's Python that ran for the input on screen, and the nodes each made: recorded once

@@ -7,11 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
+from explorer.core.errors import InputError
 from explorer.core.limits import MAX_RUN_S
 from explorer.eager.capture import capture_run
 from explorer.eager.lines import LinesRan, record_lines
 from explorer.eager.memory import param_bytes
+from explorer.eager.partial import ForwardRaised, PartialGraph, record_partial
+from explorer.serving.plan import check_capture
 from explorer.serving.shared import Fixed
 from explorer.sources.registry import build_model, make_config
 from explorer.workers.protocol import Job, WorkerContext
@@ -23,12 +27,31 @@ class CaptureJob(Job[Fixed]):
     config: dict
     ids: list[int]
 
-    def run(self, ctx: WorkerContext) -> Fixed:
+    def run(self, ctx: WorkerContext) -> Fixed | PartialGraph:
         ctx.phase("building the model")
         model = build_model(self.model, make_config(self.model, self.config))
         ctx.phase("capturing the graph")
-        capture = capture_run(model, torch.tensor([self.ids], dtype=torch.long), MAX_RUN_S)
-        return Fixed(capture, sum(p.numel() for p in model.parameters()), param_bytes(model))
+        try:
+            return captured_here(model, "", torch.tensor([self.ids], dtype=torch.long), probe=False)
+        except ForwardRaised as e:  # the graph up to the failure goes back whole (a worker's error is a line)
+            return e.partial
+
+
+def captured_here(model: nn.Module, arch: str, ids: torch.Tensor, probe: bool = True) -> Fixed:
+    """The capture of `ids`, in this process, refused first if its estimate is over the bound (`probe`); a forward
+    that raises, on the probe or on the input, raises ForwardRaised with the graph it built up to there."""
+    try:
+        if probe:
+            check_capture(arch, model, ids)
+        return Fixed(capture_run(model, ids, MAX_RUN_S), sum(p.numel() for p in model.parameters()),
+                     param_bytes(model))
+    except InputError:
+        raise
+    except Exception:  # the model's own failure: recorded again, with the nodes kept
+        partial = record_partial(model, ids)
+        if partial is None:  # it did not raise again (a model that draws differently each call)
+            raise
+        raise ForwardRaised(partial) from None
 
 
 @dataclass(frozen=True)

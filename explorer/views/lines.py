@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from explorer.core.fmt import count
+from explorer.core.paths import sanitize
 from explorer.eager.graph import AutogradGraph
 from explorer.eager.lines import LinesRan
 
@@ -14,13 +15,13 @@ LINES_COLUMNS = ["line", "ran", "nodes", "code"]
 
 
 def lines_rows(lines: LinesRan) -> list[list[Any]]:
-    return [[f"{s.file}:{s.line}", s.hits, len(s.nodes), s.code] for s in lines.lines]
+    return [[sanitize(f"{s.file}:{s.line}"), s.hits, len(s.nodes), s.code] for s in lines.lines]
 
 
 def lit_nodes(lines: LinesRan, row: int) -> tuple[str, frozenset[int]]:
     """The line of the table's `row` and the nodes it made."""
     s = lines.lines[row]
-    return f"{s.file}:{s.line}", frozenset(s.nodes)
+    return sanitize(f"{s.file}:{s.line}"), frozenset(s.nodes)
 
 
 def lines_summary(lines: LinesRan, graph: AutogradGraph) -> str:
@@ -45,7 +46,7 @@ def lines_summary(lines: LinesRan, graph: AutogradGraph) -> str:
         said.append(f"The forward raised{where}: {lines.error}")
     said.append("Recorded in a pass of its own (a line tracer and autograd's anomaly mode), never timed. Pick a "
                 "line in the table to light up its nodes in the graph.")
-    return " ".join(said)
+    return sanitize(" ".join(said))  # a file of the operator's: no path of the server
 
 
 def lines_report(lines: LinesRan) -> dict[str, Any]:

@@ -12,9 +12,11 @@ from typing import Any
 from explorer.core.errors import InputError
 from explorer.core.fmt import count, format_bytes
 from explorer.core.limits import CACHED_RUNS
+from explorer.core.paths import sanitize, sanitized
 from explorer.core.progress import Progress
 from explorer.draw.layout import modules
 from explorer.draw.style import Unchecked
+from explorer.eager.partial import ForwardRaised, PartialGraph
 from explorer.eager.timing import Measurement
 from explorer.runs import playground as runs
 from explorer.runs.playground import Planned
@@ -22,10 +24,11 @@ from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.shared import LRU
 from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
-from explorer.views.figures import graph_figure, history_figure
+from explorer.views.figures import graph_figure, history_figure, partial_figure
 from explorer.views.lines import lines_rows, lines_summary, lit_nodes
 from explorer.views.report import build_report, captured_report
-from models import Knob
+from models import Knob, arch_label
+from models.config import config_dict
 
 
 def control_specs() -> list[tuple[str, Knob]]:
@@ -166,16 +169,33 @@ def measured_on(r: RunResult) -> str:
 def shown(session: Session, items: Iterator[Progress | Planned | RunResult]) -> Iterator[Progress | GraphFirst | View]:
     """A Playground run as the UI shows it: its progress, the graph first, then the whole view with the timings."""
     first = None
-    for item in items:
-        if isinstance(item, Planned):
-            first = first_view(item)
-            yield first
-        elif isinstance(item, RunResult):
-            assert first is not None
-            notes = " ".join([*item.notices, *filter(None, [item.timing_note])])
-            yield _view(session, item, f"{notes} {measured_on(item)}".strip(), first)
-        else:
-            yield item
+    try:
+        for item in items:
+            if isinstance(item, Planned):
+                first = first_view(item)
+                yield first
+            elif isinstance(item, RunResult):
+                assert first is not None
+                notes = " ".join([*item.notices, *filter(None, [item.timing_note])])
+                yield _view(session, item, f"{notes} {measured_on(item)}".strip(), first)
+            else:
+                yield item
+    except ForwardRaised as e:  # shown, not refused: the graph up to the failure is what a person debugs from
+        yield raised_view(session, e.partial)
+
+
+def raised_view(session: Session, partial: PartialGraph) -> GraphFirst:
+    """A forward that raised: where, and the graph it built up to there; nothing timed, the history unchanged."""
+    arch = arch_label(session.model_name, session.config)
+    tokens, graph = partial.tokens, partial.graph
+    status = (f"**{sanitize(partial.said())}** The graph below is what it built up to there "
+              f"({count(len([n for n in graph.nodes if not n.is_param]), 'operation node')}; the last one made "
+              "before the failure is ringed). Nothing was timed; the history keeps the runs that worked.")
+    report = sanitized({"model": session.model_name, "config": config_dict(session.config), "arch": arch,
+                        "tokens": tokens, "error": partial.error, "line": partial.line, "code": partial.code,
+                        "graph": graph.summary(), "eager": None})
+    return GraphFirst(partial_figure(partial, arch, tokens), [], [("tokens", f"{tokens}", "UTF-8 bytes"),
+                      ("graph nodes", f"{len(graph.nodes):,}", "up to the failure")], status, report, "")
 
 
 def update(session: Session, model: str, text: str, compare: str, values: dict[str, Any],

@@ -11,7 +11,6 @@ import threading
 import time
 from pathlib import Path
 
-import gradio as gr
 import pytest
 
 from bench.appserver import connect, free_port
@@ -27,7 +26,7 @@ from explorer.labs.batching.lab import compile_lab, eager_lab
 from explorer.runs.session import Session
 from explorer.sources.registry import subject
 from explorer.ui.stream import streamed
-from explorer.views.playground import update
+from explorer.views.playground import GraphFirst, update
 from explorer.workers.process import WorkerProcess
 from explorer.workers.protocol import WorkerFailure
 from models.rnn import UnrolledRNN
@@ -123,8 +122,9 @@ def test_an_exception_inside_a_model_is_a_message_and_the_session_survives(monke
 
     monkeypatch.setattr(UnrolledRNN, "forward", broken)
     session.release_model()
-    with pytest.raises(gr.Error, match="failed inside the model"):
-        _run(session, "boom")
+    # said with the graph it built up to there, not a toast: the page shows it like any graph
+    shown = [item for item in update(session, "rnn", "boom", "", {}) if isinstance(item, GraphFirst)]
+    assert len(shown) == 1 and shown[0].status.startswith("**The forward raised: RuntimeError: mat1 and mat2")
     monkeypatch.undo()
     session.release_model()
     _run(session, "fine again")

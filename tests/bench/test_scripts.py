@@ -23,8 +23,8 @@ STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soa
 def test_every_script_is_listed():
     assert SCRIPTS == ["batching", "claims", "code_edit", "compile_costs", "compile_interference", "ddp",
                        "ddp_responsiveness", "debug", "deploy", "first_compile", "gc_pause", "generate", "graph_paint",
-                       "library", "load", "optimize", "reproduce", "shapes", "soak", "startup", "suite",
-                       "update_latency", "worker_memory", "worker_start"]
+                       "library", "lines_overhead", "load", "optimize", "reproduce", "shapes", "soak", "startup",
+                       "suite", "update_latency", "worker_memory", "worker_start"]
     assert sorted(s for s in SCRIPTS if "start_app" in (ROOT / "bench" / f"{s}.py").read_text()) == STARTS_THE_APP
     for script in SCRIPTS:  # each runs from its main(argv), as python -m runs it
         text = (ROOT / "bench" / f"{script}.py").read_text()

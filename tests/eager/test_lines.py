@@ -76,7 +76,7 @@ def test_an_unrolled_loop_is_one_line_run_once_per_token_and_its_nodes_light_up_
 
 
 def test_a_forward_that_raises_keeps_the_lines_up_to_it_and_names_the_failing_line(tmp_path, menu_restored):
-    path = tmp_path / "fails.py"
+    path = tmp_path / "shy.py"
     path.write_text(
         "import torch\n"
         "from torch import nn\n\n\n"
@@ -96,7 +96,9 @@ def test_a_forward_that_raises_keeps_the_lines_up_to_it_and_names_the_failing_li
     lines = record_lines(session.model, torch.tensor([list(b"Hi!")]))
     assert lines.error == "ValueError: no shouting" and lines.error_line == (str(path), 13)
     assert [(s.line, s.hits) for s in lines.lines] == [(11, 1), (12, 1), (13, 1)]
-    assert f"The forward raised at {path}:13: ValueError: no shouting" in lines_summary(lines, AutogradGraph([], [], 0))
+    # said without the server's paths: a temporary file by its name
+    said = lines_summary(lines, AutogradGraph([], [], 0))
+    assert "The forward raised at <tmp>/shy.py:13: ValueError: no shouting" in said
 
 
 def test_an_operators_file_records_its_lines_in_the_worker_that_captures_it(menu_restored):
