@@ -30,7 +30,7 @@ from explorer.serving.placement import compile_service
 from explorer.sources.registry import SOURCES, add_model_file
 from explorer.views.claims import ClaimView, claim_update
 from explorer.views.export import html_report, session_csv
-from explorer.views.lines import format_lines, lines_report
+from explorer.views.lines import branches_report, format_branches, format_lines, lines_report
 from explorer.views.report import build_report
 from explorer.views.tables import format_claim, format_table
 from explorer.workers.protocol import WorkerFailure
@@ -113,13 +113,17 @@ def _inspect(args: argparse.Namespace) -> int:
         service.stop()
     report = build_report(result, session.compile_track)
     lines = session.lines() if args.lines else None
+    forks = session.branches() if args.lines else []
     if lines is not None:
-        report["lines"] = lines_report(lines)
+        report["lines"] = {**lines_report(lines), "branches": branches_report(forks)}
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
     if lines is not None and not args.json:
         print(f"\nThe lines that ran ({', '.join(lines.files)}), recorded in a pass of their own, never timed:")
         print(format_lines(lines))
+        print(f"\nWhich way each branch went, for this input and the {len(texts) - 1} before it:" if len(texts) > 1
+              else "\nWhich way each branch went:")
+        print(format_branches(forks))
     return 0
 
 

@@ -24,12 +24,14 @@ import traceback
 import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from explorer.eager.capture import TRAIN_SEED, train_loss, training
 from explorer.eager.graph import ACCUMULATE, walk
@@ -57,6 +59,16 @@ class LinesRan:
     matches_graph: bool  # the pass's graph has the capture's operations node for node (a model that draws the same)
     error: str = ""  # the forward raised: what, in one line (the lines and nodes are those up to it)
     error_line: tuple[str, int] | None = None  # the model's line where it raised
+    reads: frozenset[tuple[str, int]] = frozenset()  # lines that read a tensor's value into Python (data decides)
+    paths: tuple[tuple[str, str], ...] = ()  # each file as shown, and where it is read from
+
+    def ran(self, file: str, line: int) -> int:
+        """How many times `file`:`line` ran (0: not at all)."""
+        return self._hits.get((file, line), 0)
+
+    @cached_property
+    def _hits(self) -> dict[tuple[str, int], int]:
+        return {(s.file, s.line): s.hits for s in self.lines}
 
     def line_of(self, node: int) -> str:
         where = self.node_line.get(node)
@@ -109,6 +121,29 @@ class _LineCounter:
         return local
 
 
+# A tensor's value read into Python: a decision the data makes (an `if` on it, a loop bound, an index)
+_VALUE_READS = frozenset({torch.Tensor.__bool__, torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__int__,
+                          torch.Tensor.__float__, torch.Tensor.__index__})
+
+
+class _Reads(TorchFunctionMode):
+    """The model's lines that read a tensor's value into Python (the innermost frame in its files, when it did)."""
+
+    def __init__(self, counter: _LineCounter) -> None:
+        super().__init__()
+        self.counter = counter
+        self.lines: set[tuple[str, int]] = set()
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func in _VALUE_READS:
+            frame = sys._getframe(1)
+            while frame is not None and self.counter._kept(frame.f_code.co_filename) is None:
+                frame = frame.f_back
+            if frame is not None:
+                self.lines.add((self.counter._kept(frame.f_code.co_filename), frame.f_lineno))
+        return func(*args, **(kwargs or {}))
+
+
 def _innermost(frames: list[tuple[str, int]], files: set[str], real: dict[str, str]) -> tuple[str, int] | None:
     """The innermost of `frames` (outermost first) in the model's files."""
     for file, line in reversed(frames):
@@ -142,7 +177,8 @@ def record_lines(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = No
     roots: list[Any] = []
     with training(model, TRAIN_SEED), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # anomaly mode warns that it is slow: this pass is never timed
-        with torch.autograd.detect_anomaly(check_nan=False):
+        reads = _Reads(counter)
+        with torch.autograd.detect_anomaly(check_nan=False), reads:
             old = sys.gettrace()
             sys.settrace(counter)
             try:
@@ -173,4 +209,5 @@ def record_lines(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = No
     matches = ops is None or ops == ["param" if fn.name() == ACCUMULATE else fn.name() for fn in order]
     return LinesRan(tuple(sorted(_shown(f) for f in files)), lines,
                     {k: (_shown(f), n) for k, (f, n) in node_line.items()}, tuple(loss_nodes), matches, error,
-                    (_shown(error_line[0]), error_line[1]) if error_line else None)
+                    (_shown(error_line[0]), error_line[1]) if error_line else None,
+                    frozenset((_shown(f), n) for f, n in reads.lines), tuple((_shown(f), f) for f in sorted(files)))

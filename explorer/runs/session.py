@@ -21,6 +21,7 @@ from explorer.core.fmt import count
 from explorer.core.inputs import TokenizedText, tokenize
 from explorer.core.limits import HISTORY_LENGTH
 from explorer.core.progress import Progress
+from explorer.eager.branches import Across, across, forks_of
 from explorer.eager.capture import Capture
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.eager.lines import LinesRan, record_lines
@@ -32,7 +33,7 @@ from explorer.serving.plan import Plan, plan
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.queueing import NOT_PROFILED
 from explorer.serving.residency import Residency
-from explorer.serving.shared import CAPTURING, FIXED, Fixed, Sourced, run_key
+from explorer.serving.shared import CAPTURING, FIXED, LINES, Fixed, Sourced, run_key
 from explorer.serving.timings import InProcess
 from explorer.sources.registry import build_model, check_architecture, make_config, source
 from explorer.workers.protocol import JobRunner
@@ -44,6 +45,8 @@ DEFAULT_MODEL = "rnn"
 
 SETTLE_S = 1.5  # a typed input left alone this long after its run is what the person meant: it stays
 
+
+BRANCH_INPUTS = 20  # the earlier inputs a session's branches are read over (each a pass of its own, once)
 
 @dataclass
 class RunRecord:
@@ -57,6 +60,8 @@ class RunRecord:
     forward: Measurement
     train_step: Measurement
     memory: MemoryPeaks | None = None
+    text: str = ""  # the input (the branches across a session's inputs re-read its lines)
+    config: Any = None
 
 
 class RunLock:
@@ -130,7 +135,7 @@ class RunResult:
 
     def record(self) -> RunRecord:
         return RunRecord(self.number, self.model, self.arch, self.tokens, len(self.capture.graph.nodes),
-                         self.forward, self.train_step, self.memory)
+                         self.forward, self.train_step, self.memory, self.input.text, self.config)
 
     @property
     def notices(self) -> list[str]:
@@ -235,15 +240,31 @@ class Session:
         shown = self.shown
         if shown is None or (shown.model, shown.config) != (self.model_name, self.config):
             raise InputError("no run of this model on screen: run an input first")
-        fixed = shown.fixed
-        if fixed.lines is None:
-            ops = [n.op for n in fixed.capture.graph.nodes]
+        return self._lines_of(shown.input, [n.op for n in shown.fixed.capture.graph.nodes])
+
+    def _lines_of(self, inp: TokenizedText, ops: list[str] | None = None) -> LinesRan:
+        """`inp`'s lines on the current model, from the server's cache or recorded now (`ops`: the graph to check
+        the pass's nodes against, where one is drawn)."""
+        key = run_key(self.model_name, self.config, inp.text)
+        found = LINES.get(key)
+        if found is None:
             if self.isolate is not None and source(self.model_name).own_code:
-                job = LinesJob(self.model_name, config_dict(self.config), shown.input.ids[0].tolist(), ops)
-                fixed.lines = next(r for r in self.isolate(self.id).run(job) if isinstance(r, LinesRan))
+                job = LinesJob(self.model_name, config_dict(self.config), inp.ids[0].tolist(), ops)
+                found = next(r for r in self.isolate(self.id).run(job) if isinstance(r, LinesRan))
             else:
-                fixed.lines = record_lines(self.model, shown.input.ids, ops)
-        return fixed.lines
+                found = record_lines(self.model, inp.ids, ops)
+            LINES.put(key, found)
+        return found
+
+    def branches(self) -> list[Across]:
+        """Each `if`, `for` and `while` of the model's files that the input on screen or an earlier input of this
+        session (on this model and architecture, the latest BRANCH_INPUTS) reached, and which way each went."""
+        now = self.lines()
+        shown = self.shown.input.text
+        texts = list(dict.fromkeys(r.text for r in reversed(self.history) if (r.model, r.config) ==
+                                   (self.model_name, self.config) and r.text and r.text != shown))[:BRANCH_INPUTS]
+        inputs = [(t, self._lines_of(tokenize(t))) for t in reversed(texts)]
+        return across(forks_of(now), now, inputs)
 
     def capture(self, text: str, compare: str | None = None, keyed: bool = False) -> Captured:
         """A run's first stage: the graph `text` builds, diffed against `compare` if given, else against the

@@ -59,7 +59,7 @@ class LinesJob(Job[LinesRan]):
     model: str
     config: dict
     ids: list[int]
-    ops: list[str]  # the capture's graph's operations, node by node: the pass checks it drew the same graph
+    ops: list[str] | None  # the graph on screen's operations node by node, to check the pass's (None: none drawn)
 
     def run(self, ctx: WorkerContext) -> LinesRan:
         ctx.phase("recording the lines that ran")

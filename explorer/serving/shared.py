@@ -62,7 +62,6 @@ class Fixed:
     params: int
     param_bytes: int
     memory: MemoryPeaks | None = None  # the profiler's peaks, once measured
-    lines: LinesRan | None = None  # the lines of the model's Python that ran, once asked (explorer/eager/lines.py)
 
 
 @dataclass(frozen=True)
@@ -145,4 +144,5 @@ class Once:
 
 FIXED: LRU[Fixed] = LRU(int(CACHED_RUNS))
 CAPTURING = Once()
+LINES: LRU[LinesRan] = LRU(int(CACHED_RUNS))  # the lines of the model's Python each input ran, once asked
 RECENT = RecentTimings(int(CACHED_RUNS), TIMING_REUSE_S)

@@ -26,7 +26,7 @@ from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
 from explorer.ui.stream import Updates, streamed
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update, pending_cards
-from explorer.views.lines import LINES_COLUMNS
+from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
 from explorer.views.playground import (
     GraphFirst,
     View,
@@ -61,6 +61,7 @@ class LinesPanel:
     shown: gr.State  # whether the box is open: only then does a run record its lines (a pass of its own)
     said: gr.Markdown
     table: gr.Dataframe
+    branches: gr.Dataframe
 
 
 @dataclass
@@ -159,7 +160,10 @@ def _lines_panel() -> LinesPanel:
         table = gr.Dataframe(headers=LINES_COLUMNS, label="the model's lines that ran (pick one: its nodes are "
                              "ringed in the graph)", interactive=False, wrap=True, max_height=420,
                              column_widths=["24%", "8%", "8%", "60%"])
-    return LinesPanel(box, gr.State(False), said, table)
+        branches = gr.Dataframe(headers=BRANCH_COLUMNS, label="which way each if, for and while went: this input, "
+                                "and this session's earlier inputs on this architecture", interactive=False,
+                                wrap=True, max_height=360, column_widths=["20%", "34%", "20%", "26%"])
+    return LinesPanel(box, gr.State(False), said, table, branches)
 
 
 def _compiled_panel() -> CompiledPanel:
@@ -288,12 +292,13 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     def lines_shown(s: Session, shown: bool) -> Updates:
         """The lines of the run on screen, while the box is open (recorded once per input, never timed)."""
         if not shown or s.shown is None:
-            return {lines.said: gr.skip(), lines.table: gr.skip()}
+            return {lines.said: gr.skip(), lines.table: gr.skip(), lines.branches: gr.skip()}
         try:
-            said, rows = lines_view(s)
+            said, rows, forks = lines_view(s)
         except USER_ERRORS as e:
-            return {lines.said: f"The lines that ran could not be recorded: {e}", lines.table: []}
-        return {lines.said: said, lines.table: rows}
+            return {lines.said: f"The lines that ran could not be recorded: {e}", lines.table: [],
+                    lines.branches: []}
+        return {lines.said: said, lines.table: rows, lines.branches: forks}
 
     def line_picked(s: Session, module: str, picked: gr.SelectData) -> Any:
         try:
@@ -301,7 +306,8 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         except USER_ERRORS:
             return gr.skip()
 
-    lines_event = {"fn": lines_shown, "inputs": [session, lines.shown], "outputs": [lines.said, lines.table],
+    lines_event = {"fn": lines_shown, "inputs": [session, lines.shown],
+                   "outputs": [lines.said, lines.table, lines.branches],
                    "api_visibility": "private", "show_progress": "hidden", "concurrency_id": Queue.MEASURE.value,
                    "concurrency_limit": MEASURE_EVENTS}
     lines.box.expand(lambda: True, None, lines.shown, queue=False, api_visibility="private").then(**lines_event)

@@ -1,6 +1,6 @@
 """The lines that ran, as the Playground, the CLI and the report show them: a table of the model's lines with how
-often each ran and how many of the graph's nodes it made, a summary that a number behind it decides, and the nodes
-of one line to light up in the graph."""
+often each ran and how many of the graph's nodes it made, a summary that a number behind it decides, the nodes
+of one line to light up in the graph, and which way each branch went for this input and the session's others."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Any
 
 from explorer.core.fmt import count
 from explorer.core.paths import sanitize
+from explorer.eager.branches import Across
 from explorer.eager.graph import AutogradGraph
 from explorer.eager.lines import LinesRan
 
 LINES_COLUMNS = ["line", "ran", "nodes", "code"]
+BRANCH_COLUMNS = ["line", "branch", "this input", "this session's inputs on this architecture"]
 
 
 def lines_rows(lines: LinesRan) -> list[list[Any]]:
@@ -63,3 +65,22 @@ def format_lines(lines: LinesRan) -> str:
     out = [f"{'line':<{width}}  {'ran':>5}  {'nodes':>5}  code"]
     out += [f"{s.file + ':' + str(s.line):<{width}}  {s.hits:>5}  {len(s.nodes):>5}  {s.code}" for s in lines.lines]
     return "\n".join(out)
+
+
+def branch_rows(forks: list[Across]) -> list[list[Any]]:
+    return [[sanitize(f"{a.fork.file}:{a.fork.line}"), a.fork.code, a.now.said(a.fork.kind), sanitize(a.said())]
+            for a in forks]
+
+
+def branches_report(forks: list[Across]) -> list[dict[str, Any]]:
+    """The report's `branches` (JSON)."""
+    return [{"file": a.fork.file, "line": a.fork.line, "kind": a.fork.kind, "code": a.fork.code,
+             "reached": a.now.reached, "body": a.now.body, "else": a.now.orelse, "by_data": a.by_data,
+             "this_input": a.now.said(a.fork.kind), "taken_by": list(a.taken_by), "not_taken_by": list(a.not_taken_by)}
+            for a in forks]
+
+
+def format_branches(forks: list[Across]) -> str:
+    """The branches as the CLI prints them."""
+    return "\n".join(f"{a.fork.file}:{a.fork.line}  {a.fork.code}\n    this input: {a.now.said(a.fork.kind)}; "
+                     f"{a.said()}" for a in forks)

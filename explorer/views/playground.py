@@ -25,7 +25,7 @@ from explorer.serving.shared import LRU
 from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
 from explorer.views.figures import graph_figure, history_figure, partial_figure
-from explorer.views.lines import lines_rows, lines_summary, lit_nodes
+from explorer.views.lines import branch_rows, lines_rows, lines_summary, lit_nodes
 from explorer.views.report import build_report, captured_report
 from models import Knob, arch_label
 from models.config import config_dict
@@ -104,10 +104,11 @@ def opened_graph(session: Session, module: str) -> Unchecked | None:
     return None if session.last is None else graph_figure(session.last, expand=module)
 
 
-def lines_view(session: Session) -> tuple[str, list[list[Any]]]:
-    """The lines of the model's Python that ran for the input on screen: a summary and the table's rows."""
+def lines_view(session: Session) -> tuple[str, list[list[Any]], list[list[Any]]]:
+    """The lines of the model's Python that ran for the input on screen: a summary, the lines' rows, and the
+    branches' rows (this input and the session's earlier ones on this architecture)."""
     lines = session.lines()
-    return lines_summary(lines, session.shown.fixed.capture.graph), lines_rows(lines)
+    return lines_summary(lines, session.shown.fixed.capture.graph), lines_rows(lines), branch_rows(session.branches())
 
 
 def lit_graph(session: Session, row: int, module: str) -> Unchecked:

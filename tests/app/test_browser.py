@@ -299,6 +299,9 @@ def test_the_lines_that_ran_open_beside_the_graph_and_a_picked_line_rings_its_no
     step = page.get_by_role("row").filter(has_text="new = cell(x, state)")
     expect(step).to_contain_text("42", timeout=TIMEOUT)
     expect(page.get_by_text(re.compile(r"lines? of models/rnn\.py ran for this input"))).to_be_visible()
+    # and which way each branch went: the time loop's body once per token
+    expect(page.get_by_role("row").filter(has_text="for t, x in enumerate(xs):").filter(
+        has_text="body ran 42 times")).to_be_visible()
     line = re.search(r"models/rnn\.py:\d+", step.inner_text()).group(0)
     step.get_by_text("new = cell(x, state)").click()
     graph = page.locator(".block").filter(has=page.get_by_test_id("block-label").filter(has_text="autograd graph"))

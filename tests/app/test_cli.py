@@ -60,6 +60,8 @@ def test_inspect_json_has_the_documented_keys():
     # the lines that ran: the time step's line once per token, its nodes those of the graph's cells
     step = next(x for x in report["lines"]["lines"] if x["code"] == "new = cell(x, state)")
     assert report["lines"]["files"] == ["models/rnn.py"] and step["ran"] == 2 * report["tokens"]  # two layers
+    loop = next(b for b in report["lines"]["branches"] if b["code"] == "for t, x in enumerate(xs):")
+    assert loop["body"] == 2 * report["tokens"] and loop["kind"] == "for" and not loop["by_data"]
 
 
 def test_inspect_table():
