@@ -29,10 +29,19 @@ from explorer.runs.session import Session
 from explorer.serving.placement import compile_service
 from explorer.sources.registry import SOURCES, add_model_file
 from explorer.views.claims import ClaimView, claim_update
+from explorer.views.costs import (
+    NODE_COLUMNS,
+    ROLLUP_COLUMNS,
+    costs_report,
+    costs_summary,
+    line_rows,
+    module_rows,
+    top_rows,
+)
 from explorer.views.export import html_report, session_csv
 from explorer.views.lines import branches_report, format_branches, format_lines, lines_report
 from explorer.views.report import build_report
-from explorer.views.tables import format_claim, format_table
+from explorer.views.tables import format_claim, format_rows, format_table
 from explorer.workers.protocol import WorkerFailure
 from models import Knob
 
@@ -112,13 +121,22 @@ def _inspect(args: argparse.Namespace) -> int:
     finally:
         service.stop()
     report = build_report(result, session.compile_track)
-    lines = session.lines() if args.lines else None
+    lines = session.lines() if args.lines or args.costs else None
     forks = session.branches() if args.lines else []
-    if lines is not None:
+    if lines is not None and args.lines:
         report["lines"] = {**lines_report(lines), "branches": branches_report(forks)}
+    costs = session.costs() if args.costs else None
+    if costs is not None and lines is not None:
+        report["costs"] = costs_report(costs, result.capture.graph, lines)
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
-    if lines is not None and not args.json:
+    if costs is not None and lines is not None and not args.json:
+        print("\n" + costs_summary(costs, result.train_step.median_ms).replace("**", ""))
+        for title, columns, rows in (("costliest nodes", NODE_COLUMNS, top_rows(costs, result.capture.graph, lines)),
+                                     ("per module", ROLLUP_COLUMNS, module_rows(costs, result.capture.graph)),
+                                     ("per line", ROLLUP_COLUMNS, line_rows(costs, lines))):
+            print(f"\n{title}:\n" + format_rows(columns, rows))
+    if lines is not None and args.lines and not args.json:
         print(f"\nThe lines that ran ({', '.join(lines.files)}), recorded in a pass of their own, never timed:")
         print(format_lines(lines))
         print(f"\nWhich way each branch went, for this input and the {len(texts) - 1} before it:" if len(texts) > 1
@@ -260,6 +278,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--text", required=True)
     p.add_argument("--compare", help="a second input to diff the graph against")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--costs", action="store_true", help="also profile the (last) input's train step node by node: "
+                   "the costliest nodes, and the time per module and per line (a pass of its own, after the timings)")
     p.add_argument("--lines", action="store_true", help="also record which lines of the model's Python ran for the "
                    "(last) input, how often, and how many graph nodes each made (a pass of its own, never timed)")
     c = p.add_argument_group("compiled execution (torch.compile, in a worker process)")

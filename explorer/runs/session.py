@@ -19,16 +19,17 @@ from explorer.compile.track import CompiledRun, CompileTrack
 from explorer.core.errors import InputError
 from explorer.core.fmt import count
 from explorer.core.inputs import TokenizedText, tokenize
-from explorer.core.limits import HISTORY_LENGTH
+from explorer.core.limits import HISTORY_LENGTH, MAX_RUN_S
 from explorer.core.progress import Progress
 from explorer.eager.branches import Across, across, forks_of
 from explorer.eager.capture import Capture
+from explorer.eager.costs import REPEATS, Costs, profile_costs
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.eager.lines import LinesRan, record_lines
 from explorer.eager.memory import MemoryPeaks
 from explorer.eager.partial import ForwardRaised, PartialGraph
 from explorer.eager.timing import Measurement
-from explorer.serving.isolated import CaptureJob, LinesJob, captured_here
+from explorer.serving.isolated import CaptureJob, CostsJob, LinesJob, captured_here
 from explorer.serving.plan import Plan, plan
 from explorer.serving.pool import Timed, TimingJob
 from explorer.serving.queueing import NOT_PROFILED
@@ -47,6 +48,7 @@ SETTLE_S = 1.5  # a typed input left alone this long after its run is what the p
 
 
 BRANCH_INPUTS = 20  # the earlier inputs a session's branches are read over (each a pass of its own, once)
+PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.6-1.9x on the zoo at 42 tokens (costs.py)
 
 @dataclass
 class RunRecord:
@@ -237,10 +239,14 @@ class Session:
     def lines(self) -> LinesRan:
         """The lines of the model's Python that ran for the input on screen, and the nodes each made: recorded once
         per (model, config, text) in a pass of its own, never timed (explorer/eager/lines.py)."""
+        shown = self._on_screen()
+        return self._lines_of(shown.input, [n.op for n in shown.fixed.capture.graph.nodes])
+
+    def _on_screen(self) -> Captured:
         shown = self.shown
         if shown is None or (shown.model, shown.config) != (self.model_name, self.config):
             raise InputError("no run of this model on screen: run an input first")
-        return self._lines_of(shown.input, [n.op for n in shown.fixed.capture.graph.nodes])
+        return shown
 
     def _lines_of(self, inp: TokenizedText, ops: list[str] | None = None) -> LinesRan:
         """`inp`'s lines on the current model, from the server's cache or recorded now (`ops`: the graph to check
@@ -255,6 +261,22 @@ class Session:
                 found = record_lines(self.model, inp.ids, ops)
             LINES.put(key, found)
         return found
+
+    def costs(self) -> Costs:
+        """Where the train step of the input on screen spent its time and memory, node by node: the profiler in a
+        pass of its own (explorer/eager/costs.py), as many repeats as fit in GE_MAX_RUN_S (refused if none does)."""
+        shown = self._on_screen()
+        step_s = shown.fixed.capture.step_s * PROFILED_SLOWER
+        repeats = min(REPEATS, int(MAX_RUN_S / step_s) - 1) if step_s > 0 else REPEATS
+        if repeats < 1:
+            raise InputError(f"Profiling this input's train step would take about {2 * step_s:.0f} s (one step and "
+                             f"a first one, with the profiler), over GE_MAX_RUN_S = {MAX_RUN_S:g} s: try a shorter "
+                             "input or a smaller architecture.")
+        ops = [n.op for n in shown.fixed.capture.graph.nodes]
+        if self.isolate is not None and source(self.model_name).own_code:
+            job = CostsJob(self.model_name, config_dict(self.config), shown.input.ids[0].tolist(), ops, repeats)
+            return next(r for r in self.isolate(self.id).run(job) if isinstance(r, Costs))
+        return profile_costs(self.model, shown.input.ids, ops, repeats)
 
     def branches(self) -> list[Across]:
         """Each `if`, `for` and `while` of the model's files that the input on screen or an earlier input of this

@@ -12,6 +12,7 @@ from torch import nn
 from explorer.core.errors import InputError
 from explorer.core.limits import MAX_RUN_S
 from explorer.eager.capture import capture_run
+from explorer.eager.costs import Costs, profile_costs
 from explorer.eager.lines import LinesRan, record_lines
 from explorer.eager.memory import param_bytes
 from explorer.eager.partial import ForwardRaised, PartialGraph, record_partial
@@ -65,3 +66,17 @@ class LinesJob(Job[LinesRan]):
         ctx.phase("recording the lines that ran")
         model = build_model(self.model, make_config(self.model, self.config))
         return record_lines(model, torch.tensor([self.ids], dtype=torch.long), self.ops)
+
+
+@dataclass(frozen=True)
+class CostsJob(Job[Costs]):
+    model: str
+    config: dict
+    ids: list[int]
+    ops: list[str]  # the graph on screen's operations node by node, to check the pass's against
+    repeats: int
+
+    def run(self, ctx: WorkerContext) -> Costs:
+        ctx.phase("profiling the train step node by node")
+        model = build_model(self.model, make_config(self.model, self.config))
+        return profile_costs(model, torch.tensor([self.ids], dtype=torch.long), self.ops, self.repeats)

@@ -26,11 +26,13 @@ from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
 from explorer.ui.stream import Updates, streamed
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update, pending_cards
+from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS, TOP
 from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
 from explorer.views.playground import (
     GraphFirst,
     View,
     control_specs,
+    costs_view,
     lines_view,
     lit_graph,
     openable,
@@ -65,6 +67,16 @@ class LinesPanel:
 
 
 @dataclass
+class CostsPanel:
+    profile: gr.Button
+    said: gr.Markdown
+    graph: gr.Plot
+    top: gr.Dataframe
+    modules: gr.Dataframe
+    lines: gr.Dataframe
+
+
+@dataclass
 class Playground:
     """The Playground tab's components that events read or write."""
 
@@ -84,6 +96,7 @@ class Playground:
     raw: gr.JSON
     compiled: CompiledPanel
     lines: LinesPanel
+    costs: CostsPanel
 
     def outputs(self, session: gr.State) -> list[Any]:
         """The run's outputs, in the order the /edit endpoint answers."""
@@ -140,6 +153,7 @@ def playground_tab() -> Playground:
                                       info="a big graph is drawn in groups: pick a module to draw its nodes one by "
                                            "one")
             lines = _lines_panel()
+            costs = _costs_panel()
             gr.Markdown("**History**: every run of this session, latency (median, IQR bars) and peak memory "
                         "against input length, one line per architecture.", elem_classes="explain")
             with gr.Row():
@@ -150,7 +164,19 @@ def playground_tab() -> Playground:
                                   open=False)
             compiled = _compiled_panel()
     return Playground(model, groups, controls, text, example, compare, status, again, cards, graph, open_module,
-                      history, diff, raw, compiled, lines)
+                      history, diff, raw, compiled, lines, costs)
+
+
+def _costs_panel() -> CostsPanel:
+    with gr.Accordion("Where the time went: the train step profiled node by node", open=False):
+        profile = gr.Button("Profile this input", size="sm", variant="secondary")
+        said = gr.Markdown()
+        graph = gr.Plot(label="the graph coloured by each node's time")
+        lines = gr.Dataframe(headers=ROLLUP_COLUMNS, label="per line of the model's Python", interactive=False,
+                             max_height=300)
+        modules = gr.Dataframe(headers=ROLLUP_COLUMNS, label="per module", interactive=False, max_height=300)
+        top = gr.Dataframe(headers=NODE_COLUMNS, label=f"the {TOP} costliest nodes", interactive=False, wrap=True)
+    return CostsPanel(profile, said, graph, top, modules, lines)
 
 
 def _lines_panel() -> LinesPanel:
@@ -314,6 +340,20 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     lines.box.collapse(lambda: False, None, lines.shown, queue=False, api_visibility="private")
     lines.table.select(line_picked, [session, p.open_module], p.graph, api_visibility="private",
                        show_progress="hidden")
+
+    costs = p.costs
+
+    def profiled(s: Session) -> Updates:
+        try:
+            v = costs_view(s)
+        except USER_ERRORS as e:
+            return {costs.said: f"**Cannot profile this input**: {e}"}
+        return {costs.said: v.said, costs.graph: v.graph, costs.top: v.top, costs.modules: v.modules,
+                costs.lines: v.lines}
+
+    costs.profile.click(profiled, session, [costs.said, costs.graph, costs.top, costs.modules, costs.lines],
+                        api_visibility="private", concurrency_id=Queue.MEASURE.value,
+                        concurrency_limit=MEASURE_EVENTS)
 
     def after_run(event: Any) -> None:
         event.then(**lines_event)

@@ -24,7 +24,7 @@ from explorer.sources.registry import source
 
 def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, height: int = 560,
                  expand: str = "", lit: tuple[str, frozenset[int]] = ("", frozenset()),
-                 line_of: Mapping[int, str] | None = None) -> Unchecked:
+                 line_of: Mapping[int, str] | None = None, heat: Mapping[int, float] | None = None) -> Unchecked:
     graph = result.capture.graph
     model = source(result.model)
     decided = ", ".join(f"{k} {v}" for k, v in model.structure(result.capture.trace).items())
@@ -42,8 +42,10 @@ def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES,
         lay = tree_layout(graph, *model.tree, bytes(result.input.ids[0].tolist()), added)
     if lit[0]:
         title += f"<br><sup>ringed: the {len(lit[1])} nodes made at {html.escape(lit[0])}</sup>"
+    if heat is not None:
+        title += "<br><sup>coloured and sized by each node's profiled time, forward + backward</sup>"
     return draw_graph(graph, title, added, max_nodes, height, expand, lay, result.capture.branches, lit=lit,
-                      line_of=line_of)
+                      line_of=line_of, heat=heat)
 
 
 

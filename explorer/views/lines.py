@@ -11,6 +11,7 @@ from explorer.core.paths import sanitize
 from explorer.eager.branches import Across
 from explorer.eager.graph import AutogradGraph
 from explorer.eager.lines import LinesRan
+from explorer.views.tables import format_rows
 
 LINES_COLUMNS = ["line", "ran", "nodes", "code"]
 BRANCH_COLUMNS = ["line", "branch", "this input", "this session's inputs on this architecture"]
@@ -61,10 +62,8 @@ def lines_report(lines: LinesRan) -> dict[str, Any]:
 
 def format_lines(lines: LinesRan) -> str:
     """The lines as the CLI prints them."""
-    width = max((len(f"{s.file}:{s.line}") for s in lines.lines), default=4)
-    out = [f"{'line':<{width}}  {'ran':>5}  {'nodes':>5}  code"]
-    out += [f"{s.file + ':' + str(s.line):<{width}}  {s.hits:>5}  {len(s.nodes):>5}  {s.code}" for s in lines.lines]
-    return "\n".join(out)
+    return format_rows(["line", "ran", "nodes", "code"],
+                       [[f"{s.file}:{s.line}", s.hits, len(s.nodes), s.code] for s in lines.lines])
 
 
 def branch_rows(forks: list[Across]) -> list[list[Any]]:

@@ -24,6 +24,7 @@ from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.shared import LRU
 from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
+from explorer.views.costs import costs_report, costs_summary, line_rows, module_rows, top_rows
 from explorer.views.figures import graph_figure, history_figure, partial_figure
 from explorer.views.lines import branch_rows, lines_rows, lines_summary, lit_nodes
 from explorer.views.report import build_report, captured_report
@@ -118,6 +119,30 @@ def lit_graph(session: Session, row: int, module: str) -> Unchecked:
         raise InputError(f"no line {row} in the table of {len(lines.lines)}")
     line_of = {n: f"{f}:{line}" for n, (f, line) in lines.node_line.items()}
     return graph_figure(session.shown, expand=module, lit=lit_nodes(lines, row), line_of=line_of)
+
+
+@dataclass(frozen=True)
+class CostsView:
+    said: str
+    graph: Unchecked  # the graph coloured by each node's time
+    top: list[list[Any]]
+    modules: list[list[Any]]
+    lines: list[list[Any]]
+    report: dict[str, Any]
+
+
+def costs_view(session: Session) -> CostsView:
+    """Where the train step of the input on screen spent its time: profiled now, node by node."""
+    costs = session.costs()
+    lines = session.lines()
+    shown = session.shown
+    graph = shown.fixed.capture.graph
+    last = session.last
+    card = last.train_step.median_ms if last is not None and last.input.text == shown.input.text else None
+    line_of = {n: f"{f}:{line}" for n, (f, line) in lines.node_line.items()}
+    figure = graph_figure(shown, line_of=line_of, heat={n: c.total_us for n, c in costs.nodes.items()})
+    return CostsView(costs_summary(costs, card), figure, top_rows(costs, graph, lines), module_rows(costs, graph),
+                     line_rows(costs, lines), costs_report(costs, graph, lines))
 
 
 @dataclass

@@ -9,6 +9,15 @@ from explorer.core.machine import Machine
 from explorer.eager.compare import too_few
 
 
+def format_rows(columns: list[str], rows: list[list[Any]]) -> str:
+    """Rows under their column names, each column as wide as its widest cell (numbers right-aligned)."""
+    cells = [columns, *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    numeric = [all(isinstance(r[i], int | float) for r in rows) for i in range(len(columns))]
+    return "\n".join("  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric, strict=True))
+                     .rstrip() for r in cells)
+
+
 def format_table(report: dict[str, Any]) -> str:
     """The report as a readable text table (the CLI without --json)."""
     fw, tr, mem, g = report["eager"]["forward"], report["eager"]["train_step"], report["memory"], report["graph"]

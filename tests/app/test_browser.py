@@ -308,6 +308,16 @@ def test_the_lines_that_ran_open_beside_the_graph_and_a_picked_line_rings_its_no
     expect(graph.locator(".legendtext").filter(has_text=f"{line}: ")).to_be_visible(timeout=TIMEOUT)
     expect(graph.locator(".gtitle")).to_contain_text(f"made at {line}")
     shot(page, "lines-that-ran")
+    # where the time went: profiled on request, the graph coloured by each node's time on a scale
+    page.get_by_text("Where the time went: the train step profiled node by node").click()
+    page.get_by_role("button", name="Profile this input").click()
+    expect(page.get_by_text(re.compile(r"The train step profiled in a pass of its own \(5 repeats"))).to_be_visible(
+        timeout=TIMEOUT)
+    heat = page.locator(".block").filter(has=page.get_by_test_id("block-label").filter(
+        has_text="the graph coloured by each node's time"))
+    expect(heat.locator(".colorbar")).to_have_count(1, timeout=TIMEOUT)
+    expect(page.get_by_role("row").filter(has_text="layers.0.fwd").first).to_be_visible()
+    shot(page, "where-the-time-went")
 
 
 

@@ -65,11 +65,15 @@ def test_inspect_json_has_the_documented_keys():
 
 
 def test_inspect_table():
-    out = cli("inspect", "--model", "tree", "--text", "ab cd.", "--lines")
+    out = cli("inspect", "--model", "tree", "--text", "ab cd.", "--lines", "--costs")
     assert out.returncode == 0, out.stderr
     assert "module calls:" in out.stdout and "compose" in out.stdout and "forward" in out.stdout
     # five composed pairs for six bytes: the compose line ran five times
     assert re.search(r"models/tree\.py:\d+ +5 +\d+ +z = self\.proj", out.stdout), out.stdout
+    # where the time went: the composing cell's module holds most nodes, the loss's line is named as such
+    assert "The train step profiled in a pass of its own (5 repeats" in out.stdout
+    per_module = out.stdout.split("per module:\n")[1].split("\n\n")[0].splitlines()
+    assert per_module[0].split()[:2] == ["where", "nodes"] and any(r.startswith("compose ") for r in per_module)
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soa
 
 
 def test_every_script_is_listed():
-    assert SCRIPTS == ["batching", "claims", "code_edit", "compile_costs", "compile_interference", "ddp",
+    assert SCRIPTS == ["batching", "claims", "code_edit", "compile_costs", "compile_interference", "costs", "ddp",
                        "ddp_responsiveness", "debug", "deploy", "first_compile", "gc_pause", "generate", "graph_paint",
                        "library", "lines_overhead", "load", "optimize", "reproduce", "shapes", "soak", "startup",
                        "suite", "update_latency", "worker_memory", "worker_start"]

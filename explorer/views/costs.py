@@ -1,0 +1,84 @@
+"""Where the time went, as the Playground and the CLI show it: the graph coloured by each node's profiled time, the
+ten costliest nodes, the same rolled up per module and per line of the model's Python, and the sums set against the
+card's train step (timed without the profiler), the difference said."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from typing import Any
+
+from explorer.core.fmt import count, format_bytes
+from explorer.core.paths import sanitize
+from explorer.eager.costs import Costs
+from explorer.eager.graph import AutogradGraph
+from explorer.eager.lines import LinesRan
+
+TOP = 10
+NODE_COLUMNS = ["node", "operation", "module", "line", "forward µs", "backward µs", "share", "allocated"]
+ROLLUP_COLUMNS = ["where", "nodes", "forward ms", "backward ms", "share"]
+
+
+def _share(us: float, total_us: float) -> str:
+    return f"{100 * us / total_us:.1f}%" if total_us else "—"
+
+
+def top_rows(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> list[list[Any]]:
+    total = sum(c.total_us for c in costs.nodes.values())
+    ranked = sorted(costs.nodes.items(), key=lambda kv: -kv[1].total_us)[:TOP]
+    return [[nid, graph.node(nid).op, graph.node(nid).module, sanitize(lines.line_of(nid)) or "—",
+             round(c.forward_us, 1), round(c.backward_us, 1), _share(c.total_us, total), format_bytes(c.bytes)]
+            for nid, c in ranked]
+
+
+def _rollup(costs: Costs, key: dict[int, str]) -> list[list[Any]]:
+    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for nid, c in costs.nodes.items():
+        s = sums[key.get(nid, "—")]
+        s[0] += 1
+        s[1] += c.forward_us
+        s[2] += c.backward_us
+    total = sum(f + b for _, f, b in sums.values())
+    return [[sanitize(k), int(n), round(f / 1e3, 3), round(b / 1e3, 3), _share(f + b, total)]
+            for k, (n, f, b) in sorted(sums.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))]
+
+
+def module_rows(costs: Costs, graph: AutogradGraph) -> list[list[Any]]:
+    return _rollup(costs, {n.id: n.module for n in graph.nodes})
+
+
+def line_rows(costs: Costs, lines: LinesRan) -> list[list[Any]]:
+    return _rollup(costs, {nid: lines.line_of(nid) for nid in costs.nodes})
+
+
+def costs_summary(costs: Costs, card_step_ms: float | None) -> str:
+    """What was measured, the sums, and how they stand against the card (a number behind every sentence)."""
+    nodes_ms = sum(c.total_us for c in costs.nodes.values()) / 1e3
+    fwd, bwd = (statistics.median(x) for x in (costs.forward_ops_ms, costs.backward_ops_ms))
+    other, wall = statistics.median(costs.other_ops_ms), statistics.median(costs.step_ms)
+    said = [f"The train step profiled in a pass of its own ({count(costs.repeats, 'repeat')}, after the timings, "
+            f"{time.time() - costs.measured_at:.0f} s ago; each node's figure is its median): the operators charged "
+            f"to the graph's {count(len(costs.nodes), 'operation node')} took **{nodes_ms:.2f} ms** (forward "
+            f"{fwd:.2f} ms, backward {bwd:.2f} ms), {other:.2f} ms more went to operators of no node; the profiled "
+            f"step's wall time was {wall:.2f} ms (min-max {min(costs.step_ms):.2f}-{max(costs.step_ms):.2f}), so "
+            f"{max(0.0, wall - fwd - bwd - other):.2f} ms were outside every operator (Python between them, the "
+            "profiler's bookkeeping)."]
+    if card_step_ms:
+        said.append(f"The card's train step, timed without the profiler, is {card_step_ms:.2f} ms: the nodes' sum is "
+                    f"{100 * nodes_ms / card_step_ms:.0f}% of it (the profiler's cost per operator is in the "
+                    "former). Read the shares, not the absolute times.")
+    if not costs.matches_graph:
+        said.append("This pass drew a different graph from the one shown (the model draws differently each run): "
+                    "its nodes are its own.")
+    return " ".join(said)
+
+
+def costs_report(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> dict[str, Any]:
+    """The report's `costs` (JSON)."""
+    return {"repeats": costs.repeats, "matches_graph": costs.matches_graph,
+            "forward_ops_ms": list(costs.forward_ops_ms), "backward_ops_ms": list(costs.backward_ops_ms),
+            "other_ops_ms": list(costs.other_ops_ms), "step_ms": list(costs.step_ms),
+            "top": [dict(zip(NODE_COLUMNS, r, strict=True)) for r in top_rows(costs, graph, lines)],
+            "modules": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in module_rows(costs, graph)],
+            "lines": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in line_rows(costs, lines)]}

@@ -1,0 +1,69 @@
+"""Where the time went: the profiler's operators charged to the graph's nodes (by autograd's sequence numbers),
+every operation node costed forward and backward, rolled up per module and per line, on the zoo, a library
+architecture and a model this project did not write; an operator's file is profiled in its worker; an input whose
+profiled step would take too long is refused before it runs."""
+
+import pytest
+
+from explorer.core.errors import InputError
+from explorer.runs import session as sessions
+from explorer.runs.session import Session
+from explorer.sources.registry import add_model_file
+from explorer.views.costs import line_rows, module_rows, top_rows
+from explorer.views.playground import costs_view, update
+from explorer.workers.process import WorkerProcess
+from tests.helpers import ROOT
+
+TEXT = "Where did the time go, node by node?"
+
+
+@pytest.mark.parametrize("model", ["rnn", "transformer", "tree", "early_exit", "gpt2", "tests/outside/moe_top1.py"])
+def test_every_operation_node_is_costed_forward_and_backward_and_the_rollups_hold_them_all(model, menu_restored):
+    name = add_model_file(str(ROOT / model)) if model.endswith(".py") else model
+    session = Session()
+    session.configure(name, {"layers": 1, "width": 32} if model == "gpt2" else {})
+    graph = session.capture(TEXT).fixed.capture.graph
+    costs = session.costs()
+    lines = session.lines()
+    ops = {n.id for n in graph.nodes if not n.is_param}
+    assert costs.matches_graph and set(costs.nodes) == ops and costs.repeats == 5
+    # each node's forward operators and its backward function were found (charged by sequence number)
+    assert all(costs.nodes[i].forward_us > 0 and costs.nodes[i].backward_us > 0 for i in ops)
+    # each repeat's operators ran inside its step: their self times never sum past its wall time
+    for f, b, o, wall in zip(costs.forward_ops_ms, costs.backward_ops_ms, costs.other_ops_ms, costs.step_ms,
+                             strict=True):
+        assert 0 < f + b + o <= wall
+    for rows in (module_rows(costs, graph), line_rows(costs, lines)):
+        assert sum(r[1] for r in rows) == len(ops)  # every node in exactly one module, one line (or the loss)
+    assert len(top_rows(costs, graph, lines)) == min(10, len(ops))
+
+
+def test_the_playground_view_colours_the_graph_by_time_and_sets_the_sums_against_the_card():
+    session = Session()
+    list(update(session, "rnn", TEXT, "", {}))
+    view = costs_view(session)
+    heat = [t for t in view.graph.data if (t.name or "").startswith("time per node")]
+    assert len(heat) == 1 and heat[0].marker.showscale and max(heat[0].marker.color) > 0
+    card = session.last.train_step.median_ms
+    assert f"The card's train step, timed without the profiler, is {card:.2f} ms" in view.said
+    assert view.modules[0][0] == "layers.0.fwd"  # the unrolled cell: 672 of the graph's 679 nodes
+    step = next(r for r in view.lines if r[0] == "models/rnn.py:54")
+    assert step[1] == len(TEXT.encode()) * 16  # the time step's line: sixteen nodes per token
+    assert view.report["repeats"] == 5 and len(view.report["step_ms"]) == 5
+
+
+def test_an_operators_file_is_profiled_in_its_worker_and_a_step_too_long_is_refused(menu_restored, monkeypatch):
+    worker = WorkerProcess(name="capture")
+    try:
+        session = Session(isolate=lambda _: worker)
+        session.configure(add_model_file(str(ROOT / "tests/outside/moe_top1.py")), {})
+        session.capture(TEXT)
+        assert session.costs().matches_graph and not session.holds_model
+    finally:
+        worker.stop()
+    session = Session()
+    session.configure("rnn", {})
+    session.capture(TEXT)
+    monkeypatch.setattr(sessions, "MAX_RUN_S", 1e-6)
+    with pytest.raises(InputError, match=r"Profiling this input's train step would take about .* over GE_MAX_RUN_S"):
+        session.costs()
