@@ -153,6 +153,7 @@ class Session:
     shown: Captured | None = None  # the latest graph captured, timed or not: the run on screen
     baseline: RunResult | None = None  # the run the next is diffed against: the latest that stayed (see `typing`)
     labs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each lab's latest report, by lab name
+    profiled: tuple[str, Costs] | None = field(default=None, repr=False)  # the latest costs, with their run's key
     residency: Residency | None = field(default=None, repr=False)  # the server's bound on built models, if any
     run_lock: RunLock = field(default_factory=RunLock, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -275,8 +276,16 @@ class Session:
         ops = [n.op for n in shown.fixed.capture.graph.nodes]
         if self.isolate is not None and source(self.model_name).own_code:
             job = CostsJob(self.model_name, config_dict(self.config), shown.input.ids[0].tolist(), ops, repeats)
-            return next(r for r in self.isolate(self.id).run(job) if isinstance(r, Costs))
-        return profile_costs(self.model, shown.input.ids, ops, repeats)
+            costs = next(r for r in self.isolate(self.id).run(job) if isinstance(r, Costs))
+        else:
+            costs = profile_costs(self.model, shown.input.ids, ops, repeats)
+        self.profiled = (shown.key, costs)
+        return costs
+
+    def costs_shown(self) -> Costs | None:
+        """The costs profiled last, if they are the input on screen's."""
+        shown = self.shown
+        return self.profiled[1] if self.profiled and shown is not None and self.profiled[0] == shown.key else None
 
     def branches(self) -> list[Across]:
         """Each `if`, `for` and `while` of the model's files that the input on screen or an earlier input of this

@@ -23,11 +23,16 @@ from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.artefacts.script import reproducible, reproduction_script
 from explorer.artefacts.tlparse import replay_job, traced, zipped
 from explorer.core import limits, machine
+from explorer.core.errors import USER_ERRORS
 from explorer.core.fmt import format_bytes
 from explorer.draw.style import Figure
 from explorer.labs.batching import lab_lengths_figure, lab_time_figure, lab_waste_figure
 from explorer.runs.session import Session
+from explorer.serving.shared import run_key
+from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS
 from explorer.views.figures import compiled_figure, graph_figure, history_figure
+from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS, branch_rows, lines_rows, lines_summary
+from explorer.views.playground import costs_view
 from explorer.views.report import build_report
 from explorer.workers.protocol import JobRunner
 
@@ -58,6 +63,34 @@ def _figure_html(fig: Figure, first: bool) -> str:
 def _table(rows: list[tuple[str, str]]) -> str:
     return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows) \
         + "</table>"
+
+
+def _grid(columns: list[str], rows: list[list[object]]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _python_views(session: Session) -> tuple[list[str], list[Figure]]:
+    """The lines that ran, which way each branch went and, if it was profiled, where the time went: for the input
+    on screen when it is the latest run's (the lines recorded now if they were not: a pass of milliseconds)."""
+    shown, r = session.shown, session.last
+    if shown is None or r is None or shown.key != run_key(r.model, r.config, r.input.text):
+        return [], []
+    try:
+        lines, forks = session.lines(), session.branches()
+    except USER_ERRORS:
+        return [], []
+    said = lines_summary(lines, shown.fixed.capture.graph).replace("**", "").split(" Pick a line")[0]
+    parts = [f"<h2>Lines that ran</h2><p>{html.escape(said)}</p>" + _grid(LINES_COLUMNS, lines_rows(lines)),
+             "<h2>Which way each branch went</h2>" + _grid(BRANCH_COLUMNS, branch_rows(forks))]
+    costs = session.costs_shown()
+    if costs is None:
+        return parts, []
+    view = costs_view(session, costs)
+    tables = _grid(ROLLUP_COLUMNS, view.lines) + _grid(ROLLUP_COLUMNS, view.modules) + _grid(NODE_COLUMNS, view.top)
+    parts.append(f"<h2>Where the time went</h2><p>{html.escape(view.said.replace('**', ''))}</p>{tables}")
+    return parts, [view.graph]
 
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
@@ -92,6 +125,9 @@ def html_report(session: Session) -> str:
             figures.append(compiled_figure(session.compile_track.runs))
         parts.append("<details><summary>raw report (JSON)</summary><pre>"
                      + html.escape(json.dumps(report, indent=1, ensure_ascii=False)) + "</pre></details>")
+        views, drawn = _python_views(session)
+        parts += views
+        figures += drawn
     if session.history:
         figures.append(history_figure(session.history))
     lab = session.labs.get("batch")

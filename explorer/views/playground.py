@@ -16,6 +16,7 @@ from explorer.core.paths import sanitize, sanitized
 from explorer.core.progress import Progress
 from explorer.draw.layout import modules
 from explorer.draw.style import Unchecked
+from explorer.eager.costs import Costs
 from explorer.eager.partial import ForwardRaised, PartialGraph
 from explorer.eager.timing import Measurement
 from explorer.runs import playground as runs
@@ -131,9 +132,9 @@ class CostsView:
     report: dict[str, Any]
 
 
-def costs_view(session: Session) -> CostsView:
-    """Where the train step of the input on screen spent its time: profiled now, node by node."""
-    costs = session.costs()
+def costs_view(session: Session, costs: Costs | None = None) -> CostsView:
+    """Where the train step of the input on screen spent its time, node by node: `costs`, or profiled now."""
+    costs = costs or session.costs()
     lines = session.lines()
     shown = session.shown
     graph = shown.fixed.capture.graph

@@ -50,6 +50,19 @@ def test_html_report_is_self_contained_with_every_figure(session):
         assert needle in page
 
 
+def test_html_report_carries_the_lines_the_branches_and_where_the_time_went():
+    s = Session()
+    s.configure("early_exit", {"threshold": 0.9})
+    s.run("zzzz zzzz zzzz")
+    assert "Where the time went" not in html_report(s)  # not profiled: not in the report
+    s.costs()
+    page = html_report(s)
+    assert page.count("Plotly.newPlot(") == 3  # the graph, the history, the graph coloured by time
+    for needle in ("<h2>Lines that ran</h2>", "<h2>Which way each branch went</h2>", "not taken, decided by data",
+                   "<h2>Where the time went</h2>", "The train step profiled in a pass of its own (5 repeats"):
+        assert needle in page, needle
+
+
 def test_export_dir_writes_every_file_and_prunes(session, tmp_path):
     exports = ExportDir(keep=2)
     paths = exports.write(session)
