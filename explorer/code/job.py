@@ -11,7 +11,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from explorer.eager.branches import Across, across, forks_of
 from explorer.eager.capture import capture_run, forward
+from explorer.eager.lines import LinesRan, record_lines
 from explorer.eager.memory import param_bytes
 from explorer.eager.timing import Measurement, measure
 from explorer.serving.shared import Fixed
@@ -27,6 +29,8 @@ class CodeRun:
 
     fixed: Fixed
     forward: Measurement | None = None
+    lines: LinesRan | None = None  # the lines of the edit (and the files it uses) that ran, and the nodes each made
+    branches: tuple[Across, ...] = ()  # which way each if/for/while of them went (read here: the edit is here)
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,10 @@ class CodeJob(Job[CodeRun | CodeError]):
             ctx.held = None
             return error_of(e)
         ctx.held = _Built((self.source, self.ids), model, ids)
-        return CodeRun(Fixed(capture, sum(p.numel() for p in model.parameters()), param_bytes(model)))
+        ctx.phase("recording the lines that ran")
+        lines = record_lines(model, ids, [n.op for n in capture.graph.nodes])  # its own pass: nothing timed
+        return CodeRun(Fixed(capture, sum(p.numel() for p in model.parameters()), param_bytes(model)), lines=lines,
+                       branches=tuple(across(forks_of(lines), lines, [])))
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ taken; a loop's body ran as many times as its first line. A fork whose line read
 from __future__ import annotations
 
 import ast
+import linecache
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 from explorer.core.fmt import count
 from explorer.eager.lines import LinesRan
@@ -50,12 +50,10 @@ class Went:
         return said + (", decided by data" if self.by_data else "")
 
 
-@cache
 def _forks(path: str, shown: str) -> tuple[Fork, ...]:
     """The forks of a file (`path` to read, `shown` as the lines name it), those on one line left out: a body on
     its `if` line cannot be told apart from it by the lines that ran."""
-    with open(path, encoding="utf-8") as f:
-        source = f.read()
+    source = "".join(linecache.getlines(path))  # a file on disk, or the Code tab's edit (held in linecache)
     lines = source.splitlines()
     forks = []
     for node in ast.walk(ast.parse(source)):

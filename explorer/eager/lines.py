@@ -75,6 +75,12 @@ class LinesRan:
         return f"{where[0]}:{where[1]}" if where else ("the loss" if node in self.loss_nodes else "")
 
 
+def _real(path: str) -> str:
+    """A file's real path (a venv may be reached through a link); a file that is not on disk (the Code tab's edit,
+    held in linecache under its own name) by that name."""
+    return os.path.realpath(path) if os.path.exists(path) else path
+
+
 def model_files(model: nn.Module) -> set[str]:
     """The files that define the classes of the model's modules, torch's own excluded."""
     files = set()
@@ -83,8 +89,8 @@ def model_files(model: nn.Module) -> set[str]:
             path = inspect.getsourcefile(type(m))
         except (TypeError, OSError):
             continue
-        if path and not os.path.realpath(path).startswith(_TORCH):
-            files.add(os.path.realpath(path))
+        if path and not _real(path).startswith(_TORCH):
+            files.add(_real(path))
     return files
 
 
@@ -104,7 +110,7 @@ class _LineCounter:
     def _kept(self, filename: str) -> str | None:
         real = self.real.get(filename)
         if real is None:
-            real = self.real[filename] = os.path.realpath(filename)
+            real = self.real[filename] = _real(filename)
         return real if real in self.files else None
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
@@ -149,7 +155,7 @@ def _innermost(frames: list[tuple[str, int]], files: set[str], real: dict[str, s
     for file, line in reversed(frames):
         path = real.get(file)
         if path is None:
-            path = real[file] = os.path.realpath(file)
+            path = real[file] = _real(file)
         if path in files:
             return path, line
     return None

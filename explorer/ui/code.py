@@ -34,6 +34,7 @@ from explorer.ui.labs import output_component
 from explorer.ui.stream import Updates, streamed
 from explorer.ui.theme import CODE_EDITOR_ID, CODE_ERROR_ID, CODE_RUN_ID
 from explorer.views.code import code_view, compiled_text
+from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
 from models import arch_label, make_config
 from models.bugs import BUGS
 from models.config import config_dict
@@ -73,6 +74,11 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             cards = gr.HTML()
             figure = gr.Plot(label="autograd graph of the edited code")
             diff = gr.Textbox(label="against the previous code, per module", lines=5, interactive=False)
+    with gr.Accordion("Lines that ran, and which way each branch went, in the code on screen", open=False):
+        lines = gr.Dataframe(headers=LINES_COLUMNS, label="its lines that ran (<editor>: the edit)", interactive=False,
+                             wrap=True, max_height=360, column_widths=["24%", "8%", "8%", "60%"])
+        branches = gr.Dataframe(headers=BRANCH_COLUMNS[:3], label="which way each if, for and while went",
+                                interactive=False, wrap=True, max_height=300)
     with gr.Row():
         compile_it = gr.Button("Compile the last edit that ran (aot_eager, in the code worker)", scale=0,
                                min_width=300)
@@ -113,7 +119,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
                 s.labs["code"] = e.report(o)  # the session's report includes it
             v = code_view(o, arch)
             marked = f'<span data-line="{v.error_line}"></span>' if v.error_line else ""
-            shown = {status: v.status, cards: cards_html(v.cards), figure: v.figure, diff: v.diff, broke: marked}
+            shown = {status: v.status, cards: cards_html(v.cards), figure: v.figure, diff: v.diff, broke: marked,
+                     lines: v.lines, branches: [r[:3] for r in v.branches]}
             return shown | ({link: _link(e, o.source)} if o.run is not None else {})
         yield from streamed(items, show, status, "Cannot run the edit", kind="code")
 
@@ -162,7 +169,7 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
     def original(e: CodeEdits | None) -> Any:
         return gr.skip() if e is None else e.original
 
-    shown = [status, cards, figure, diff, link, broke]
+    shown = [status, cards, figure, diff, link, broke, lines, branches]
     running = {"concurrency_id": "code", "concurrency_limit": 1, "show_progress": "hidden",
                "api_visibility": "private"}
     editor.input(None, js=PAUSED_JS)  # typed or pasted (not set by a button): runs once the typing pauses

@@ -3,14 +3,16 @@ change against the previous code's graph on the same input, and what torch.compi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from explorer.code.edits import CodeOutcome
 from explorer.compile.jobs import PlaygroundReply
 from explorer.core.fmt import count
-from explorer.core.paths import in_editor
+from explorer.core.paths import EDITOR, in_editor
 from explorer.draw.graph import draw_graph
 from explorer.draw.style import Unchecked
+from explorer.views.lines import branch_rows, lines_rows
 
 
 @dataclass(frozen=True)
@@ -20,20 +22,32 @@ class CodeView:
     cards: list[tuple[str, str, str]]
     diff: str  # per module, the nodes added and removed against the previous code's graph
     error_line: int | None = None  # the editor's line where the edit broke, marked in the editor
+    lines: list[list[Any]] = field(default_factory=list)  # the last good code's lines that ran (views/lines.py)
+    branches: list[list[Any]] = field(default_factory=list)  # and which way each of its branches went
 
 
 def code_view(o: CodeOutcome, arch: str) -> CodeView:
     if o.error is not None:
         kept = " The graph below is the last code that ran." if o.good is not None else ""
         return CodeView(f"**{o.error.text()}**{kept}", _figure(o, arch) if o.good else None, _cards(o), "",
-                        o.error.line)
+                        o.error.line, *_python(o))
     assert o.run is not None
     graph = o.run.fixed.capture.graph
     timed = f"forward {o.run.forward}" if o.run.forward else "timing its forward next"
     said = f"Built and ran in the code worker: {count(len(graph.nodes), 'node')}, {timed}."
     if o.diff is not None:
         said += f" Against the previous code: +{o.diff.nodes_added} / −{o.diff.nodes_removed} nodes."
-    return CodeView(said, _figure(o, arch), _cards(o), o.diff.text() if o.diff else "")
+    if o.run.lines is not None:
+        ran = [x for x in o.run.lines.lines if x.hits and x.file == EDITOR]
+        said += f" {count(len(ran), 'line')} of the edit ran (below, with the nodes each made)."
+    return CodeView(said, _figure(o, arch), _cards(o), o.diff.text() if o.diff else "", None, *_python(o))
+
+
+def _python(o: CodeOutcome) -> tuple[list[list[Any]], list[list[Any]]]:
+    """The last good code's lines that ran and its branches, as the tables show them."""
+    if o.good is None or o.good.lines is None:
+        return [], []
+    return lines_rows(o.good.lines), branch_rows(list(o.good.branches))
 
 
 def _figure(o: CodeOutcome, arch: str) -> Unchecked:

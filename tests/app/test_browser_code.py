@@ -72,6 +72,10 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     figure = page.locator(".js-plotly-plot").filter(visible=True).first
     expect(figure).to_contain_text("red outline")
     shot(page, "code-edit")
+    # the pasted if, among the edit's branches: reached once per token, decided by the data
+    page.get_by_text("Lines that ran, and which way each branch went, in the code on screen").click()
+    pasted = page.get_by_role("row").filter(has_text=f"<editor>:{LINE + 1}").filter(has_text="if x.norm() > 1:")
+    expect(pasted.filter(has_text="decided by data").first).to_be_visible(timeout=TIMEOUT)
     page.get_by_role("button", name=re.compile("^Compile the last edit that ran")).click()
     expect(page.locator("li", has_text=f"Data-dependent branching at the edited file, line {LINE + 1}")
            ).to_be_visible(timeout=TIMEOUT)  # dynamo breaks the graph at the pasted if

@@ -74,6 +74,12 @@ def test_an_edit_is_built_with_the_originals_knobs_and_its_graph_follows_the_cod
     assert isinstance(twice, CodeRun)
     assert len(twice.fixed.capture.graph.nodes) > len(original.fixed.capture.graph.nodes)
     assert twice.fixed.params == original.fixed.params  # the same knobs and seed: the same weights
+    # the lines that ran, read in the worker: the edited step once per token, making twice the original's nodes
+    steps = [next(x for x in r.lines.lines if x.file == "<editor>" and x.code.startswith("new = cell(x"))
+             for r in (original, twice)]
+    assert [x.hits for x in steps] == [len(IDS)] * 2 and len(steps[1].nodes) == 2 * len(steps[0].nodes) > 0
+    loop = next(a for a in twice.branches if a.fork.code == "for t, x in enumerate(xs):")
+    assert loop.fork.file == "<editor>" and loop.now.body == len(IDS)
 
 
 def test_a_broken_edit_is_said_at_its_line_in_the_editors_terms(worker):
