@@ -1,13 +1,17 @@
 """Load test over loopback: many gradio_client sessions typing and changing architectures at once.
 
-`python -m bench.load [--sessions 30] [--duration 120] [--mode typing|class] [--profile]` starts the app on a
-free local port, measures a reference input alone, then runs the sessions for the duration while re-measuring the
-reference, measures it alone again, and appends the figures to bench/RESULTS-load.md. In `typing` mode each
-session edits back to back, with no pause. In `class` mode every session first opens the same state link (one
-input, at once), then works as a lecture does: it pauses 0.5-2 s after each view, and half the class types the
-teacher's example word by word on the link's architecture while the other half types its own words and changes
-architectures. `--profile` samples the server process with py-spy over the load and adds its CPU by phase
-(bench/phases.py). The test suite runs a short version (tests/app/test_load.py).
+`python -m bench.load [--sessions 30] [--duration 120] [--mode typing|class|hall] [--warm-up] [--profile]` starts the
+app on a free local port, measures a reference input alone, then runs the sessions for the duration while re-measuring
+the reference, measures it alone again, and appends the figures to bench/RESULTS-load.md. In `typing` mode each
+session edits back to back, with no pause. In `class` mode every session first opens the same state link (one input,
+at once), then works as a lecture does: it pauses 0.5-2 s after each view, and half the class types the teacher's
+example word by word on the link's architecture while the other half types its own words and changes architectures. In
+`hall` mode (the pattern of an independent load run, issue #51) every session types without stopping, 0.5-2 s between
+edits: half type the class's shared example on the RNN a word or two at a time, half sentences of their own, 1 to 40
+words, on one of the four zoo models each. `--warm-up` starts the app as a teacher does, its start-up warm-up
+(inductor's caches, then every claim) running while the students arrive. `--profile` samples the server process with
+py-spy over the load and adds its CPU by phase (bench/phases.py). The test suite runs a short version
+(tests/app/test_load.py).
 """
 
 from __future__ import annotations
@@ -127,7 +131,7 @@ def _edit(client: Client, model: str, values: dict, text: str, tally: Tally) -> 
         return None
 
 
-def _user(url: str, seed: int, stop_at: float, tally: Tally, lecture: bool) -> None:
+def _user(url: str, seed: int, stop_at: float, tally: Tally, lecture: bool, hall: bool = False) -> None:
     rng = random.Random(seed)
     began = time.monotonic()
     client = connect(url)  # as a browser loads the page: the app's config (and, here, its API description)
@@ -143,6 +147,9 @@ def _user(url: str, seed: int, stop_at: float, tally: Tally, lecture: bool) -> N
     if lecture and seed % 2 == 0:
         _follow_the_board(client, rng, stop_at, tally)
         return
+    if hall:
+        _in_the_hall(client, rng, seed, stop_at, tally)
+        return
     model, values = rng.choice(ARCHS)
     n = 0
     while time.monotonic() < stop_at:
@@ -152,6 +159,23 @@ def _user(url: str, seed: int, stop_at: float, tally: Tally, lecture: bool) -> N
         n += 1
         if lecture:
             time.sleep(rng.uniform(*PAUSE_S))
+
+
+def _in_the_hall(client: Client, rng: random.Random, seed: int, stop_at: float, tally: Tally) -> None:
+    """Type without stopping: the class's example on the RNN (even seeds), or one's own sentences on a zoo model."""
+    words = EXAMPLE.split()
+    model = ("rnn", "transformer", "tree", "early_exit")[(seed // 2) % 4]  # (the odd seeds': each model in turn)
+    n, mine, length = rng.randint(1, 3), [], rng.randint(1, 40)
+    while time.monotonic() < stop_at:
+        if seed % 2 == 0:
+            _edit(client, "rnn", {}, " ".join(words[:n]), tally)
+            n = n + rng.randint(1, 2) if n < len(words) else 1
+        else:
+            if len(mine) >= length:
+                mine, length = [], rng.randint(1, 40)  # a new sentence
+            mine.append(rng.choice(WORDS))
+            _edit(client, model, {}, " ".join(mine), tally)
+        time.sleep(rng.uniform(*PAUSE_S))
 
 
 def _follow_the_board(client: Client, rng: random.Random, stop_at: float, tally: Tally) -> None:
@@ -190,11 +214,12 @@ def overlapping(timings: list[dict]) -> list[tuple[dict, dict]]:
     return pairs
 
 
-def _students(url: str, seeds: list[int], duration_s: float, lecture: bool) -> dict:
+def _students(url: str, seeds: list[int], duration_s: float, lecture: bool, hall: bool = False) -> dict:
     """One process of simulated students (one thread each), at the lowest CPU priority; their records."""
     os.nice(NICE)
     tally, stop_at = Tally(), time.monotonic() + duration_s
-    users = [threading.Thread(target=_user, args=(url, i, stop_at, tally, lecture), daemon=True) for i in seeds]
+    users = [threading.Thread(target=_user, args=(url, i, stop_at, tally, lecture, hall), daemon=True)
+             for i in seeds]
     for u in users:
         u.start()
     for u in users:
@@ -235,7 +260,7 @@ def run_load(url: str, sessions: int, duration_s: float, mode: str = "typing",
     groups = [list(range(sessions))[i::math.ceil(sessions / STUDENTS_PER_PROCESS)]
               for i in range(math.ceil(sessions / STUDENTS_PER_PROCESS))]
     with ProcessPoolExecutor(len(groups), mp_context=multiprocessing.get_context("spawn")) as pool:
-        classes = [pool.submit(_students, url, seeds, duration_s, mode == "class") for seeds in groups]
+        classes = [pool.submit(_students, url, seeds, duration_s, mode == "class", mode == "hall") for seeds in groups]
         stop_at = time.monotonic() + duration_s
         teacher = Tally()
         taught = threading.Thread(target=_teacher, args=(url, stop_at, teacher), daemon=True)
@@ -327,8 +352,11 @@ def main(argv: list[str] | None = None) -> None:
     p = parser(__doc__, "RESULTS-load.md")
     p.add_argument("--sessions", type=int, default=30)
     p.add_argument("--duration", type=float, default=120.0)
-    p.add_argument("--mode", choices=("typing", "class"), default="typing",
-                   help="class: every session first opens the same state link, then types")
+    p.add_argument("--mode", choices=("typing", "class", "hall"), default="typing",
+                   help="class: every session first opens the same state link, then types; hall: every session "
+                   "types without stopping, half the class's example on the RNN, half their own sentences")
+    p.add_argument("--warm-up", action="store_true", help="start the app with its start-up warm-up on (inductor's "
+                   "caches, then every claim), running while the students arrive")
     p.add_argument("--cpus", default=None, help="run the app on these cores only, as `taskset -c` (default: all)")
     p.add_argument("--json", type=Path, default=None, help="also write every raw figure of the run here")
     p.add_argument("--profile", action="store_true",
@@ -338,7 +366,9 @@ def main(argv: list[str] | None = None) -> None:
         p.error("--profile needs py-spy: pip install py-spy")
     if args.quick:
         args.sessions, args.duration = 2, 4.0
-    proc, url, _ = start_app(cpus=args.cpus)
+    warm = {"GE_WARM_COMPILE": "1", "GE_WARM_CLAIMS": "1",
+            "GE_CLAIMS_FILE": str(Path(tempfile.mkdtemp(prefix="ge-claims-")) / "claims.json")} if args.warm_up else {}
+    proc, url, _ = start_app(warm, cpus=args.cpus)
     stacks = Path(tempfile.mkdtemp(prefix="ge-load-")) / "stacks.txt"
     spy: list = []
     at_load: dict[int, float] = {}  # the app's worker processes' CPU seconds when the load began
@@ -364,6 +394,7 @@ def main(argv: list[str] | None = None) -> None:
     ray = os.environ.get("GE_RAY_ADDRESS")
     command = ((f"GE_RAY_ADDRESS={ray} " if ray else "")
                + f"python -m bench.load --sessions {args.sessions} --duration {args.duration:g} --mode {args.mode}"
+               + (" --warm-up" if args.warm_up else "")
                + (f" --cpus {args.cpus}" if args.cpus else "") + (" --profile" if args.profile else ""))
     cores = len(set(r["measure_cores"] or []) | set(r["other_cores"] or []))  # what the app was allowed
     rate = r["interactions"] / args.duration
@@ -373,8 +404,9 @@ def main(argv: list[str] | None = None) -> None:
             f"connected (fetched the app's config and API description, as a browser loads the page) in a median "
             f"{r['connect_p50_s']:.2f} s, the slowest {r['connect_max_s']:.2f} s"
             if r["link_opened"] else None)
-    lines = [f"## {args.sessions} sessions for {args.duration:.0f} s, {args.mode} "
-             f"({time.strftime('%Y-%m-%d %H:%M')})", "", f"`{command}`", "",
+    lines = [f"## {args.sessions} sessions for {args.duration:.0f} s, {args.mode}"
+             + (", the start-up warm-up running" if args.warm_up else "") + f" ({time.strftime('%Y-%m-%d %H:%M')})",
+             "", f"`{command}`", "",
              "Measured on {device} ({cpu}, {cores} cores), torch {torch}".format(**r["machine"]), "",
              *filter(None, [link]),
              f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}; throughput "

@@ -27,6 +27,7 @@ from explorer.sources.registry import source, subject
 from explorer.views.claims import claim_update
 from explorer.views.compiled import compiled_update
 from explorer.views.playground import GraphFirst, update
+from explorer.workers.process import WorkerProcess
 from explorer.workers.protocol import COMPILE, WorkerFailure, Workers
 from models.config import Knob, build_config, knob
 
@@ -39,6 +40,26 @@ def workers(session: str = "") -> Workers:
     first job); a job may ask for a fresh process of its own."""
     own = {spec.worker.name: spec.worker.start() for spec in LABS.values() if spec.worker is not None}
     return Workers({COMPILE: compile_service(session), **own}, fresh=True)
+
+
+_background: dict[str, WorkerProcess] = {}
+
+
+def background_workers() -> Workers:
+    """Idle twins of `workers()`'s (the compile worker and each lab's own), for work nobody waits for: at the lowest
+    scheduling priority, so a visitor's run takes the cores at once (explorer/serving/background.py); each started
+    on its first job."""
+    if not _background:
+        for name, runner in workers().runners.items():
+            if isinstance(runner, WorkerProcess):  # (a Ray deployment's run on the cluster as they are)
+                _background[name] = runner.idle_twin()
+    return Workers(dict(_background), fresh=True)
+
+
+def stop_background_workers() -> None:
+    """Their memory back once the background work is done."""
+    for w in _background.values():
+        w.stop()
 
 
 def _depth(value: Any) -> int:

@@ -11,7 +11,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from explorer.api import workers
+from explorer.api import background_workers, stop_background_workers
 from explorer.claims.board import ClaimBoard
 from explorer.claims.board import warm as warm_claims
 from explorer.compile.warmup import warm_compile_cache
@@ -19,7 +19,8 @@ from explorer.core import limits
 from explorer.core.machine import keep_off_measure_cores, limit_malloc_arenas, pin_threads
 from explorer.core.queues import Queue
 from explorer.eager.memory import warm_profiler
-from explorer.serving.placement import compile_service, measure_pool
+from explorer.serving.background import wait_for_visitors
+from explorer.serving.placement import measure_pool
 from explorer.serving.residency import Residency
 from explorer.sources.registry import warm_param_count
 from explorer.views.export import ExportDir
@@ -76,8 +77,15 @@ def start_background_work() -> None:
 
 def _warm_up() -> None:
     """Inductor's caches (GE_WARM_COMPILE), then every claim's result on the board (GE_WARM_CLAIMS), one after the
-    other in the background: the claims' compiles then hit the warm caches."""
-    if os.environ.get("GE_WARM_COMPILE", "1") != "0":
-        log.info("compile cache warm: %s", warm_compile_cache(compile_service()))
-    if os.environ.get("GE_WARM_CLAIMS", "1") != "0":
-        log.info("claims measured: %s", warm_claims(CLAIM_BOARD, workers()))
+    other in the background: the claims' compiles then hit the warm caches. All of it yields to visitors
+    (explorer/serving/background.py): this thread and its workers at the lowest scheduling priority, each step
+    waiting while a visitor's run is in progress or queued."""
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # this thread only (its claims' in-process work)
+    background = background_workers()
+    try:
+        if os.environ.get("GE_WARM_COMPILE", "1") != "0":
+            log.info("compile cache warm: %s", warm_compile_cache(background.compile, wait_for_visitors))
+        if os.environ.get("GE_WARM_CLAIMS", "1") != "0":
+            log.info("claims measured: %s", warm_claims(CLAIM_BOARD, background, wait_for_visitors))
+    finally:
+        stop_background_workers()

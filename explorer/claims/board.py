@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -137,12 +137,13 @@ class ClaimBoard:
             lock.release()
 
 
-def warm(board: ClaimBoard, workers: Workers) -> list[str]:
+def warm(board: ClaimBoard, workers: Workers, between: Callable[[], object] = lambda: None) -> list[str]:
     """Every claim measured once, in order, for the board (at start-up, so that a class opens each lesson step on
     a result of this server that hour); one line per claim, for the log. A claim that fails is said, and the next
     runs."""
     lines = []
     for c in CLAIMS.values():
+        between()  # the start-up warm-up yields to visitors (explorer/serving/background.py)
         start = time.monotonic()
         try:
             *_, result = board.run(c.id, workers)

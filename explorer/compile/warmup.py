@@ -12,6 +12,7 @@ compiles anew: bench/RESULTS-first-compile.md measures both cases."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from explorer.compile.options import CompileOptions, cxx_compiler
 from explorer.compile.track import CompileTrack
@@ -25,12 +26,13 @@ from models.tokenizer import encode
 SECOND_TEXT = "warm up"  # another length: dynamo's automatic dynamic makes the length symbolic
 
 
-def warm_compile_cache(service: JobRunner) -> list[str]:
-    """Returns one line per model, for the log."""
+def warm_compile_cache(service: JobRunner, between: Callable[[], object] = lambda: None) -> list[str]:
+    """Returns one line per model, for the log; `between` is called before each (the warm-up yields to visitors)."""
     if cxx_compiler() is None:
         return ["no C++ compiler: inductor unavailable, offer aot_eager or eager"]
     done = []
     for name in ZOO:  # the models a visitor meets first; a library's or a user's compiles on demand
+        between()
         start = time.monotonic()
         config = config_dict(make_config(name))
         try:

@@ -99,7 +99,9 @@ def _private_tmp(tmpdir: str) -> None:
     os.environ["TMPDIR"] = tempfile.tempdir = tmpdir
 
 
-def _worker_main(conn: Any, tmpdir: str, core: int | None, confined: bool = False) -> None:
+def _worker_main(conn: Any, tmpdir: str, core: int | None, confined: bool = False, idle: bool = False) -> None:
+    if idle:  # work nobody waits for: it runs only on what the server's other threads and processes leave idle
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # (its threads, started later, inherit it)
     _private_tmp(tmpdir)
     if core is None:
         keep_off_measure_cores()  # compiling (and the C++ compiler it starts) never shares a core with a timing
@@ -179,8 +181,10 @@ class WorkerProcess:
                  advice: str = "Try a shorter input, backend aot_eager or eager, or dynamic=true.",
                  starts_processes: bool = False, core: int | None = None, max_jobs: int | None = None,
                  max_rss_mb: float = WORKER_RSS_MB, confined: bool = False, env: Mapping[str, str] | None = None,
-                 spawned: bool = False) -> None:
+                 spawned: bool = False, idle: bool = False) -> None:
         self.timeout_s, self.name, self.advice, self.core = timeout_s, name, advice, core
+        self.idle = idle  # the lowest scheduling priority (SCHED_IDLE): background work (serving/background.py)
+        self._spawned = spawned
         self.env = dict(env or {})  # the worker's own, on top of the app's (TORCH_TRACE for a traced compile)
         if confined:  # numpy's OpenBLAS would start a thread at import, which the walls could not bind
             self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -202,6 +206,11 @@ class WorkerProcess:
         self._shutting = threading.Lock()
         self._cancelled = threading.Event()
 
+    def idle_twin(self) -> WorkerProcess:
+        """A worker like this one at the lowest scheduling priority, for work nobody waits for."""
+        return WorkerProcess(self.timeout_s, f"{self.name} (background)", self.advice, not self._daemon, self.core,
+                             self.max_jobs, self.max_rss_mb, self.confined, self.env, self._spawned, idle=True)
+
     def _start(self) -> None:
         if _STOPPING.is_set():
             raise WorkerFailure(f"the server is stopping: the {self.name} worker does not start again.")
@@ -210,7 +219,7 @@ class WorkerProcess:
         parent, child = self._ctx.Pipe()
         self._tmp = tempfile.mkdtemp(prefix="graph-explorer-compile-")
         self._proc = self._ctx.Process(target=child_process.run, daemon=self._daemon, name=f"{self.name}-worker",
-                                       args=spawn_args(_worker_main, self._tmp, self.core, self.confined,
+                                       args=spawn_args(_worker_main, self._tmp, self.core, self.confined, self.idle,
                                                        handles=(child,), env=self.env))
         self._proc.start()
         child.close()
