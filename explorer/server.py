@@ -79,7 +79,7 @@ def _warm_up() -> None:
     """Inductor's caches (GE_WARM_COMPILE), then every claim's result on the board (GE_WARM_CLAIMS), one after the
     other in the background: the claims' compiles then hit the warm caches. All of it yields to visitors
     (explorer/serving/background.py): this thread and its workers at the lowest scheduling priority, each step
-    waiting while a visitor's run is in progress or queued."""
+    waiting while a visitor's run waits for the measuring core."""
     os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # this thread only (its claims' in-process work)
     background = background_workers()
     try:

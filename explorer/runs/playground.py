@@ -11,7 +11,6 @@ from typing import Any
 from explorer.core.inputs import empty_message
 from explorer.core.progress import Progress
 from explorer.runs.session import Captured, RunResult, Session
-from explorer.serving.background import visitor
 from explorer.serving.plan import Plan, plan
 from explorer.serving.timings import InProcess, Timer, timings
 
@@ -38,7 +37,7 @@ def run(session: Session, model: str, text: str, compare: str, values: dict[str,
         still = f" The figures shown are still run {session.last.number}'s." if session.last else ""
         yield Progress.said(f"**Not run**: {empty_message()}{still}")
         return
-    with session.run_lock, visitor():  # a visitor's run: the start-up warm-up waits (explorer/serving/background.py)
+    with session.run_lock:
         session.configure(model, values)  # validation first: a bad config never waits in the queue
         if session.is_latest(text, compare) and not fresh:
             yield Progress.said(f"Run {session.last.number} is this input on this architecture: its figures are the "

@@ -15,7 +15,6 @@ from explorer.core.progress import Progress
 from explorer.draw.style import Unchecked
 from explorer.eager.compare import rounded
 from explorer.runs.session import Session
-from explorer.serving.background import visitor
 from explorer.views.figures import compiled_figure, fx_figure
 from explorer.views.report import build_report
 from explorer.workers.protocol import JobRunner
@@ -107,9 +106,8 @@ def compiled_update(session: Session, service: JobRunner, options: CompileOption
     """Compile the latest input: yields progress messages (the first at once: a forked worker may compile a short
     input within a second, before it says anything), then the view."""
     yield Progress(0.0, f"Compiling ({options.label()}): starting")
-    with visitor():  # the start-up warm-up waits meanwhile (explorer/serving/background.py)
-        for item in session.run_compiled(service, options):
-            if isinstance(item, Progress):
-                yield Progress(item.elapsed_s, f"Compiling ({options.label()}): {item.phase}")
-            else:
-                yield compiled_view(session, item)
+    for item in session.run_compiled(service, options):
+        if isinstance(item, Progress):
+            yield Progress(item.elapsed_s, f"Compiling ({options.label()}): {item.phase}")
+        else:
+            yield compiled_view(session, item)
