@@ -142,21 +142,31 @@ def _saved_attrs(node: Any) -> tuple[tuple[str, str], ...]:
 def _saved_tensor(name: str, t: torch.Tensor, param_ptrs: set[int]) -> SavedTensor:
     storage = t.untyped_storage()
     ptr = storage.data_ptr()
-    return SavedTensor(name, tuple(t.shape), _dtype(t.dtype), t.numel() * t.element_size(), ptr in param_ptrs,
-                       ptr, storage.nbytes())
+    return SavedTensor(name, tuple(t.shape), _dtype(t.dtype), t.nbytes, ptr in param_ptrs, ptr, storage.nbytes())
+
+
+# Per node type, the `_saved_*` fields seen holding a size or a scalar: never a tensor, not read again (a capture
+# reads thousands of nodes of a few types, and each read of a field builds its value anew)
+_sizes: dict[type, set[str]] = {}
 
 
 def _read_saved(node: Any, param_ptrs: set[int]) -> tuple[SavedTensor, ...]:
     out = []
+    sizes = _sizes.setdefault(type(node), set())
     for attr, name in _saved_attrs(node):
+        if attr in sizes:
+            continue
         value = getattr(node, attr)
         if isinstance(value, torch.Tensor):
             out.append(_saved_tensor(name, value, param_ptrs))
         elif isinstance(value, (list, tuple)):
             # Lists of sizes are common; lists of tensors (e.g. cat's inputs) are counted one by one.
-            out.extend(_saved_tensor(f"{name}[{i}]", t, param_ptrs)
-                       for i, t in enumerate(value) if isinstance(t, torch.Tensor))
-        # Anything else is a size, a scalar, or None (an optional input that was not given).
+            tensors = [(i, t) for i, t in enumerate(value) if isinstance(t, torch.Tensor)]
+            out.extend(_saved_tensor(f"{name}[{i}]", t, param_ptrs) for i, t in tensors)
+            if value and not tensors:  # (an empty list says nothing: a list of tensors may be empty)
+                sizes.add(attr)
+        elif value is not None:  # a size or a scalar (None: an optional input not given, a tensor another time)
+            sizes.add(attr)
     return tuple(out)
 
 
@@ -172,6 +182,7 @@ def walk(*roots: Any) -> tuple[list[Any], list[tuple[int, int]]]:
     stack = list(reversed(order))
     while stack:
         fn = stack.pop()
+        consumer = ids[fn]
         for nxt, _ in fn.next_functions:
             if nxt is None:
                 continue
@@ -180,7 +191,7 @@ def walk(*roots: Any) -> tuple[list[Any], list[tuple[int, int]]]:
                 nid = ids[nxt] = len(order)
                 order.append(nxt)
                 stack.append(nxt)
-            edges.append((nid, ids[fn]))
+            edges.append((nid, consumer))
     return order, edges
 
 
