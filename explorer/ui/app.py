@@ -76,10 +76,13 @@ def build_app(code: bool = False) -> gr.Blocks:
         lessons.select(lesson.at, lesson.number, lesson.outputs, queue=False, api_visibility="private")
 
         def open_lesson(request: gr.Request) -> dict:
-            return lesson.opened(tabs, request)
+            """`?lesson=N` opens that step, `?present=1` presentation mode (both kept in the address as they change:
+            a reload comes back to the same step, projected)."""
+            on = request.query_params.get("present") == "1"
+            return {**lesson.opened(tabs, request), present: True if on else gr.skip()}
 
-        demo.load(open_lesson, None, [tabs, *lesson.outputs], api_visibility="private", concurrency_limit=None,
-                  show_progress="hidden")  # queued: a bad step's warning reaches the page
+        demo.load(open_lesson, None, [tabs, *lesson.outputs, present], api_visibility="private",
+                  concurrency_limit=None, show_progress="hidden")  # queued: a bad step's warning reaches the page
         downloads_panel(session)
         limits_panel()
         wire_playground(demo, session, playground, link)

@@ -23,6 +23,7 @@ from explorer.runs.session import Session
 from explorer.server import CLAIM_BOARD, EXPORTS
 from explorer.ui.controls import cards_html
 from explorer.ui.stream import Updates, streamed
+from explorer.ui.theme import LESSON_NEXT_ID, LESSON_PREV_ID
 from explorer.views.claims import ClaimView, cached_view, claim_update
 from models.config import config_dict
 
@@ -164,6 +165,16 @@ class LessonPanel:
         return {tabs: gr.Tabs(selected=self.tab), **shown}
 
 
+# The step in the address bar (replaced, not pushed: Back leaves the lesson, as it came)
+STEP_URL_JS = """(link) => {
+  const step = /[?&]lesson=(\\d+)/.exec(link || '');  // the step's link, just shown: a State never reaches the page
+  if (!step) return;
+  const url = new URL(window.location.href);
+  url.searchParams.set('lesson', step[1]);
+  window.history.replaceState(null, '', url);
+}"""
+
+
 def _lesson_link(number: int) -> str:
     return (f'<a href="?lesson={number}" target="_blank" title="open the class at this step">🔗 link to step '
             f"{number}</a>")
@@ -176,9 +187,9 @@ def lessons_tab(tab: str) -> LessonPanel:
     with gr.Row():
         with gr.Column(scale=2, min_width=300):
             text = gr.Markdown(step_markdown(1))
-            with gr.Row():
-                prev = gr.Button("← previous", scale=0, min_width=160)  # one line, in presentation mode too
-                nxt = gr.Button("next →", variant="primary", scale=0, min_width=160)
+            with gr.Row():  # one line, in presentation mode too; a clicker's keys press them (theme.PAGE_JS)
+                prev = gr.Button("← previous", scale=0, min_width=160, elem_id=LESSON_PREV_ID)
+                nxt = gr.Button("next →", variant="primary", scale=0, min_width=160, elem_id=LESSON_NEXT_ID)
             link = gr.HTML(_lesson_link(1))
             notebook_btn = gr.Button("this step as a notebook", size="sm", scale=0, min_width=160)
             notebook = gr.File(label="the step's notebook (its experiment runs on your machine)", visible=False,
@@ -192,7 +203,9 @@ def lessons_tab(tab: str) -> LessonPanel:
     # them (CI's browser went back one step for two); each now reads the step the one before it left.
     walk = {"api_visibility": "private", "concurrency_id": Queue.STEPS.value, "concurrency_limit": 1,
             "trigger_mode": "multiple", "show_progress": "hidden"}
-    prev.click(lambda n: panel.at(max(1, n - 1)), number, panel.outputs, **walk)
-    nxt.click(lambda n: panel.at(min(len(STEPS), n + 1)), number, panel.outputs, **walk)
+    for button, move in ((prev, lambda n: max(1, n - 1)), (nxt, lambda n: min(len(STEPS), n + 1))):
+        # the address follows the step: a reload, or the link copied from the address bar, opens it again
+        button.click(lambda n, move=move: panel.at(move(n)), number, panel.outputs, **walk).then(
+            None, link, None, js=STEP_URL_JS, api_visibility="private")
     card.wire(lambda n: step(n).claim, [number])
     return panel

@@ -70,12 +70,16 @@ body.ge-presentation .ge-claim-status, body.ge-presentation .ge-claim-status * {
 # to its container (Gradio sets window.Plotly once the first figure has loaded).
 PRESENT_JS = """(on) => {
   document.body.classList.toggle('ge-presentation', on);
+  const url = new URL(window.location.href);  // in the address: a reload keeps it
+  if (on) url.searchParams.set('present', '1'); else url.searchParams.delete('present');
+  window.history.replaceState(null, '', url);
   requestAnimationFrame(() => document.querySelectorAll('.js-plotly-plot').forEach(
     (el) => window.Plotly && window.Plotly.Plots.resize(el)));
   return [];
 }"""
 # the Code tab's run button, editor, and the element naming the line where the last edit broke
 CODE_RUN_ID, CODE_EDITOR_ID, CODE_ERROR_ID = "ge-code-run", "ge-code-editor", "ge-code-error"
+LESSON_PREV_ID, LESSON_NEXT_ID = "ge-lesson-prev", "ge-lesson-next"  # the Lessons tab's buttons, a clicker's keys
 PAGE_JS = """() => {
   // Gradio 6.31 marks an empty plot or JSON with a bare <div aria-label="Empty value">: ARIA forbids a label on a div
   // without a role (axe's aria-prohibited-attr). It is an image of nothing: say so.
@@ -129,6 +133,17 @@ PAGE_JS = """() => {
     if (t.max !== '') v = Math.min(v, Number(t.max));
     if (String(v) !== t.value) { t.value = String(v); t.dispatchEvent(new Event('input', {bubbles: true})); }
   }, true);
+  // A presenter's clicker sends PageDown/PageUp (a keyboard's arrows too): on the Lessons tab they move the step,
+  // unless the focus is in a box that takes them.
+  document.addEventListener('keydown', (e) => {
+    const step = {PageDown: 'LESSON_NEXT_ID', ArrowRight: 'LESSON_NEXT_ID', PageUp: 'LESSON_PREV_ID',
+                  ArrowLeft: 'LESSON_PREV_ID'}[e.key];
+    const button = step && document.getElementById(step);
+    const typing = e.target.closest?.('input, textarea, select, [contenteditable="true"], .cm-editor, [role="slider"]');
+    if (!button || button.offsetParent === null || typing || e.ctrlKey || e.metaKey || e.altKey) return;
+    e.preventDefault();
+    button.click();
+  });
   // Ctrl+Enter in the Code tab's editor runs the edit now (caught before the editor, whose own Ctrl+Enter would
   // insert a line); a pending pause's run is dropped.
   document.addEventListener('keydown', (e) => {
@@ -157,5 +172,5 @@ PAGE_JS = """() => {
     e.stopPropagation();
     line.closest('.cm-content').dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true}));
   }, true);
-}""".replace("CODE_EDITOR_ID", CODE_EDITOR_ID).replace("CODE_RUN_ID", CODE_RUN_ID).replace("CODE_ERROR_ID",
-                                                                                          CODE_ERROR_ID)
+}""".replace("CODE_EDITOR_ID", CODE_EDITOR_ID).replace("CODE_RUN_ID", CODE_RUN_ID).replace(
+    "CODE_ERROR_ID", CODE_ERROR_ID).replace("LESSON_NEXT_ID", LESSON_NEXT_ID).replace("LESSON_PREV_ID", LESSON_PREV_ID)

@@ -100,3 +100,23 @@ def test_the_lessons_tab_opened_by_a_click_shows_the_board_as_it_is_now(page: Pa
     expect(page.get_by_text("Step 1 of 8")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("Its experiment last took")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("Its experiment has not run on this server yet")).to_have_count(0)
+
+
+def test_a_clickers_keys_move_the_step_and_a_reload_keeps_it_projected(page: Page, restarted_url):
+    page.goto(restarted_url + "?lesson=2&present=1")
+    expect(page.get_by_text("Step 2 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("body.ge-presentation")).to_have_count(1)  # projected from the link
+    page.locator("body").click(position={"x": 5, "y": 5})  # the page has the focus, as after a click on a slide
+    page.keyboard.press("PageDown")  # what a presenter's clicker sends
+    expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_text("Step 4 of 8")).to_be_visible(timeout=TIMEOUT)
+    page.keyboard.press("PageUp")
+    expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
+    page.wait_for_function("() => new URL(location.href).searchParams.get('lesson') === '3'", timeout=TIMEOUT)
+    assert "present=1" in page.url
+    page.reload()
+    expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("body.ge-presentation")).to_have_count(1)
+    page.get_by_label("presentation mode").uncheck()  # and out of the address
+    page.wait_for_function("() => !new URL(location.href).searchParams.has('present')", timeout=TIMEOUT)
