@@ -106,6 +106,10 @@ class ClaimBoard:
         r = self._results.get(claim(claim_id).id)
         return r if r is not None and time.time() - r.measured_at < self.ttl_s else None
 
+    def measuring(self, claim_id: str) -> bool:
+        """Whether the claim's experiment is running on this server now (for the board)."""
+        return self._locks[claim(claim_id).id].locked()
+
     def run(self, claim_id: str, workers: Workers, again: bool = False,
             model: Chosen | None = None) -> Iterator[Progress | ClaimResult]:
         """The cached result, or progress messages and a new one. `again` measures anew unless a run that started

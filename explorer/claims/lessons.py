@@ -3,9 +3,10 @@ for the room. The figures come from the cards (measured on this server); the tex
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from explorer.claims.board import CLAIMS
+from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.evidence import duration
 from explorer.core.errors import InputError
 
@@ -89,3 +90,23 @@ def _fits(s: Step, took_s: float | None) -> str:
         return (f"{said}, longer than this step's {s.minutes} minutes: show the result measured earlier, or start "
                 "it before the step.*")
     return f"{said}, within this step's {s.minutes} minutes.*"
+
+
+def readiness(board: ClaimBoard) -> str:
+    """The class's state on this server, for the Lessons tab: how many steps have a result to show, until when
+    (the oldest of them expires first), which is being measured now and which are not measured (markdown)."""
+    fresh = {n: r for n, st in enumerate(STEPS, 1) if (r := board.cached(st.claim)) is not None}
+    running = [n for n, st in enumerate(STEPS, 1) if board.measuring(st.claim)]
+    missing = [n for n in range(1, len(STEPS) + 1) if n not in fresh and n not in running]
+    said = f"**{len(fresh)} of {len(STEPS)} steps measured on this server"
+    if fresh:
+        until = min(r.measured_at for r in fresh.values()) + board.ttl_s
+        said += f", ready until {time.strftime('%H:%M UTC', time.gmtime(until))}** (when the oldest result expires)"
+    else:
+        said += "**"
+    if running:
+        said += f". Being measured now: step{'s' if len(running) > 1 else ''} {', '.join(map(str, running))}"
+    if missing:
+        said += (f". Not measured: step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} (each "
+                 "runs when its step's button is pressed, or in the server's start-up warm-up)")
+    return said + "."

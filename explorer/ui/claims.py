@@ -15,7 +15,7 @@ from explorer.artefacts.lesson import lesson_notebook
 from explorer.claims.board import CLAIMS
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Claim
-from explorer.claims.lessons import STEPS, step, step_markdown
+from explorer.claims.lessons import STEPS, readiness, step, step_markdown
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
 from explorer.core.queues import Queue
@@ -140,17 +140,28 @@ class LessonPanel:
     text: gr.Markdown
     link: gr.HTML
     card: ClaimCard
+    ready: gr.Markdown  # how many steps this server has measured, until when, which it is measuring
+    shown_at: gr.State  # when the result on the card was measured (None: none): a newer one is shown as it arrives
 
     @property
     def outputs(self) -> list[Any]:
-        return [self.number, self.text, self.link, self.card.header, *self.card.outputs]
+        return [self.number, self.text, self.link, self.card.header, *self.card.outputs, self.ready, self.shown_at]
 
     def at(self, number: int) -> Updates:
         """Everything a step shows: its text, its card's claim and the server's recent result for it."""
         c = CLAIMS[step(number).claim]
+        result = CLAIM_BOARD.cached(c.id)
         return {self.number: number, self.text: step_markdown(number, CLAIM_BOARD.took(c.id)),
-                self.link: _lesson_link(number),
+                self.link: _lesson_link(number), self.ready: readiness(CLAIM_BOARD),
+                self.shown_at: result.measured_at if result else None,
                 self.card.header: _claim_header(c, None), **self.card.shown(cached_view(CLAIM_BOARD, c.id))}
+
+    def ticked(self, number: int, shown_at: float | None) -> Updates:
+        """Every READY_TICK_S: the board's state, and the step's card again only if a newer result arrived."""
+        result = CLAIM_BOARD.cached(step(number).claim)
+        if (result.measured_at if result else None) != shown_at:
+            return self.at(number)
+        return {self.ready: readiness(CLAIM_BOARD)}
 
     def opened(self, tabs: gr.Tabs, request: gr.Request) -> Updates:
         """`?lesson=N` opens the Lessons tab at step N (a bad N is said, and step 1 opens); other links leave it."""
@@ -175,6 +186,9 @@ STEP_URL_JS = """(link) => {
 }"""
 
 
+READY_TICK_S = 15.0  # how often an open Lessons tab asks the board (a hundred pages: seven cheap requests a second)
+
+
 def _lesson_link(number: int) -> str:
     return (f'<a href="?lesson={number}" target="_blank" title="open the class at this step">🔗 link to step '
             f"{number}</a>")
@@ -191,12 +205,17 @@ def lessons_tab(tab: str) -> LessonPanel:
                 prev = gr.Button("← previous", scale=0, min_width=160, elem_id=LESSON_PREV_ID)
                 nxt = gr.Button("next →", variant="primary", scale=0, min_width=160, elem_id=LESSON_NEXT_ID)
             link = gr.HTML(_lesson_link(1))
+            ready = gr.Markdown(readiness(CLAIM_BOARD))  # beside the step: the card keeps the first screen
             notebook_btn = gr.Button("this step as a notebook", size="sm", scale=0, min_width=160)
             notebook = gr.File(label="the step's notebook (its experiment runs on your machine)", visible=False,
                                interactive=False)
         with gr.Column(scale=3):
             card = claim_card(CLAIMS[STEPS[0].claim], None)
-    panel = LessonPanel(tab, number, text, link, card)
+    panel = LessonPanel(tab, number, text, link, card, ready, gr.State(None))
+    # open pages learn of a result measured meanwhile (the warm-up's, another room's) without a click; a tick that
+    # finds nothing new sends one line
+    gr.Timer(READY_TICK_S).tick(panel.ticked, [number, panel.shown_at], panel.outputs, queue=False,
+                                api_visibility="private", show_progress="hidden")
     notebook_btn.click(lambda n: gr.File(EXPORTS.save(f"step-{n}.ipynb", lesson_notebook(n).encode()), visible=True),
                        number, notebook, api_visibility="private", concurrency_id=Queue.EXPORT.value)
     # Queued one at a time and every click kept: two quick clicks ran side by side and both read the step before

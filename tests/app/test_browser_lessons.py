@@ -106,6 +106,9 @@ def test_a_clickers_keys_move_the_step_and_a_reload_keeps_it_projected(page: Pag
     page.goto(restarted_url + "?lesson=2&present=1")
     expect(page.get_by_text("Step 2 of 8")).to_be_visible(timeout=TIMEOUT)
     expect(page.locator("body.ge-presentation")).to_have_count(1)  # projected from the link
+    # ready for class: the board restored after the restart, every step with a result, and until when
+    expect(page.get_by_text(re.compile(r"^8 of 8 steps measured on this server, ready until \d\d:\d\d UTC"))
+           ).to_be_visible()
     page.locator("body").click(position={"x": 5, "y": 5})  # the page has the focus, as after a click on a slide
     page.keyboard.press("PageDown")  # what a presenter's clicker sends
     expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
