@@ -68,6 +68,7 @@ class Tally:
     by_model: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # model -> (to graph, to final)
     link: list[float] = field(default_factory=list)  # class mode: opening the shared link, to its final view
     connect: list[float] = field(default_factory=list)  # each student's connection (the app's config and API)
+    first: list[float] = field(default_factory=list)  # hall mode: each student's first edit, to its final view
     link_reused: int = 0  # of those, how many showed timings measured for another session
     with_memory: int = 0  # final views that showed memory peaks (under load a new input's profile waits)
     errors: list[str] = field(default_factory=list)
@@ -166,6 +167,7 @@ def _in_the_hall(client: Client, rng: random.Random, seed: int, stop_at: float, 
     words = EXAMPLE.split()
     model = ("rnn", "transformer", "tree", "early_exit")[(seed // 2) % 4]  # (the odd seeds': each model in turn)
     n, mine, length = rng.randint(1, 3), [], rng.randint(1, 40)
+    started = time.monotonic()
     while time.monotonic() < stop_at:
         if seed % 2 == 0:
             _edit(client, "rnn", {}, " ".join(words[:n]), tally)
@@ -175,6 +177,10 @@ def _in_the_hall(client: Client, rng: random.Random, seed: int, stop_at: float, 
                 mine, length = [], rng.randint(1, 40)  # a new sentence
             mine.append(rng.choice(WORDS))
             _edit(client, model, {}, " ".join(mine), tally)
+        if started:  # the first event of a session arriving with everyone else
+            with tally.lock:
+                tally.first.append(time.monotonic() - started)
+            started = 0.0
         time.sleep(rng.uniform(*PAUSE_S))
 
 
@@ -297,6 +303,8 @@ def run_load(url: str, sessions: int, duration_s: float, mode: str = "typing",
         "link_max_s": max(tally.link) if tally.link else None,
         "link_first_s": min(tally.link) if tally.link else None,
         "link_opened": len(tally.link), "link_reused": tally.link_reused,
+        "first_p50_s": statistics.median(tally.first) if tally.first else None,
+        "first_max_s": max(tally.first) if tally.first else None,
         "connect_p50_s": statistics.median(tally.connect) if tally.connect else None,
         "connect_max_s": max(tally.connect) if tally.connect else None,
         "graph_p95_s": _p95(graph) if graph else None,
@@ -404,11 +412,15 @@ def main(argv: list[str] | None = None) -> None:
             f"connected (fetched the app's config and API description, as a browser loads the page) in a median "
             f"{r['connect_p50_s']:.2f} s, the slowest {r['connect_max_s']:.2f} s"
             if r["link_opened"] else None)
+    arrival = (f"- arriving at once: each session connected (the app's config and API description, as a page "
+               f"load) in a median {r['connect_p50_s']:.2f} s, the slowest {r['connect_max_s']:.2f} s; its first "
+               f"edit reached its final view in a median {r['first_p50_s']:.2f} s, the slowest "
+               f"{r['first_max_s']:.2f} s" if r["first_p50_s"] is not None else None)
     lines = [f"## {args.sessions} sessions for {args.duration:.0f} s, {args.mode}"
              + (", the start-up warm-up running" if args.warm_up else "") + f" ({time.strftime('%Y-%m-%d %H:%M')})",
              "", f"`{command}`", "",
              "Measured on {device} ({cpu}, {cores} cores), torch {torch}".format(**r["machine"]), "",
-             *filter(None, [link]),
+             *filter(None, [link, arrival]),
              f"- interactions: {r['interactions']}, errors: {r['errors']} {r['error_samples'] or ''}; throughput "
              f"{rate:.2f} interactions/s on {cores} core(s): {rate / max(cores, 1):.2f} per core",
              f"- CPU seconds over the run: the app's server process {r['app_cpu_s']:.0f} "
