@@ -33,6 +33,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from explorer.core.errors import one_line
 from explorer.eager.capture import TRAIN_SEED, train_loss, training
 from explorer.eager.graph import ACCUMULATE, walk
 
@@ -190,7 +191,7 @@ def record_lines(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = No
             try:
                 roots = [train_loss(model(ids), model).grad_fn]
             except Exception as e:  # the lines and nodes up to the failure are the finding
-                error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+                error = one_line(e)
                 frames = [(f.filename, f.lineno or 0) for f in traceback.extract_tb(e.__traceback__)]
                 error_line = _innermost(frames, files, counter.real)
             finally:

@@ -48,7 +48,7 @@ SETTLE_S = 1.5  # a typed input left alone this long after its run is what the p
 
 
 BRANCH_INPUTS = 20  # the earlier inputs a session's branches are read over (each a pass of its own, once)
-PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.6-1.9x on the zoo at 42 tokens (costs.py)
+PROFILED_SLOWER = 2.0  # a step under the profiler over the card's: 1.0-1.9x in bench/RESULTS-costs.md
 
 @dataclass
 class RunRecord:

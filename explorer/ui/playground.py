@@ -24,17 +24,13 @@ from explorer.serving.statelink import LinkState, read_link
 from explorer.sources.registry import SOURCES, source
 from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
+from explorer.ui.python_views import PythonViews, python_views, wire_python_views
 from explorer.ui.stream import Updates, streamed
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update, pending_cards
-from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS, TOP
-from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
 from explorer.views.playground import (
     GraphFirst,
     View,
     control_specs,
-    costs_view,
-    lines_view,
-    lit_graph,
     openable,
     opened_graph,
     update,
@@ -58,25 +54,6 @@ class CompiledPanel:
 
 
 @dataclass
-class LinesPanel:
-    box: gr.Accordion
-    shown: gr.State  # whether the box is open: only then does a run record its lines (a pass of its own)
-    said: gr.Markdown
-    table: gr.Dataframe
-    branches: gr.Dataframe
-
-
-@dataclass
-class CostsPanel:
-    profile: gr.Button
-    said: gr.Markdown
-    graph: gr.Plot
-    top: gr.Dataframe
-    modules: gr.Dataframe
-    lines: gr.Dataframe
-
-
-@dataclass
 class Playground:
     """The Playground tab's components that events read or write."""
 
@@ -95,8 +72,7 @@ class Playground:
     diff: gr.Textbox
     raw: gr.JSON
     compiled: CompiledPanel
-    lines: LinesPanel
-    costs: CostsPanel
+    python: PythonViews  # the lines that ran, the branches, where the time went
 
     def outputs(self, session: gr.State) -> list[Any]:
         """The run's outputs, in the order the /edit endpoint answers."""
@@ -152,8 +128,7 @@ def playground_tab() -> Playground:
             open_module = gr.Dropdown([("none: every module grouped", "")], value="", label="open a module",
                                       info="a big graph is drawn in groups: pick a module to draw its nodes one by "
                                            "one")
-            lines = _lines_panel()
-            costs = _costs_panel()
+            python = python_views()
             gr.Markdown("**History**: every run of this session, latency (median, IQR bars) and peak memory "
                         "against input length, one line per architecture.", elem_classes="explain")
             with gr.Row():
@@ -164,32 +139,7 @@ def playground_tab() -> Playground:
                                   open=False)
             compiled = _compiled_panel()
     return Playground(model, groups, controls, text, example, compare, status, again, cards, graph, open_module,
-                      history, diff, raw, compiled, lines, costs)
-
-
-def _costs_panel() -> CostsPanel:
-    with gr.Accordion("Where the time went: the train step profiled node by node", open=False):
-        profile = gr.Button("Profile this input", size="sm", variant="secondary")
-        said = gr.Markdown()
-        graph = gr.Plot(label="the graph coloured by each node's time")
-        lines = gr.Dataframe(headers=ROLLUP_COLUMNS, label="per line of the model's Python", interactive=False,
-                             max_height=300)
-        modules = gr.Dataframe(headers=ROLLUP_COLUMNS, label="per module", interactive=False, max_height=300)
-        top = gr.Dataframe(headers=NODE_COLUMNS, label=f"the {TOP} costliest nodes", interactive=False, wrap=True)
-    return CostsPanel(profile, said, graph, top, modules, lines)
-
-
-def _lines_panel() -> LinesPanel:
-    with gr.Accordion("Lines that ran: the model's Python for this input, and the nodes each line made",
-                      open=False) as box:
-        said = gr.Markdown()
-        table = gr.Dataframe(headers=LINES_COLUMNS, label="the model's lines that ran (pick one: its nodes are "
-                             "ringed in the graph)", interactive=False, wrap=True, max_height=420,
-                             column_widths=["24%", "8%", "8%", "60%"])
-        branches = gr.Dataframe(headers=BRANCH_COLUMNS, label="which way each if, for and while went: this input, "
-                                "and this session's earlier inputs on this architecture", interactive=False,
-                                wrap=True, max_height=360, column_widths=["20%", "34%", "20%", "26%"])
-    return LinesPanel(box, gr.State(False), said, table, branches)
+                      history, diff, raw, compiled, python)
 
 
 def _compiled_panel() -> CompiledPanel:
@@ -313,47 +263,7 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     link_event = {"fn": state_link, "inputs": [p.model, p.text, *p.controls, *options], "outputs": link,
                   "queue": False, "api_visibility": "private", "show_progress": "hidden"}
 
-    lines = p.lines
-
-    def lines_shown(s: Session, shown: bool) -> Updates:
-        """The lines of the run on screen, while the box is open (recorded once per input, never timed)."""
-        if not shown or s.shown is None:
-            return {lines.said: gr.skip(), lines.table: gr.skip(), lines.branches: gr.skip()}
-        try:
-            said, rows, forks = lines_view(s)
-        except USER_ERRORS as e:
-            return {lines.said: f"The lines that ran could not be recorded: {e}", lines.table: [],
-                    lines.branches: []}
-        return {lines.said: said, lines.table: rows, lines.branches: forks}
-
-    def line_picked(s: Session, module: str, picked: gr.SelectData) -> Any:
-        try:
-            return lit_graph(s, picked.index[0], module or "")
-        except USER_ERRORS:
-            return gr.skip()
-
-    lines_event = {"fn": lines_shown, "inputs": [session, lines.shown],
-                   "outputs": [lines.said, lines.table, lines.branches],
-                   "api_visibility": "private", "show_progress": "hidden", "concurrency_id": Queue.MEASURE.value,
-                   "concurrency_limit": MEASURE_EVENTS}
-    lines.box.expand(lambda: True, None, lines.shown, queue=False, api_visibility="private").then(**lines_event)
-    lines.box.collapse(lambda: False, None, lines.shown, queue=False, api_visibility="private")
-    lines.table.select(line_picked, [session, p.open_module], p.graph, api_visibility="private",
-                       show_progress="hidden")
-
-    costs = p.costs
-
-    def profiled(s: Session) -> Updates:
-        try:
-            v = costs_view(s)
-        except USER_ERRORS as e:
-            return {costs.said: f"**Cannot profile this input**: {e}"}
-        return {costs.said: v.said, costs.graph: v.graph, costs.top: v.top, costs.modules: v.modules,
-                costs.lines: v.lines}
-
-    costs.profile.click(profiled, session, [costs.said, costs.graph, costs.top, costs.modules, costs.lines],
-                        api_visibility="private", concurrency_id=Queue.MEASURE.value,
-                        concurrency_limit=MEASURE_EVENTS)
+    lines_event = wire_python_views(session, p.python, p.graph, p.open_module)
 
     def after_run(event: Any) -> None:
         event.then(**lines_event)
