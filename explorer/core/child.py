@@ -7,12 +7,12 @@ that finishes its imports and then runs, unowned, at full CPU. Here the target t
 arguments as bytes, so the child watches its parent first, then imports the engine; the UI is never imported.
 
 Where a child starts (`context`): a worker is forked from multiprocessing's fork server, a process that has
-imported torch, dynamo and inductor and run nothing (no torch state to inherit), so a worker is ready in
-milliseconds instead of the ~2.3 CPU-seconds a spawned interpreter spends importing them again (140 worker starts
-in one run of the test suite: about a sixth of its CPU). A child whose environment must be set before torch is
-imported (TORCH_TRACE, OPENBLAS_NUM_THREADS) is spawned. Either way it gets its parent's environment as it is at
-the start, not as it was when the fork server started, and it exits as soon as its parent does: the watch waits
-on a pidfd of the parent, which the kernel wakes at the parent's exit, a SIGKILL included.
+imported torch, dynamo and inductor, frozen what they made (explorer/core/preloaded.py) and run nothing (no torch
+state to inherit), so a worker is ready in a tenth of a second instead of the ~2.3 CPU-seconds a spawned interpreter
+spends importing them again (137 worker starts in one run of the test suite). A child whose environment must be
+set before torch is imported (TORCH_TRACE, OPENBLAS_NUM_THREADS) is spawned. Either way it gets its parent's
+environment as it is at the start, not as it was when the fork server started, and it exits as soon as its parent
+does: the watch waits on a pidfd of the parent, which the kernel wakes at the parent's exit, a SIGKILL included.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 PRELOADED = ("torch", "torch._dynamo", "torch._inductor.compile_fx")  # what the fork server imports once
+FROZEN = "explorer.core.preloaded"  # imported last: what the preload made, frozen before the first fork
 
 
 def context(fresh: bool = False) -> mp.context.BaseContext:
@@ -36,7 +37,7 @@ def context(fresh: bool = False) -> mp.context.BaseContext:
     if fresh:
         return mp.get_context("spawn")
     server = mp.get_context("forkserver")
-    server.set_forkserver_preload([__name__, *PRELOADED])  # (read once, when the server starts)
+    server.set_forkserver_preload([__name__, *PRELOADED, FROZEN])  # (read once, when the server starts)
     return server
 
 
