@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from tests.groups import group_of
+from tests.groups import SHARED_APP_GROUPS, group_of
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # One torch thread per test process, as the app, the CLI and the workers pin (explorer.core.machine.pin_threads):
@@ -95,5 +95,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     class Groups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid)
+
+        def _assign_work_unit(self, node: object) -> None:
+            """A process without a shared-app group takes one first, if one is left: the two longest groups start
+            at once, on the two processes, each on its own app."""
+            waiting = [g for g in self.workqueue if g in SHARED_APP_GROUPS]
+            if waiting and not any(g in SHARED_APP_GROUPS for g in self.assigned_work.get(node, {})):
+                self.workqueue.move_to_end(waiting[0], last=False)
+            super()._assign_work_unit(node)
 
     return Groups(config, log)

@@ -1,17 +1,27 @@
-"""The browser scenarios' fixtures: Debian's Chromium at a projector's size, and the real app, one per test file
-(the playground's scenarios and the labs' run side by side on two test workers). A failed test's report carries
-what the browser said (script errors, console errors, server errors, printed as they happen) and the end of the
-server's log: a flake seen once in CI is then read, not guessed."""
+"""The app's tests' fixtures: the real app, one per test process, that every module here shares but those that must
+own one (marked `owns_app`); Debian's Chromium at a projector's size for the browser scenarios. A failed test's
+report carries what the browser said (script errors, console errors, server errors, printed as they happen) and the
+end of the server's log: a flake seen once in CI is then read, not guessed."""
 
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ARGS, ensure_chromium, start_app, stop_app
+from tests.helpers import ARGS, ROOT, ensure_chromium, start_app, stop_app
 
 SERVER_LOGS: dict[str, Path] = {}  # a test file's app: its log
-EXAMPLES = "examples/lstm_tagger.py,examples/image_cnn.py"  # the shipped examples, in the menu as an operator adds them
+# The operator's model files: the shipped examples, and one that crashes its worker past 40 tokens (test_app).
+MODEL_FILES = ("examples/lstm_tagger.py", "examples/image_cnn.py", "tests/outside/crashing.py")
 LOG_LINES = 80
+
+
+@dataclass(frozen=True)
+class App:
+    url: str
+    log: Path
+    proc: subprocess.Popen
 
 
 @pytest.fixture(scope="session")
@@ -25,27 +35,28 @@ def browser_context_args(browser_context_args):
 
 
 @pytest.fixture(scope="session")
-def _browser_app(tmp_path_factory):
-    """One app per test process for the browser modules (the Playground's, the labs', the Code tab's), with what
-    they need between them: the shipped examples in the menu and the Code tab on."""
+def shared_app(tmp_path_factory) -> App:
+    """One app per test process for the modules here (the browser's, the API's, the hostile inputs'), with what they
+    need between them: the operator's model files in the menu and the Code tab on. Each start costs the suite about
+    15 CPU-seconds (the app's imports, its fork server's, its workers')."""
     log = tmp_path_factory.mktemp("app") / "server.log"
     # a code build's bound well past this machine's slow spells (its 20 s default timed out once in CI while the
     # other test process loaded the machine): the tests check what an edit builds, not how fast
-    proc, url, _ = start_app({"GE_MODELS": EXAMPLES, "GE_ALLOW_CODE": "1", "GE_CODE_TIMEOUT_S": "90"}, shared=True,
-                             log=log)
-    yield url, log
+    proc, url, _ = start_app({"GE_MODELS": ",".join(str(ROOT / f) for f in MODEL_FILES), "GE_ALLOW_CODE": "1",
+                              "GE_CODE_TIMEOUT_S": "90"}, shared=True, log=log)
+    yield App(url, log, proc)
     stop_app(proc)
 
 
 @pytest.fixture(scope="module")
-def app_url(request, _browser_app):
-    SERVER_LOGS[request.module.__name__] = _browser_app[1]
-    return _browser_app[0]
+def app_url(request, shared_app: App) -> str:
+    SERVER_LOGS[request.module.__name__] = shared_app.log
+    return shared_app.url
 
 
 @pytest.fixture(scope="module")
-def app_log(_browser_app):
-    return _browser_app[1]
+def app_log(shared_app: App) -> Path:
+    return shared_app.log
 
 
 @pytest.fixture

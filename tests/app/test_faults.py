@@ -141,19 +141,31 @@ def _ours(tmp: Path) -> list[str]:
     return sorted(p.name for p in tmp.iterdir() if p.name.startswith("graph-explorer-"))
 
 
+COMPILE_BOUND_S = 10  # the busy app's compile bound: well past its own compiles (an 8-token RNN, eager backend)
+
+
 def _busy_app(tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
-    """The real app with a private temporary directory, after every kind of worker has served a job."""
+    """The real app with a private temporary directory and a short compile bound, after every kind of worker has
+    served a job."""
     mark = f"faults-{os.getpid()}-{time.monotonic_ns()}"
-    proc, url, _ = start_app({"TMPDIR": str(tmp_path), "GE_TEST_MARK": mark})
+    proc, url, _ = start_app({"TMPDIR": str(tmp_path), "GE_TEST_MARK": mark,
+                              "GE_COMPILE_TIMEOUT_S": str(COMPILE_BOUND_S)})
     client = connect(url)
     client.predict("tree", "{}", "The cat sat.", "5", "jit.trace", api_name="/deploy")
     client.predict("rnn", "{}", "compiled", "", "eager", "auto", False, False, api_name="/inspect")
     return proc, url, mark  # (the multi-process worker, killed while its ranks start: tests/labs/ddp/test_world.py)
 
 
-def test_kill_9_of_every_worker_leaves_nothing_and_a_sigterm_of_the_app_leaves_nothing_either(tmp_path):
+def test_a_compile_past_its_bound_and_a_kill_9_of_every_worker_leave_the_app_serving_and_a_sigterm_nothing(tmp_path):
     proc, url, mark = _busy_app(tmp_path)
     try:
+        # A compile past the bound (500 unrolled steps under inductor) is stopped with a message; the next one runs.
+        start = time.monotonic()
+        with pytest.raises(Exception, match=f"timed out after {COMPILE_BOUND_S} s"):
+            connect(url).predict("rnn", "{}", "x" * 500, "", "inductor", "auto", False, False, api_name="/inspect")
+        assert time.monotonic() - start < STOPS_WITHIN_S  # a hang detector, not a speed
+        assert connect(url).predict("rnn", "{}", "still here", "", "eager", "auto", False, False,
+                                    api_name="/inspect")["compiled"]["forward"]["median_ms"] > 0
         workers = _workers(mark, proc.pid)
         assert len(workers) >= 3 and len(_ours(tmp_path)) >= 4  # compile, measuring, deployment; export dir
         for pid in workers:  # compile, measuring (one per measuring core), deployment: all at once
