@@ -33,7 +33,7 @@ def _started(spawned: bool) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-worker-start.md").parse_args(argv)
-    pairs = 2 if args.quick else PAIRS
+    pairs = 1 if args.quick else PAIRS
     _started(spawned=False)  # the fork server's own start: paid once per app, not per worker
     seconds: dict[str, list[float]] = {w: [] for w in WAYS}
     mb: dict[str, list[float]] = {w: [] for w in WAYS}

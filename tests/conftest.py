@@ -1,5 +1,7 @@
 import gc
 import os
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,35 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 _cores = sorted(os.sched_getaffinity(0))
 _turn = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % len(_cores)
 os.environ.setdefault("GE_ALLOWED_CORES_", ",".join(map(str, _cores[_turn:] + _cores[:_turn])))
+
+
+# The operator's model files: the shipped examples, and one that crashes its worker past 40 tokens (test_app).
+MODEL_FILES = ("examples/lstm_tagger.py", "examples/image_cnn.py", "tests/outside/crashing.py")
+
+
+@dataclass(frozen=True)
+class App:
+    url: str
+    log: Path
+    proc: subprocess.Popen
+
+
+@pytest.fixture(scope="session")
+def shared_app(tmp_path_factory) -> App:
+    """One app per test process for every test that does not need one of its own (the browser's, the API's, the
+    hostile inputs', the quick runs of the benchmarks that start one), with what they need between them: the
+    operator's model files in the menu and the Code tab on. Each start costs the suite about 15 CPU-seconds (the
+    app's imports, its fork server's, its workers')."""
+    from tests.helpers import ROOT, start_app, stop_app  # (not at the top: it imports the engine, which reads the
+    # cores set above when it is imported)
+
+    log = tmp_path_factory.mktemp("app") / "server.log"
+    # a code build's bound well past this machine's slow spells (its 20 s default timed out once in CI while the
+    # other test process loaded the machine): the tests check what an edit builds, not how fast
+    proc, url, _ = start_app({"GE_MODELS": ",".join(str(ROOT / f) for f in MODEL_FILES), "GE_ALLOW_CODE": "1",
+                              "GE_CODE_TIMEOUT_S": "90"}, shared=True, log=log)
+    yield App(url, log, proc)
+    stop_app(proc)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Every benchmark script runs in its smallest mode (`--quick`) and writes its results: through its `main(argv)` in
 this process, as `python -m bench.<name> --quick` would run it, except those whose point is a fresh interpreter
-(start-up, a first compile), which run as the README shows them, and those that drive Chromium, whose measurement
+(start-up, a first compile), which run as the README shows them; those that start the app drive the test
+process's shared one instead (tests/conftest.py); and those that drive Chromium, whose measurement
 runs in the browser tests' own browser on their app (tests/app/test_browser_bench.py). Each script is a group of its own
 (tests/conftest.py), so that the test processes share them out. bench.load is run by tests/app/test_load.py, which
 checks its figures too."""
@@ -17,7 +18,8 @@ HELPERS = ("__init__", "common", "appserver", "phases", "screenshot")  # modules
 SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in HELPERS)
 SUBPROCESS = ("first_compile", "startup")  # see the module's docstring
 IN_THE_BROWSER_TESTS = ("code_edit", "graph_paint")
-STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soak", "startup"]  # apps of their own
+STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soak", "startup"]
+ON_THE_SHARED_APP = ("ddp_responsiveness", "soak")  # their quick runs drive the test process's app (tests/conftest.py)
 
 
 def test_every_script_is_listed():
@@ -32,11 +34,15 @@ def test_every_script_is_listed():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [pytest.param(s, marks=[pytest.mark.owns_app] * (s in STARTS_THE_APP))
-                                    for s in SCRIPTS if s != "load" and s not in IN_THE_BROWSER_TESTS])
-def test_the_script_runs_and_writes_its_results(script, tmp_path):
+@pytest.mark.parametrize("script", [s for s in SCRIPTS if s != "load" and s not in IN_THE_BROWSER_TESTS])
+def test_the_script_runs_and_writes_its_results(script, tmp_path, request, monkeypatch):
     out = tmp_path / "results.md"
     argv = ["--quick", "--out", str(out)]
+    if script in ON_THE_SHARED_APP:  # (the start of an app of their own is bench.startup's to measure)
+        app = request.getfixturevalue("shared_app")
+        module = importlib.import_module(f"bench.{script}")
+        monkeypatch.setattr(module, "start_app", lambda *_, **__: (app.proc, app.url, 0.0))
+        monkeypatch.setattr(module, "stop_app", lambda _: None)
     if script in SUBPROCESS:
         done = subprocess.run([sys.executable, "-m", f"bench.{script}", *argv], cwd=ROOT, capture_output=True,
                               text=True, timeout=600)
