@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from tests.groups import SHARED_APP_GROUPS, group_of
+from tests.groups import SHARED_APP, group_of
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # One torch thread per test process, as the app, the CLI and the workers pin (explorer.core.machine.pin_threads):
@@ -128,11 +128,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return group_of(nodeid)
 
         def _assign_work_unit(self, node: object) -> None:
-            """A process without a shared-app group takes one first, if one is left: the two longest groups start
-            at once, on the two processes, each on its own app."""
-            waiting = [g for g in self.workqueue if g in SHARED_APP_GROUPS]
-            if waiting and not any(g in SHARED_APP_GROUPS for g in self.assigned_work.get(node, {})):
-                self.workqueue.move_to_end(waiting[0], last=False)
+            """The longest group, the shared app's (about 9 minutes), first: the other process shares out the rest
+            meanwhile."""
+            if SHARED_APP in self.workqueue:
+                self.workqueue.move_to_end(SHARED_APP, last=False)
             super()._assign_work_unit(node)
 
     return Groups(config, log)
