@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> None:
              f"Measured by `python -m bench.gc_pause --runs {runs}` on {m['device']} ({m['cpu']}, {m['cores']} cores), "
              f"{m['threads']} thread(s), torch {m['torch']}; the profiled run: {PROFILED[0]} {PROFILED[1]}, "
              f"{PROFILED[2]} tokens.", ""]
-    for kind, modules in IMPORTS.items():
+    kinds = list(IMPORTS)[:1] if args.quick else list(IMPORTS)  # quick: one fresh interpreter, the same probe
+    for kind in kinds:
+        modules = IMPORTS[kind]
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:  # a fresh interpreter each
             r = pool.submit(probe, modules, runs).result()
         lines.append(f"- {kind} ({r['tracked']:,} objects tracked after start-up):")
