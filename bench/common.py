@@ -56,6 +56,20 @@ TITLES_JS = ("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].ma
              "return lines.length ? lines.map((l) => l.textContent).join(' ') : t.textContent; }).join(' | ')")
 
 
+# Milliseconds from now until the page first shows text matching a pattern (window.geShownAfter; null while it has
+# not): a state a fast run passes through may be gone before an expect() polls for it.
+WATCH_JS = """pattern => {
+  const start = performance.now(), wanted = new RegExp(pattern);
+  window.geShownAfter = null;
+  const seen = new MutationObserver(() => {
+    if (!wanted.test(document.body.innerText)) return;
+    window.geShownAfter = performance.now() - start;
+    seen.disconnect();
+  });
+  seen.observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
 def measured_by(script: str, quick: bool) -> str:
     """A results file's first words: the command that measured it, and on what, when."""
     from explorer.core import machine

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
+from bench.common import WATCH_JS
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 TIMEOUT = 90_000  # ms: a compile or a lab run on a busy 2-core machine
 
@@ -99,23 +101,9 @@ def broken_words(page: Page) -> list[str]:
     return page.evaluate(_BROKEN_WORDS)
 
 
-# Milliseconds from now until the page first shows text matching a pattern (window.geShownAfter; null while it has
-# not): a state a fast run passes through may be gone before an expect() polls for it.
-_WATCH = """pattern => {
-  const start = performance.now(), wanted = new RegExp(pattern);
-  window.geShownAfter = null;
-  const seen = new MutationObserver(() => {
-    if (!wanted.test(document.body.innerText)) return;
-    window.geShownAfter = performance.now() - start;
-    seen.disconnect();
-  });
-  seen.observe(document.body, {subtree: true, childList: true, characterData: true});
-}"""
-
-
 def watch_for(page: Page, pattern: re.Pattern[str]) -> None:
     """Record when the page first shows `pattern` from now on (read by `shown_after`)."""
-    page.evaluate(_WATCH, pattern.pattern)
+    page.evaluate(WATCH_JS, pattern.pattern)
 
 
 def shown_after(page: Page) -> float:

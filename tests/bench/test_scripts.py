@@ -2,7 +2,8 @@
 this process, as `python -m bench.<name> --quick` would run it, except those whose point is a fresh interpreter
 (start-up, a first compile), which run as the README shows them; those that start the app drive the test
 process's shared one instead (tests/conftest.py); and those that drive Chromium, whose measurement
-runs in the browser tests' own browser on their app (tests/app/test_browser_bench.py). Each script is a group of its own
+runs in the browser tests' own browser on their app (tests/app/test_browser_bench.py, lesson_status in
+tests/app/test_browser_lessons.py on its quick board's). Each script is a group of its own
 (tests/conftest.py), so that the test processes share them out. bench.load is run by tests/app/test_load.py, which
 checks its figures too."""
 
@@ -17,16 +18,16 @@ ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ("__init__", "common", "appserver", "phases", "screenshot")  # modules the scripts share, not scripts
 SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in HELPERS)
 SUBPROCESS = ("first_compile", "startup")  # see the module's docstring
-IN_THE_BROWSER_TESTS = ("code_edit", "graph_paint")
-STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "load", "soak", "startup"]
+IN_THE_BROWSER_TESTS = ("code_edit", "graph_paint", "lesson_status")
+STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "lesson_status", "load", "soak", "startup"]
 ON_THE_SHARED_APP = ("ddp_responsiveness", "soak")  # their quick runs drive the test process's app (tests/conftest.py)
 
 
 def test_every_script_is_listed():
     assert SCRIPTS == ["batching", "claims", "code_edit", "compile_costs", "compile_interference", "costs", "ddp",
                        "ddp_responsiveness", "debug", "deploy", "first_compile", "gc_pause", "generate", "graph_paint",
-                       "library", "lines_overhead", "load", "optimize", "reproduce", "shapes", "soak", "startup",
-                       "suite", "update_latency", "worker_memory", "worker_start"]
+                       "lesson_status", "library", "lines_overhead", "load", "optimize", "reproduce", "shapes", "soak",
+                       "startup", "suite", "update_latency", "worker_memory", "worker_start"]
     assert sorted(s for s in SCRIPTS if "start_app" in (ROOT / "bench" / f"{s}.py").read_text()) == STARTS_THE_APP
     for script in SCRIPTS:  # each runs from its main(argv), as python -m runs it
         text = (ROOT / "bench" / f"{script}.py").read_text()
