@@ -16,9 +16,8 @@ import statistics
 import time
 from typing import Any
 
-from bench.appserver import start_app, stop_app
 from bench.common import parser
-from bench.screenshot import chromium_page, results_page
+from bench.screenshot import measure_on_an_app, results_page
 from explorer.code.edits import original_source
 from explorer.ui.code import PAUSE_MS
 from models import ZOO, entry
@@ -96,14 +95,7 @@ def results(rows: list[str], quick: bool) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-code.md").parse_args(argv)
-    proc, url, _ = start_app({"GE_ALLOW_CODE": "1"})
-    try:
-        with chromium_page() as page:
-            rows = measure(page, url, args.quick)
-    finally:
-        stop_app(proc)
-    args.out.write_text(results(rows, args.quick))
-    print(f"wrote {args.out}")
+    measure_on_an_app(measure, results, args.out, args.quick, {"GE_ALLOW_CODE": "1"})
 
 
 if __name__ == "__main__":

@@ -13,9 +13,8 @@ import statistics
 import time
 from typing import Any
 
-from bench.appserver import start_app, stop_app
 from bench.common import TITLES_JS, parser
-from bench.screenshot import chromium_page, results_page
+from bench.screenshot import measure_on_an_app, results_page
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 
@@ -73,14 +72,7 @@ def results(rows: list[str], quick: bool) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-paint.md").parse_args(argv)
-    proc, url, _ = start_app()
-    try:
-        with chromium_page() as page:
-            rows = measure(page, url, args.quick)
-    finally:
-        stop_app(proc)
-    args.out.write_text(results(rows, args.quick))
-    print(f"wrote {args.out}")
+    measure_on_an_app(measure, results, args.out, args.quick)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.appserver import start_app, stop_app
 from bench.common import WATCH_JS, parser
-from bench.screenshot import chromium_page, results_page
+from bench.screenshot import measure_on_an_app, results_page
 
 STEP = 4  # a claim whose quick experiment takes seconds (most of the others take minutes, cold)
 REPEATS = 8
@@ -60,14 +59,8 @@ def results(rows: list[str], quick: bool) -> str:
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-lesson-status.md").parse_args(argv)
     with tempfile.TemporaryDirectory() as board:
-        proc, url, _ = start_app({"GE_QUICK_CLAIMS": "1", "GE_CLAIMS_FILE": str(Path(board) / "claims.json")})
-        try:
-            with chromium_page() as page:
-                rows = measure(page, url, args.quick)
-        finally:
-            stop_app(proc)
-    args.out.write_text(results(rows, args.quick))
-    print(args.out.read_text())
+        measure_on_an_app(measure, results, args.out, args.quick,
+                          {"GE_QUICK_CLAIMS": "1", "GE_CLAIMS_FILE": str(Path(board) / "claims.json")})
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ Uses Debian's Chromium (/usr/bin/chromium) through Playwright; never a downloade
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import sync_playwright
 
+from bench.appserver import start_app, stop_app
 from bench.common import TITLES_JS, measured_by
 
 HEIGHT = 1500  # the tabs, the knobs, the input, the cards, the graph and the history: the Playground's first part
@@ -28,6 +30,20 @@ def chromium_page(width: int = 1280, height: int = 720) -> Iterator[Any]:
             yield browser.new_page(viewport={"width": width, "height": height})
         finally:
             browser.close()
+
+
+def measure_on_an_app(measure: Callable[[Any, str, bool], list[str]], results: Callable[[list[str], bool], str],
+                      out: Path, quick: bool, env: dict[str, str] | None = None) -> None:
+    """A Chromium benchmark's run: the real app started with `env`, `measure(page, url, quick)` in a Chromium page,
+    the app stopped, `results(rows, quick)` written to `out` (the tests call `measure` on their own app instead)."""
+    proc, url, _ = start_app(env)
+    try:
+        with chromium_page() as page:
+            rows = measure(page, url, quick)
+    finally:
+        stop_app(proc)
+    out.write_text(results(rows, quick))
+    print(out.read_text())
 
 
 def results_page(title: str, script: str, quick: bool, how: str, header: list[str], rows: list[str]) -> str:

@@ -28,7 +28,8 @@ def test_every_script_is_listed():
                        "ddp_responsiveness", "debug", "deploy", "first_compile", "gc_pause", "generate", "graph_paint",
                        "lesson_status", "library", "lines_overhead", "load", "optimize", "reproduce", "shapes", "soak",
                        "startup", "suite", "update_latency", "worker_memory", "worker_start"]
-    assert sorted(s for s in SCRIPTS if "start_app" in (ROOT / "bench" / f"{s}.py").read_text()) == STARTS_THE_APP
+    assert sorted(s for s in SCRIPTS if any(w in (ROOT / "bench" / f"{s}.py").read_text() for w in (
+        "start_app", "measure_on_an_app"))) == STARTS_THE_APP
     for script in SCRIPTS:  # each runs from its main(argv), as python -m runs it
         text = (ROOT / "bench" / f"{script}.py").read_text()
         assert "def main(argv: list[str] | None = None)" in text and "parse_args(argv)" in text, script
