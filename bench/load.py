@@ -343,16 +343,26 @@ def _cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def _children(pid: int) -> set[int]:
+    found = set()
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
 def _workers_cpu_s(pid: int) -> dict[int, float]:
-    """CPU seconds of each living child of the app (its measurement and compile processes), by pid."""
-    children = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):
-            children |= {int(c) for c in (task / "children").read_text().split()}
-    out = {}
-    for child in children:
+    """CPU seconds of each living process under the app, by pid: its fork server and the measurement and compile
+    workers forked from it (grandchildren of the app: counting the app's children alone read the fork server's
+    idle seconds only). A process's reaped children count in its own figure."""
+    out: dict[int, float] = {}
+    todo = list(_children(pid))
+    while todo:
+        child = todo.pop()
         with contextlib.suppress(OSError):
             out[child] = _cpu_s(child)
+        todo += _children(child)
     return out
 
 

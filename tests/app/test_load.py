@@ -26,6 +26,7 @@ def test_a_class_of_five_opens_one_link_then_types_for_ten_seconds_without_error
     assert r["interactions"] >= 10 and r["reference_samples"] >= 1
     assert r["teacher"]["edits"] >= 1 and r["teacher"]["errors"] == 0, r["teacher"]  # the client at normal priority
     assert r["student_processes"] == 1 and r["students_cpu_s"] > 0  # five students: one process of them, counted
+    assert r["workers_cpu_s"] > 0, r  # the measuring and compile workers, forked from the app's fork server, counted
     # The mechanism that keeps timings honest under load (the ratio alone vs loaded is bench/load.py's to
     # measure: load from outside the app bends it): no two timings overlapped, every one ran on the measuring
     # core, and nothing else of the server's (threads, the compile worker) is allowed on that core.
