@@ -1,11 +1,13 @@
-"""The page's config, built once per address it is served under, not once per visitor.
+"""The page and its config, built once per address they are served under, not once per visitor.
 
-Every page load and every API client first fetches `GET /config`: Gradio deep-copies the whole app's config (half
-a megabyte here: every tab's components) and walks it to write the server's address into it, on the server's one
-Python core, for each request, while everyone else's runs wait (a class connecting at once queued for seconds:
-bench/RESULTS-load.md). The answer depends only on the address the page was reached at (Host, the proxy's
-X-Forwarded-* headers, the mount path), as long as the app has no login, which this one has not: each is kept
-after its first answer and sent again as it was. A request with a query (a deep link, a page) goes to Gradio.
+Every API client first fetches `GET /config`, and every page load `GET /`, whose HTML carries the same config:
+Gradio deep-copies the whole app's config (half a megabyte here: every tab's components) and walks it to write the
+server's address into it, on the server's one Python core, for each request, while everyone else's runs wait (a
+class connecting at once queued for seconds: bench/RESULTS-load.md; the page too, each load). The
+answer depends only on the address the page was reached at (Host, the proxy's X-Forwarded-* headers, the mount
+path), as long as the app has no login, which this one has not: each is kept after its first answer and sent again
+as it was (uncompressed: Gradio's compression wraps this, per client). A request with a query (a deep link, a
+lesson's address) goes to Gradio.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from explorer.serving.addresses import Asgi, Scope
 
-PATHS = ("/config", "/config/")
+PATHS = ("/", "/config", "/config/")
 ADDRESSING = (b"host", b"x-forwarded-host", b"x-forwarded-proto")  # what the config's root URL is made of
 KEPT = 8  # addresses kept (a server is reached at one or two: localhost, a proxy's name)
 
@@ -23,7 +25,7 @@ Message = dict[str, Any]
 
 
 class ConfigCache:
-    """ASGI middleware: Gradio's answer to `GET /config` without a query, kept per address."""
+    """ASGI middleware: Gradio's answer to `GET /` and `GET /config` without a query, kept per address."""
 
     def __init__(self, app: Asgi) -> None:
         self.app = app

@@ -312,3 +312,8 @@ def test_the_page_config_is_built_once_per_address_and_says_that_address(app_url
     assert proxied["root"] == "https://class.example.org"
     assert config()["root"] == app_url.rstrip("/")  # the proxy's answer was kept apart
     assert config(query="?deep_link=nonexistent")["components"] == first["components"]
+    # the page itself: the same bytes, its config naming the address it was reached at
+    pages = [urllib.request.urlopen(app_url, timeout=30).read() for _ in range(2)]
+    assert pages[0] == pages[1] and app_url.rstrip("/").encode() in pages[0]
+    assert b"class.example.org" in urllib.request.urlopen(urllib.request.Request(app_url, headers={
+        "X-Forwarded-Host": "class.example.org", "X-Forwarded-Proto": "https"}), timeout=30).read()

@@ -124,7 +124,8 @@ def _get(app: ConfigCache, path: str = "/config", query: bytes = b"", method: st
     return sent
 
 
-def test_the_config_is_asked_of_gradio_once_per_address() -> None:
+@pytest.mark.parametrize("path", ["/config", "/"])
+def test_the_page_and_its_config_are_asked_of_gradio_once_per_address(path: str) -> None:
     asked = []
 
     async def gradio(scope: dict, receive: object, send: object) -> None:
@@ -133,12 +134,13 @@ def test_the_config_is_asked_of_gradio_once_per_address() -> None:
         await send({"type": "http.response.body", "body": b'{"root": "%s"}' % dict(scope["headers"])[b"host"]})
 
     app = ConfigCache(gradio)  # type: ignore[arg-type]
-    first, again = _get(app), _get(app)
+    first, again = _get(app, path), _get(app, path)
     assert again == first and len(asked) == 1
-    assert _get(app, host=b"class.example.org")[1]["body"] == b'{"root": "class.example.org"}' and len(asked) == 2
-    for other in ({"query": b"deep_link=x"}, {"method": "POST"}, {"path": "/gradio_api/info"}):
-        _get(app, **other)  # type: ignore[arg-type]
-        _get(app, **other)  # type: ignore[arg-type]
+    assert _get(app, path, host=b"class.example.org")[1]["body"] == b'{"root": "class.example.org"}'
+    assert len(asked) == 2
+    for other in ({"query": b"lesson=3&present=1"}, {"method": "POST"}, {"path": "/gradio_api/info"}):
+        _get(app, **{"path": path, **other})  # type: ignore[arg-type]
+        _get(app, **{"path": path, **other})  # type: ignore[arg-type]
     assert len(asked) == 8  # each of those went to Gradio both times
 
 
