@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> None:
              f"- the tests' own seconds, summed: {sum(by_group.values()):.0f} s over {len(by_group)} groups", "",
              "| group (a unit the test processes share out) | seconds |", "|---|---:|"]
     lines += [f"| {g} | {s:.1f} |" for g, s in sorted(by_group.items(), key=lambda kv: -kv[1])[:SHOWN]]
+    failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    if failed:  # what failed, in pytest's words (-ra): a flake seen once is then read, not guessed
+        lines += ["", "What failed:", "", *(f"- `{line[:400]}`" for line in failed)]
     args.out.write_text("\n".join(lines) + "\n")
     print(args.out.read_text())
 
