@@ -25,6 +25,7 @@ from explorer.labs.registry import LABS
 from explorer.sources.registry import SOURCES
 from models.config import Knob, knobs
 from models.tokenizer import encode
+from tests.app.conftest import SERVER_LOGS
 from tests.helpers import ROOT, descendants
 
 pytestmark = pytest.mark.slow  # on the process's shared app: no process or memory left by refused requests
@@ -171,8 +172,10 @@ def _rss_mb(pid: int) -> float:
 
 
 @pytest.fixture(scope="module")
-def url(shared_app):
-    """The process's shared app (tests/app/conftest.py), counted before and after this module."""
+def url(request, shared_app):
+    """The process's shared app (tests/conftest.py), counted before and after this module; its log joins a failed
+    test's report, as the browser modules' does."""
+    SERVER_LOGS[request.module.__name__] = shared_app.log
     url, pid = shared_app.url, shared_app.proc.pid
     # Warm, and start the deployment worker the accepted cases below use.
     assert call(url, "inspect", [_valid(k) for k in PARAMS["inspect"]])[0] == "complete"
