@@ -403,7 +403,8 @@ def main(argv: list[str] | None = None) -> None:
             sampler.wait(timeout=60)
         after = resource.getrusage(resource.RUSAGE_SELF)
         r["app_cpu_s"] = _cpu_s(proc.pid) - cpu[0]
-        r["workers_cpu_s"] = sum(t - at_load.get(c, 0.0) for c, t in _workers_cpu_s(proc.pid).items())
+        # totals, not per process: a worker that exited meanwhile counts in its parent's reaped children
+        r["workers_cpu_s"] = sum(_workers_cpu_s(proc.pid).values()) - sum(at_load.values())
         r["generator_cpu_s"] = (after.ru_utime + after.ru_stime - cpu[1].ru_utime - cpu[1].ru_stime
                                 + r["students_cpu_s"])
     finally:

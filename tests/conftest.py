@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from tests.groups import SHARED_APP, group_of
+from tests.groups import group_of
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # One torch thread per test process, as the app, the CLI and the workers pin (explorer.core.machine.pin_threads):
@@ -126,12 +126,5 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     class Groups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid)
-
-        def _assign_work_unit(self, node: object) -> None:
-            """The longest group, the shared app's (about 9 minutes), first: the other process shares out the rest
-            meanwhile."""
-            if SHARED_APP in self.workqueue:
-                self.workqueue.move_to_end(SHARED_APP, last=False)
-            super()._assign_work_unit(node)
 
     return Groups(config, log)
