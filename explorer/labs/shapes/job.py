@@ -11,6 +11,7 @@ from typing import Any
 import torch
 import torch._dynamo as dynamo
 from torch._dynamo.decorators import mark_unbacked
+from torch.fx.experimental import _config as shape_config
 
 from explorer.compile.model import CallOutcome, CompiledModel
 from explorer.compile.observe import GraphBreak
@@ -18,11 +19,12 @@ from explorer.compile.options import CompileOptions
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.core.limits import MAX_TOKENS, RECOMPILE_LIMIT
+from explorer.labs.shapes.checked import Check, with_check
 from explorer.labs.shapes.exported import Exported, export_length
 from explorer.labs.shapes.guards import CachedGraph, entries, failing, frame_locals, frame_of, read
 from explorer.labs.shapes.predict import FROM_THE_START, STANCES, Outcome, Prediction, predict
 from explorer.labs.shapes.results import Request, ShapesResult
-from explorer.labs.shapes.symbols import read_symbols, shape_env_of
+from explorer.labs.shapes.symbols import Traced, read_symbols, traced
 from explorer.workers.protocol import Job, WorkerContext
 from models.tokenizer import encode
 
@@ -33,20 +35,21 @@ OUTPUT_SHAPES = "capture_dynamic_output_shape_ops"  # nonzero and its kin kept i
 _REFUSED = "Detected recompile when torch.compile stance is 'fail_on_recompile'"  # (dynamo's words)
 
 
-def ids_of(length: int, unbacked: bool = False) -> torch.Tensor:
-    """The input at `length`; `unbacked`: its length marked unbacked (torch._dynamo.decorators.mark_unbacked), a
-    size dynamo traces without a value, so that no guard can specialize it (0 and 1 included)."""
-    ids = torch.tensor([encode(text_of_length(DEFAULT_TEXT, length))], dtype=torch.long)
+def ids_of(length: int, unbacked: bool = False, batch: int = 1) -> torch.Tensor:
+    """The input at `length`, `batch` rows of the same sentence; `unbacked`: its length marked unbacked
+    (torch._dynamo.decorators.mark_unbacked), a size dynamo traces without a value, so that no guard can specialize
+    it (0 and 1 included)."""
+    ids = torch.tensor([encode(text_of_length(DEFAULT_TEXT, length))] * batch, dtype=torch.long)
     if unbacked:
         mark_unbacked(ids, 1)
     return ids
 
 
-def _graph(entry: Any, name: str, traced: dict[str, tuple[Any, Any]]) -> CachedGraph:
+def _graph(entry: Any, name: str, seen: dict[str, Traced]) -> CachedGraph:
     """A cached graph as its guards say, with what each dimension became where it was traced."""
     graph = read(entry, name)
-    env, gm = traced.get(graph.compile_id, (None, None))
-    return graph if gm is None else replace(graph, symbols=read_symbols(env, gm, name, graph.dims, os.getcwd()))
+    t = seen.get(graph.compile_id)
+    return graph if t is None else replace(graph, symbols=read_symbols(t, name, graph.dims, os.getcwd()))
 
 
 @dataclass(frozen=True)
@@ -60,27 +63,40 @@ class ShapesJob(Job[ShapesResult]):
     unbacked: bool = False  # the length marked unbacked before every call
     stance: str = "default"  # torch.compiler.set_stance while the requests run (STANCES)
     export: bool = False  # also torch.export the model with its length a Dim (exported.py)
+    batch: int = 1  # rows of every input: a batch equal to a length makes two sizes meet (duck sizing)
+    duck: bool = True  # torch.fx.experimental._config.use_duck_shape: sizes equal when traced share one symbol
+    check: Check | None = None  # a torch._check inserted at a line of the forward (checked.py)
 
     def setting(self) -> str:
         return ", ".join([self.options.label(), *(f"{s}=True" for s in self.switches),
                           *(["mark_unbacked on the length"] if self.unbacked else []),
+                          *([f"batch {self.batch}"] if self.batch > 1 else []),
+                          *([] if self.duck else ["use_duck_shape=False"]),
+                          *([self.check.said()] if self.check else []),
                           *([f"stance {self.stance}" + ("" if self.stance in FROM_THE_START else " for the requests")]
                             if self.stance != "default" else [])])
 
     def _called(self, cm: CompiledModel, length: int, what: str) -> CallOutcome:
         """The compiled model called at `length`; a call that failed (the model, or its compile) ends the run,
         named: counted as reused or eager, it would pass for a prediction that held."""
-        outcome = cm.call(ids_of(length, self.unbacked))
+        outcome = cm.call(self._ids(length))
         if outcome.error and not (self.stance == "fail_on_recompile" and _REFUSED in outcome.error):
             raise RuntimeError(f"{what} at {length} tokens failed: {outcome.error}")
         return outcome
 
+    def _ids(self, length: int) -> torch.Tensor:
+        return ids_of(length, self.unbacked, self.batch)
+
     def run(self, ctx: WorkerContext) -> ShapesResult:
         dynamo.reset()  # the prediction reads this model's graphs only
-        with dynamo.config.patch(**dict.fromkeys(self.switches, True)):
-            traced: dict[str, tuple[Any, Any]] = {}  # compile id: (its shape environment, its FX graph)
+        with dynamo.config.patch(**dict.fromkeys(self.switches, True)), shape_config.patch(use_duck_shape=self.duck):
+            seen: dict[str, Traced] = {}  # compile id: the graph as the backend got it
             cm = CompiledModel(self.model, self.values, self.options,
-                               on_graph=lambda cid, gm, inputs: traced.setdefault(cid, (shape_env_of(inputs), gm)))
+                               on_graph=lambda cid, gm, inputs: seen.setdefault(cid, traced(gm, inputs, name)))
+            if self.check is not None:
+                with_check(cm.model, self.check)  # before the first call: dynamo traces the checked forward
+            fn = frame_of(cm.model)
+            name = [p for p in frame_locals(fn, cm.model, ids_of(2))][1]  # the argument after self
             breaks: list[GraphBreak] = []
             skipped = ""
             with torch.compiler.set_stance(self.stance if self.stance in FROM_THE_START else "default"):
@@ -91,8 +107,6 @@ class ShapesJob(Job[ShapesResult]):
                         breaks += [b for b in outcome.explanation.graph_breaks if b not in breaks]
                         if outcome.explanation.skipped:
                             skipped = outcome.explanation.skipped_said()
-            fn = frame_of(cm.model)
-            name = [p for p in frame_locals(fn, cm.model, ids_of(2))][1]  # the argument after self
             cached = entries(fn)
             ctx.phase(f"predicting {len(self.requests)} requests from {len(cached)} cached graph(s)")
             start = time.perf_counter()
@@ -113,13 +127,14 @@ class ShapesJob(Job[ShapesResult]):
                     made = [e.compile_id for e in outcome.events if e.compile_id.split("/")[0] == frame]
                     did = Outcome.REFUSED if outcome.error else self._did(cm, fn, made, n)  # (the stance's refusal)
                     requests.append(Request(p, did, made[0] if made else "", len(outcome.events) - len(made)))
-        graphs = tuple(_graph(e, name, traced) for e in cached)
+        graphs = tuple(_graph(e, name, seen) for e in cached)
         exported: tuple[Exported, ...] = ()
         if self.export:
             ctx.phase("exporting with the length dynamic")
             specialized = next((d for g in graphs for d in g.symbols.dimensions
                                 if d.index == 1 and d.became == "specialized"), None)
-            exported = export_length(cm.model, ids_of(max(2, self.compiled_at[0])), 2, int(MAX_TOKENS), specialized)
+            exported = export_length(cm.model, self._ids(max(2, self.compiled_at[0])), 2, int(MAX_TOKENS),
+                                     specialized)
         return ShapesResult(self.model, dict(self.values), self.setting(), self.compiled_at, name, graphs, skipped,
                             tuple(breaks), tuple(requests), predict_s, int(RECOMPILE_LIMIT), exported,
                             self.stance)
@@ -137,7 +152,7 @@ class ShapesJob(Job[ShapesResult]):
         return STANCES[self.stance] or Outcome.EAGER
 
     def _check(self, cm: CompiledModel, fn: Any, cached: list[Any], length: int) -> list[tuple[str, str | None]]:
-        ids = ids_of(length, self.unbacked)
+        ids = self._ids(length)
         if self.options.mark_dynamic:
             dynamo.mark_dynamic(ids, 1)  # as the call marks it: its guards check the mark
         f_locals = frame_locals(fn, cm.model, ids)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from explorer.compile.options import CompileOptions, require_backend
+from explorer.compile.options import require_backend
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
+from explorer.labs.shapes.checked import parsed
 from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, ShapesJob
 from explorer.labs.shapes.predict import FROM_THE_START, STANCES
 from explorer.labs.shapes.results import ShapesResult
@@ -17,20 +18,21 @@ from explorer.workers.protocol import Workers, run_said
 SHAPES_TIMEOUT_S = 600.0  # eight compiles at most (the recompile limit), then every request run once
 
 
-def run_shapes(workers: Workers, model: str, values: dict, options: CompileOptions, compiled_at: tuple[int, ...],
-               requests: tuple[int, ...], switches: tuple[str, ...], unbacked: bool = False,
-               stance: str = "default", export: bool = False) -> Iterator[Progress | ShapesResult]:
-    require_backend(options.backend)
-    if unknown := set(switches) - {SCALAR_OUTPUTS, OUTPUT_SHAPES}:
+def run_shapes(workers: Workers, job: ShapesJob) -> Iterator[Progress | ShapesResult]:
+    """`job` in a fresh worker process (or the compile worker of a notebook's kernel), refused first, in one line,
+    where its settings contradict each other."""
+    require_backend(job.options.backend)
+    if unknown := set(job.switches) - {SCALAR_OUTPUTS, OUTPUT_SHAPES}:
         raise InputError(f"unknown switch(es) {sorted(unknown)}")
-    if stance not in STANCES:
-        raise InputError(f"stance must be one of {', '.join(STANCES)}; got {stance!r}")
-    if stance in FROM_THE_START and len(compiled_at) < 2:
-        raise InputError(f"stance {stance} runs the first call eagerly and compiles the second: give two lengths "
+    if job.stance not in STANCES:
+        raise InputError(f"stance must be one of {', '.join(STANCES)}; got {job.stance!r}")
+    if job.stance in FROM_THE_START and len(job.compiled_at) < 2:
+        raise InputError(f"stance {job.stance} runs the first call eagerly and compiles the second: give two lengths "
                          "to compile at")
-    if unbacked and options.mark_dynamic:
+    if job.unbacked and job.options.mark_dynamic:
         raise InputError("mark the length dynamic or unbacked, not both")
-    job = ShapesJob(model, values, options, compiled_at, requests, switches, unbacked, stance, export)
+    if job.check is not None:
+        parsed(job.check.expression)  # its line is read where the model is built
     runner = (WorkerProcess(SHAPES_TIMEOUT_S, name="shapes", max_jobs=1,
                             advice="Ask for fewer requests, shorter lengths, or backend eager.")
               if workers.fresh else workers.compile)

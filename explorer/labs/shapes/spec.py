@@ -8,11 +8,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
-from explorer.core.limits import MAX_TOKENS, RECOMPILE_LIMIT
+from explorer.core.errors import InputError
+from explorer.core.limits import MAX_BATCH, MAX_TOKENS, RECOMPILE_LIMIT
 from explorer.core.progress import Progress
 from explorer.core.workload import StreamParams
 from explorer.labs.contract import LabContext, LabSpec, Needs
-from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS
+from explorer.labs.shapes.checked import SHAPE, Check
+from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, ShapesJob
 from explorer.labs.shapes.lab import run_shapes
 from explorer.labs.shapes.predict import STANCES
 from explorer.labs.shapes.results import ShapesResult
@@ -46,15 +48,27 @@ class ShapesParams(StreamParams):
                        choices=tuple(STANCES))
     export: bool = knob(False, "also torch.export the model with its length a Dim from 2 to the token limit: the "
                         "range export proves, or its refusal with the line that specialized the length")
+    batch: int = knob(1, "rows in every input (the sentence repeated): a batch equal to a length compiled makes two "
+                      "sizes meet, and duck sizing gives them one symbol (with dynamic true)", min=1, max=MAX_BATCH)
+    duck_shape: bool = knob(True, "torch.fx.experimental._config.use_duck_shape: sizes equal when traced share one "
+                            "symbol (duck sizing); off, each size has its own")
+    check: str = knob("", f"a torch._check inserted into the forward, a comparison of sizes ({SHAPE} on each "
+                      "side): `t <= 64`, `ids.size(1) >= 2`; empty: none", most=200)
+    check_line: int = knob(0, "the line of the forward's file the check goes before (a statement's first line); 0: "
+                           "the forward's first statement", min=0, max=100_000)
 
 
 def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[Progress | ShapesResult]:
     assert subject is not None, "the shapes lab needs a model"
     requests = p.workload().lengths
     switches = tuple(s for s, on in ((SCALAR_OUTPUTS, p.scalar_outputs), (OUTPUT_SHAPES, p.output_shapes)) if on)
-    yield from run_shapes(ctx.workers, subject.model, config_dict(subject.config),
-                          CompileOptions(p.backend, p.dynamic, p.mark_dynamic), p.compiled_at, requests, switches,
-                          p.mark_unbacked, p.stance, p.export)
+    if p.check_line and not p.check.strip():
+        raise InputError(f"check_line {p.check_line} says where a check goes: give the check too (`t <= 64`)")
+    check = Check(p.check.strip(), p.check_line) if p.check.strip() else None
+    job = ShapesJob(subject.model, config_dict(subject.config), CompileOptions(p.backend, p.dynamic, p.mark_dynamic),
+                    p.compiled_at, requests, switches, p.mark_unbacked, p.stance, p.export, p.batch, p.duck_shape,
+                    check)
+    yield from run_shapes(ctx.workers, job)
 
 
 SPEC = LabSpec(

@@ -17,13 +17,14 @@ the compile worker only, and tests/labs/shapes checks each kind on real models."
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sympy
 import torch
 from torch._guards import detect_fake_mode
 
+DUCK = "duck sizing"  # how a dimension that shares its symbol with another is said
 _SIZE = re.compile(r"^L\['(?P<name>\w+)'\]\.size\(\)\[(?P<dim>\d+)\]$")
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\n\s*(?P<code>[^\n]*)')
 
@@ -54,6 +55,15 @@ class Symbols:
 
 
 UNREAD = Symbols((), ())  # a graph whose tracing was not seen
+
+
+@dataclass(frozen=True)
+class Traced:
+    """One graph as the backend got it: read then, since dynamo drops its placeholders' sources once compiled."""
+
+    env: Any  # its ShapeEnv, or None for a graph traced without one
+    gm: torch.fx.GraphModule
+    dims: dict[int, Any]  # the input's dimensions as traced, by index (a SymInt where a size is a symbol)
 
 
 def _bound(x: Any) -> str:
@@ -92,13 +102,20 @@ def _symbols_in(value: Any) -> set[str]:
     return set()
 
 
-def _input_shape(gm: torch.fx.GraphModule, name: str) -> tuple[Any, ...]:
-    """The input's shape as the graph traced it (its placeholder's fake tensor: a SymInt where a size is a
-    symbol), or () if the graph does not take it."""
+def _input_shape(gm: torch.fx.GraphModule, name: str) -> dict[int, Any]:
+    """The input's dimensions as the graph traced them, by index (a SymInt where a size is a symbol): its
+    placeholder's fake tensor, and a size the graph takes alone (a graph that ends at a break right after reading
+    it has no tensor placeholder); empty if the graph takes neither."""
+    dims: dict[int, Any] = {}
     for node in gm.graph.nodes:  # dynamo names a local's placeholder after it: L['ids'] is l_ids_
-        if node.op == "placeholder" and node.name == f"l_{name}_":
-            return tuple(getattr(node.meta.get("example_value"), "shape", ()))
-    return ()
+        if node.op != "placeholder":
+            continue
+        if node.name == f"l_{name}_":
+            dims |= dict(enumerate(getattr(node.meta.get("example_value"), "shape", ())))
+        source = getattr(getattr(node.meta.get("grapharg"), "source", None), "name", "")
+        if (m := _SIZE.match(source)) and m["name"] == name:
+            dims[int(m["dim"])] = node.meta.get("example_value")
+    return dims
 
 
 def _unbacked(env: Any, gm: torch.fx.GraphModule, root: str, inputs: set[str]) -> list[Unbacked]:
@@ -119,9 +136,10 @@ def _unbacked(env: Any, gm: torch.fx.GraphModule, root: str, inputs: set[str]) -
     return sorted(born, key=lambda u: int(u.symbol[1:]))
 
 
-def read_symbols(env: Any, gm: torch.fx.GraphModule, name: str, sizes: tuple[str, ...], root: str = "") -> Symbols:
-    """`env`: the graph's ShapeEnv (None for a graph traced without one); `name`: the forward's input; `sizes`: its
-    dimensions as the graph's guards hold them (a size, or "dynamic"); `root`: cut from the files' paths."""
+def read_symbols(t: Traced, name: str, sizes: tuple[str, ...], root: str = "") -> Symbols:
+    """`name`: the forward's input; `sizes`: its dimensions as the graph's guards hold them (a size, or "dynamic");
+    `root`: cut from the files' paths."""
+    env, gm, traced = t.env, t.gm, t.dims
     symbol_of: dict[int, Any] = {}
     if env is not None:
         for s, sources in env.var_to_sources.items():
@@ -129,10 +147,9 @@ def read_symbols(env: Any, gm: torch.fx.GraphModule, name: str, sizes: tuple[str
                 m = _SIZE.match(source.name)
                 if m and m["name"] == name:
                     symbol_of.setdefault(int(m["dim"]), (s, source))
-    traced = _input_shape(gm, name)
     dims = []
     for i, size in enumerate(sizes):
-        unbacked = _symbols_in(traced[i]) if i < len(traced) and isinstance(traced[i], torch.SymInt) else set()
+        unbacked = _symbols_in(traced[i]) if isinstance(traced.get(i), torch.SymInt) else set()
         if i not in symbol_of and unbacked:
             s = sympy.Symbol(min(unbacked), integer=True)
             dims.append(Dimension(i, str(s), "unbacked", _range(env.var_to_range[s]) if env is not None else "", "",
@@ -152,10 +169,32 @@ def read_symbols(env: Any, gm: torch.fx.GraphModule, name: str, sizes: tuple[str
                                   (frame.line or "").strip() if frame else ""))
         else:
             dims.append(Dimension(i, str(s), "dynamic", _range(env.var_to_range[s]), "", ""))
+    dims = _ducks(dims)
     return Symbols(tuple(dims), tuple(_unbacked(env, gm, root, {d.symbol for d in dims if d.became == "unbacked"})))
 
 
-def shape_env_of(example_inputs: list[Any]) -> Any:
-    """The ShapeEnv a backend's fake inputs were traced with (None for a graph with no fake inputs)."""
+def _ducks(dims: list[Dimension]) -> list[Dimension]:
+    """Dimensions that share one symbol, said as such: their sizes were equal when traced, and duck sizing (torch's
+    use_duck_shape, on by default) gave them one symbol, so the graph holds only inputs where they are equal."""
+    share: dict[str, list[int]] = {}
+    for d in dims:
+        if d.symbol:
+            share.setdefault(d.symbol, []).append(d.index)
+    out = []
+    for d in dims:
+        same = [i for i in share.get(d.symbol, []) if i != d.index]
+        if same:
+            others = " and ".join(f"size({i})" for i in same)
+            d = replace(d, code=f"{DUCK}: one symbol with {others} (equal when traced); an input where they differ "
+                        "needs another graph" + (f"; {d.code}" if d.code else ""))
+        out.append(d)
+    return out
+
+
+def traced(gm: torch.fx.GraphModule, example_inputs: list[Any], name: str) -> Traced:
+    """A graph as a backend gets it, with the ShapeEnv its inputs were traced with (a fake tensor's, or a symbolic
+    size's where the graph takes sizes only) and the input `name`'s dimensions."""
     mode = detect_fake_mode(example_inputs)
-    return mode.shape_env if mode is not None else None
+    env = mode.shape_env if mode is not None else next(
+        (x.node.shape_env for x in example_inputs if isinstance(x, torch.SymInt)), None)
+    return Traced(env, gm, _input_shape(gm, name))

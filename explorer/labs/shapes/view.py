@@ -11,6 +11,7 @@ from explorer.labs.contract import Kind, Output
 from explorer.labs.shapes.guards import CachedGraph
 from explorer.labs.shapes.predict import STANCES, Outcome
 from explorer.labs.shapes.results import ShapesResult
+from explorer.labs.shapes.symbols import DUCK
 
 GRAPH_COLUMNS = ("graph", "the input's dimensions in it", "guards on shapes")
 GUARD_COLUMNS = ("graph", "guard, in dynamo's words", "the line dynamo recorded", "that line")
@@ -67,6 +68,12 @@ def _became(r: ShapesResult) -> list[str]:
                 said.setdefault(f"d{d.index}", f"- `{r.input_name}.size({d.index})` was traced as {d.symbol} and "
                                 f"**specialized to {d.value}** at {d.line} (`{d.code}`): another size needs "
                                 "another graph.")
+        ducks = [d for d in g.symbols.dimensions if d.code.startswith(DUCK)]
+        if ducks:
+            sizes = " and ".join(f"`{r.input_name}.size({d.index})`" for d in ducks)
+            said.setdefault("duck", f"- {sizes} were equal when traced and share one symbol, {ducks[0].symbol} "
+                            f"(**duck sizing**, in graph {g.compile_id}): it holds only inputs where they are equal "
+                            "(its guard says so); `duck_shape` off gives each its own symbol.")
         for u in g.symbols.unbacked:
             said.setdefault(f"u{u.line}{u.op}", f"- `{u.op}` at {u.line or 'a line dynamo did not record'} "
                             f"(`{u.code}`) gave {u.symbol}, a size only the data decides (unbacked, {u.value}).")

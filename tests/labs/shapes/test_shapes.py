@@ -8,12 +8,14 @@ import pytest
 
 from explorer.compile.options import CompileOptions
 from explorer.core.batches import generate_lengths
+from explorer.labs.shapes.checked import Check
 from explorer.labs.shapes.job import OUTPUT_SHAPES, ShapesJob
 from explorer.labs.shapes.predict import Outcome, predict
+from explorer.labs.shapes.symbols import DUCK
 from explorer.labs.shapes.view import format_shapes, view_of
 from explorer.sources.registry import add_model_file
 from explorer.workers.protocol import WorkerContext
-from tests.helpers import ROOT
+from tests.helpers import ROOT, cli
 
 ZIPF = tuple(generate_lengths(200, "zipf", 1, 120, 0))  # 200 requests, many of them short, a 1-token one among them
 # a one-token input, the lengths compiled first, past the recompile limit, and a length repeated after its compile
@@ -152,11 +154,13 @@ def test_the_length_marked_both_ways_or_an_unknown_or_unfed_stance_is_refused_be
     from explorer.workers.protocol import Workers
 
     with pytest.raises(InputError, match="dynamic or unbacked, not both"):
-        next(run_shapes(Workers({}), "rnn", {}, CompileOptions("eager", "auto", True), (8,), (3,), (), True))
+        next(run_shapes(Workers({}), ShapesJob("rnn", {}, CompileOptions("eager", "auto", True), (8,), (3,), (), True)))
     with pytest.raises(InputError, match="eager_on_recompile, fail_on_recompile, eager_then_compile; got 'force_"):
-        next(run_shapes(Workers({}), "rnn", {}, EAGER, (8,), (3,), (), stance="force_eager"))
+        next(run_shapes(Workers({}), ShapesJob("rnn", {}, EAGER, (8,), (3,), (), stance="force_eager")))
     with pytest.raises(InputError, match="compiles the second: give two lengths to compile at"):
-        next(run_shapes(Workers({}), "rnn", {}, EAGER, (8,), (3,), (), stance="eager_then_compile"))
+        next(run_shapes(Workers({}), ShapesJob("rnn", {}, EAGER, (8,), (3,), (), stance="eager_then_compile")))
+    with pytest.raises(InputError, match="must compare sizes"):
+        next(run_shapes(Workers({}), ShapesJob("rnn", {}, EAGER, (8,), (3,), (), check=Check("open('x')", 0))))
 
 
 @pytest.mark.slow
@@ -198,7 +202,8 @@ def test_its_endpoint_keeps_its_parameters_and_their_order():
 
     assert [p.name for p in endpoint_parameters(LABS["shapes"])] == [
         "model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "compiled_at",
-        "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes", "mark_unbacked", "stance", "export"]
+        "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes", "mark_unbacked", "stance", "export",
+        "batch", "duck_shape", "check", "check_line"]
 
 
 def test_a_notebooks_model_object_takes_the_lab_by_name_in_its_kernel(menu_restored):
@@ -236,3 +241,63 @@ def test_a_request_the_model_fails_ends_the_run_naming_it_not_counted_as_predict
         """))
     with pytest.raises(RuntimeError, match=r"request 2 at 30 tokens failed: .*at most 20 tokens"):
         _run(add_model_file(str(path)), (5, 30))
+
+
+def test_two_sizes_equal_when_traced_share_one_symbol_and_duck_shape_off_gives_each_its_own():
+    """Duck sizing: a batch of 8 rows of 8 tokens traced with dynamic=True gives both sizes one symbol, a graph that
+    holds only square inputs; the 16-token compile then needs a second graph. Off, one graph holds both."""
+    ducked = _run("transformer", (8, 4, 12, 1), CompileOptions("eager", "true"), {"layers": 1}, batch=8)
+    assert ducked.agreed == 4 and len(ducked.graphs) == 2  # the square one, then one for any two sizes
+    batch, length = ducked.graphs[-1].symbols.dimensions  # the oldest: compiled at 8 rows of 8 tokens
+    assert batch.symbol == length.symbol != "" and DUCK in batch.code and "size(1)" in batch.code
+    assert any("size()[1] == L['ids'].size()[0]" in g.code or "size()[0] == L['ids'].size()[1]" in g.code
+               for g in ducked.graphs[-1].guards)
+    assert "**duck sizing**" in view_of(ducked).summary and "batch 8" in ducked.setting
+    apart = _run("transformer", (8, 4, 12, 1), CompileOptions("eager", "true"), {"layers": 1}, batch=8, duck=False)
+    assert apart.agreed == 4 and len(apart.graphs) == 1 and "use_duck_shape=False" in apart.setting
+    batch, length = apart.graphs[-1].symbols.dimensions
+    assert batch.symbol != length.symbol and DUCK not in batch.code + length.code
+
+
+@pytest.mark.slow
+def test_a_check_at_a_line_bounds_an_unbacked_length_so_the_assert_and_attention_compile_in_one_graph(menu_restored):
+    """A GPT that asserts its block size, its length unbacked: the assert breaks the graph at its line; a
+    torch._check of the bound inserted before it moves the break to attention (a length that could be 0); the
+    check of both bounds leaves one graph for every length up to the block, 1 included."""
+    path = ROOT / "tests" / "outside" / "block_gpt.py"
+    name = add_model_file(str(path))
+    text = path.read_text().splitlines()
+    at = next(i for i, t in enumerate(text, 1) if t.strip().startswith("assert t <="))
+    attention = next(i for i, t in enumerate(text, 1) if "scaled_dot_product_attention" in t)
+    lengths = (5, 30, 1, 64)
+    plain = _run(name, lengths, unbacked=True)
+    assert [b.where for b in plain.breaks] == [f"tests/outside/block_gpt.py:{at}"]
+    length = plain.graphs[0].symbols.dimensions[1]
+    assert (length.became, length.symbol) == ("unbacked", "u0")  # the graph before the break takes the size only
+    upper = _run(name, lengths, unbacked=True, check=Check("t <= 64", at))
+    assert [b.where for b in upper.breaks] == [f"tests/outside/block_gpt.py:{attention}"]
+    both = _run(name, lengths, unbacked=True, check=Check("1 <= t <= 64", at))
+    assert both.breaks == () and len(both.graphs) == 1 and both.agreed == len(lengths)
+    assert both.count(Outcome.REUSES, False) == len(lengths)  # no request compiled: one graph, 1 token included
+    length = both.graphs[0].symbols.dimensions[1]
+    assert (length.became, length.value) == ("unbacked", "[1, 64]")
+    bound = next(g for g in both.graphs[0].guards if "<= 64" in g.code)
+    assert bound.where == f"tests/outside/block_gpt.py:{at} in forward"
+    assert f"torch._check(1 <= t <= 64) before line {at}" in view_of(both).summary
+
+
+def test_a_check_is_sizes_compared_at_a_statements_line_and_anything_else_is_refused_in_one_line():
+    from explorer.core.errors import InputError
+    from explorer.labs.shapes.checked import parsed, with_check
+    from models import build_model, make_config
+
+    assert len(parsed("1 <= t <= 64")) == 2 and len(parsed("ids.size(1) >= ids.shape[0]")) == 1
+    for bad in ("__import__('os').system('id')", "t <= 64 or True", "t.item() > 0", "t + 1 < 64", "t", "t <"):
+        with pytest.raises(InputError, match=r"must compare sizes|is not a comparison"):
+            parsed(bad)
+    model = build_model("transformer", make_config("transformer", {"layers": 1}))
+    with pytest.raises(InputError, match=r"no statement of TransformerEncoder.forward starts at line 1 of .*"
+                                         r"its statements start at lines \d+"):
+        with_check(model, Check("ids.size(1) <= 64", 1))
+    said = cli("shapes", "--model", "transformer", "--check-line", "5")
+    assert said.returncode == 2 and "give the check too" in said.stderr and "Traceback" not in said.stderr
