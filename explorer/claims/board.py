@@ -12,7 +12,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
+from explorer.claims import (
+    debugging,
+    deploying,
+    distributed,
+    generation,
+    overhead,
+    padding,
+    rebuild,
+    recompile,
+    shape,
+    speed,
+)
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Claim, ClaimResult, run_claim
 from explorer.core.errors import InputError
@@ -28,7 +39,7 @@ log = logging.getLogger("graph_explorer")
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in (shape.CLAIM, padding.CLAIM, rebuild.CLAIM, debugging.CLAIM,
                                               speed.CLAIM, overhead.CLAIM, deploying.CLAIM, distributed.CLAIM,
-                                              generation.CLAIM)}
+                                              generation.CLAIM, recompile.CLAIM)}
 
 
 def claim(claim_id: str) -> Claim:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from explorer.claims import recompile
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.evidence import duration
 from explorer.core.errors import InputError
@@ -22,12 +23,12 @@ class Step:
 
 
 STEPS: tuple[Step, ...] = (
-    Step("shape", 5, "Run the experiment, then open the Playground link and type a longer sentence.",
+    Step("shape", 4, "Run the experiment, then open the Playground link and type a longer sentence.",
          "Look at how the RNN's node count follows the length, how many blocks early exit runs for two texts of the "
          "same length, and what one comma does to the tree's depth. Nothing is rebuilt between the two inputs.",
          "If the graph is rebuilt on every call, what must that cost, and where would you measure it?",
          ("nodes", "blocks", "depth")),
-    Step("padding", 6, "Run the experiment; read the bars model by model.",
+    Step("padding", 5, "Run the experiment; read the bars model by model.",
          "Whether the fastest strategy pads depends on the model; the per-sample loop needs no padding either, so "
          "see where it lands; a model with a bar for the loop only cannot be batched correctly at all.",
          "Why can't the early-exit model or the tree be padded into one batch?",
@@ -42,18 +43,18 @@ STEPS: tuple[Step, ...] = (
          "took to arrive: the compiled one comes after tracing, wrapped in the compiler's frames.",
          "Which traceback would you rather read at 2 a.m.?",
          ("lines", "names models/bugs.py", "to the error")),
-    Step("speed", 6, "Run the experiment; read the speed-ups and the break-even calls.",
+    Step("speed", 5, "Run the experiment; read the speed-ups and the break-even calls.",
          "Which models run faster compiled, by how much, and how many calls it takes to earn back the compile "
          "seconds.",
          "For a model served a million times a day, and for one you edit every minute, which mode wins?",
          ("x [", "paid back")),
-    Step("overhead", 7, "Run the experiment (it compiles a graph for every point: slow the first time).",
+    Step("overhead", 6, "Run the experiment (it compiles a graph for every point: slow the first time).",
          "Follow the dotted overhead-share line: where it is high (small batches, long chains of small ops), how "
          "far above 1 is the compiled speed-up (eager's time over compiled's)? And where it is low?",
          "Where on the grid did compiling help most, and where did it not resolve or lose: is that where the "
          "overhead line is high? Why would it be?",
          ("overhead share", "speed-up")),
-    Step("deploying", 6, "Run the experiment; look for bars missing and for 'silently wrong'.",
+    Step("deploying", 5, "Run the experiment; look for bars missing and for 'silently wrong'.",
          "Which models export as written, and which routes run without an error yet answer wrong on another input "
          "(a trace freezes the decisions of the one input it saw).",
          "What would you test before shipping a traced model?",
@@ -63,6 +64,14 @@ STEPS: tuple[Step, ...] = (
          "what find_unused_parameters changes, and what it costs when nothing is unused.",
          "What else could make two ranks build different graphs?",
          ("plain DDP", "first step's gradients", "find_unused_parameters", "its cost")),
+    Step("recompile", 5, f"Before anything runs, have the room write down which of the lengths "
+         f"{', '.join(map(str, recompile.LENGTHS))} will make each model, compiled at "
+         f"{' then '.join(map(str, recompile.COMPILED_AT))} tokens, compile a new graph. Then run the experiment.",
+         "How many lengths each model recompiled for, which ones, and whether the prediction its guards made "
+         "before any ran held; the Shapes lab's symbols table says why (a length that became a symbol, or one a "
+         "line of the model specialized).",
+         "Which of your predictions missed, and which rule of dynamo's did the miss teach you?",
+         ("recompiled", "as predicted")),
 )
 
 

@@ -14,6 +14,7 @@ import gradio as gr
 from explorer.code.debug import debug_edit
 from explorer.code.edits import CodeEdits
 from explorer.code.patch import applied, encoded
+from explorer.code.shapes import EDIT_LENGTHS, shapes_edit
 from explorer.compile.jobs import PlaygroundJob
 from explorer.compile.options import CompileOptions
 from explorer.core.confine import offered
@@ -27,6 +28,9 @@ from explorer.labs.debug import view_of as debug_view
 from explorer.labs.deploy import DEFAULT_LENGTHS, DeployOutcome, DeployResult, run_deploy
 from explorer.labs.deploy import OUTPUTS as DEPLOY_OUTPUTS
 from explorer.labs.deploy import view_of as deploy_view
+from explorer.labs.shapes import OUTPUTS as SHAPES_OUTPUTS
+from explorer.labs.shapes import ShapesResult
+from explorer.labs.shapes import view_of as shapes_view
 from explorer.runs.session import Session
 from explorer.server import CODE_WORKER
 from explorer.ui.controls import cards_html
@@ -87,6 +91,17 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         bug = gr.Dropdown([(b.title, b.name) for b in BUGS.values()], value="shape", label="bug", scale=0,
                           min_width=220)
         debug = gr.Button("Inject the bug (the debugging lab, without inductor)", scale=0, min_width=300)
+    with gr.Row():
+        lengths = gr.Textbox(EDIT_LENGTHS, label="lengths (tokens): predicted from the edit's guards, then run",
+                             scale=1)
+        unbacked = gr.Checkbox(False, label="mark the length unbacked (a torch._check in the edit can bound it)",
+                               scale=0, min_width=260)
+        shapes = gr.Button("Will they recompile? (the shapes lab on the edit, in the code worker)", scale=0,
+                           min_width=300)
+    shaped = gr.Markdown()
+    shaped_lengths = output_component(replace(_declared(SHAPES_OUTPUTS, "lengths"), label="per length, on the edit"))
+    shaped_symbols = output_component(replace(_declared(SHAPES_OUTPUTS, "symbols"),
+                                              label="what each dimension became, on the edit"))
     compiled = gr.Markdown()
     frozen = gr.Markdown()
     routes = output_component(replace(_declared(DEPLOY_OUTPUTS, "table"), label="per route, on the edited model"))
@@ -150,6 +165,18 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             return {debugged: f"{v.status}\n\n{v.verdict}", modes: v.modes}
         yield from streamed(items, show, debugged, "Cannot debug the edit", kind="code debug")
 
+    def shaped_it(s: Session, e: CodeEdits | None, typed: str, marked: bool) -> Iterator[Updates]:
+        """The shapes lab on the last edit that ran: the typed lengths predicted from its guards, then run."""
+        if e is None or e.good is None or not e.kept:
+            yield {shaped: "Run an edit first: the lengths are predicted on the last edit that ran."}
+            return
+        items = shapes_edit(CODE_WORKER, e.model, _knobs(s, e), e.kept[-1], typed, marked)
+
+        def show(result: ShapesResult) -> Updates:
+            v = shapes_view(result)
+            return {shaped: f"{v.status}\n\n{v.summary}", shaped_lengths: v.lengths, shaped_symbols: v.symbols}
+        yield from streamed(items, show, shaped, "Cannot predict on the edit", kind="code shapes")
+
     def compiled_it(s: Session, e: CodeEdits | None) -> Iterator[Updates]:
         """The last edit that ran through torch.compile (aot_eager: inductor would start a C++ compiler, a process
         the code worker refuses), once, on the same input: its graphs, where dynamo broke them, and eager against
@@ -177,6 +204,7 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
     debug.click(debugged_it, [session, edits, bug], [debugged, modes], **running)
     freeze.click(froze, [session, edits], [frozen, routes], **running)
     compile_it.click(compiled_it, [session, edits], compiled, **running)
+    shapes.click(shaped_it, [session, edits, lengths, unbacked], [shaped, shaped_lengths, shaped_symbols], **running)
     set_by_the_app = [undo.click(undone, [edits, editor], editor, queue=False, api_visibility="private"),
                       back.click(original, edits, editor, queue=False, api_visibility="private"),
                       tab.select(opened, [session, edits], [edits, editor, status], queue=False,

@@ -1,4 +1,4 @@
-"""The lessons as a class sees them at a projector: presentation mode at 1280x720, all eight steps on a server that
+"""The lessons as a class sees them at a projector: presentation mode at 1280x720, every step on a server that
 restarted with every claim measured within the hour (the board's file: the quick experiments, measured once per
 test run), so each step's card is checked without minutes of re-measuring; two steps are measured again live."""
 
@@ -57,17 +57,17 @@ def _chart_readable(page: Page, number: int) -> None:
     assert not overlaps(texts), (number, overlaps(texts))
 
 
-def test_a_class_follows_the_eight_lessons_at_a_projector(page: Page, restarted_url):
+def test_a_class_follows_every_lesson_step_at_a_projector(page: Page, restarted_url):
     page.goto(restarted_url + "?lesson=3")  # a teacher's link to a step; back to the first from there
-    expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(f"Step 3 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("“Changing the architecture needs no rebuild of the whole model.”")).to_be_visible()
     for _ in range(2):
         page.get_by_role("button", name="← previous").click()
-    expect(page.get_by_text("Step 1 of 8")).to_be_visible()
+    expect(page.get_by_text(f"Step 1 of {len(STEPS)}")).to_be_visible()
     page.get_by_label("presentation mode").check()
-    for number in range(1, 9):
+    for number in range(1, len(STEPS) + 1):
         page.evaluate("window.scrollTo(0, 0)")
-        expect(page.get_by_text(f"Step {number} of 8")).to_be_visible(timeout=TIMEOUT)
+        expect(page.get_by_text(f"Step {number} of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
         # the board's result, restored after the restart, is on the card before anyone presses a button
         expect(page.get_by_text(re.compile(r"^(Holds|Does not hold|Not resolved)")).filter(visible=True).first
                ).to_be_visible(timeout=TIMEOUT)
@@ -88,7 +88,7 @@ def test_a_class_follows_the_eight_lessons_at_a_projector(page: Page, restarted_
         _on_first_screen(page, number)
         _chart_readable(page, number)
         shot(page, f"lesson-{number}-presented")
-        if number < 8:
+        if number < len(STEPS):
             page.get_by_role("button", name="next →").click()
     page.get_by_role("tab", name="Claims").click()  # the same board: the Claims tab shows the results too
     expect(page.get_by_text(re.compile(r"^Holds: the RNN's graph grows")).first).to_be_visible(timeout=TIMEOUT)
@@ -99,29 +99,30 @@ def test_the_lessons_tab_opened_by_a_click_shows_the_board_as_it_is_now(page: Pa
     (the board restored at start-up), not "not run yet" until a link or a button is used."""
     page.goto(restarted_url)
     page.get_by_role("tab", name="Lessons").click()
-    expect(page.get_by_text("Step 1 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(f"Step 1 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("Its experiment last took")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("Its experiment has not run on this server yet")).to_have_count(0)
 
 
 def test_a_clickers_keys_move_the_step_and_a_reload_keeps_it_projected(page: Page, restarted_url):
     page.goto(restarted_url + "?lesson=2&present=1")
-    expect(page.get_by_text("Step 2 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(f"Step 2 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     expect(page.locator("body.ge-presentation")).to_have_count(1)  # projected from the link
     # ready for class: the board restored after the restart, every step with a result, and until when
-    expect(page.get_by_text(re.compile(r"^8 of 8 steps measured on this server, ready until \d\d:\d\d UTC"))
+    expect(page.get_by_text(re.compile(rf"^{len(STEPS)} of {len(STEPS)} steps measured on this server, ready until "
+                                       r"\d\d:\d\d UTC"))
            ).to_be_visible()
     page.locator("body").click(position={"x": 5, "y": 5})  # the page has the focus, as after a click on a slide
     page.keyboard.press("PageDown")  # what a presenter's clicker sends
-    expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(f"Step 3 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     page.keyboard.press("ArrowRight")
-    expect(page.get_by_text("Step 4 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(f"Step 4 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     page.keyboard.press("PageUp")
-    expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(f"Step 3 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     page.wait_for_function("() => new URL(location.href).searchParams.get('lesson') === '3'", timeout=TIMEOUT)
     assert "present=1" in page.url
     page.reload()
-    expect(page.get_by_text("Step 3 of 8")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(f"Step 3 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     expect(page.locator("body.ge-presentation")).to_have_count(1)
     page.get_by_label("presentation mode").uncheck()  # and out of the address
     page.wait_for_function("() => !new URL(location.href).searchParams.has('present')", timeout=TIMEOUT)

@@ -33,6 +33,6 @@ def test_the_cli_writes_a_steps_notebook_without_running_it_and_refuses_a_claim_
     out = cli("claim", "--claim", "debugging", "--notebook", str(tmp_path / "step.ipynb"))
     assert out.returncode == 0, out.stderr
     assert nbformat.read(tmp_path / "step.ipynb", as_version=4).cells[0].source.startswith(
-        "# Graph Explorer, step 4 of 8")
+        "# Graph Explorer, step 4 of 9")
     with pytest.raises(InputError, match="'generation' is no lesson step"):
         step_of("generation")

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+import explorer.claims.recompile as recompile
 from explorer.api import workers as api_workers
 from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard
@@ -50,14 +51,14 @@ def _result(claim_id: str, board: ClaimBoard) -> ClaimResult:
 
 def test_the_claims_are_the_issues_eight_in_order_and_each_lesson_step_is_one_of_them():
     assert list(CLAIMS) == ["shape", "padding", "rebuild", "debugging", "speed", "overhead", "deploying",
-                            "distributed", "generation"]  # the generation issue's claim, after the eight
-    assert [s.claim for s in STEPS] == list(CLAIMS)[:8] and sum(s.minutes for s in STEPS) == 45
-    assert "Step 3 of 8" in step_markdown(3) and CLAIMS["rebuild"].statement in step_markdown(3)
+                            "distributed", "generation", "recompile"]  # the later issues' claims, after the eight
+    assert [s.claim for s in STEPS] == [*list(CLAIMS)[:8], "recompile"] and sum(s.minutes for s in STEPS) == 45
+    assert "Step 3 of 9" in step_markdown(3) and CLAIMS["rebuild"].statement in step_markdown(3)
     assert "has not run on this server yet" in step_markdown(3)  # said before anyone presses the button
     assert "last took 29 s on this server, within this step's" in step_markdown(3, 29.0)
     assert "longer than this step's" in step_markdown(3, 60 * step(3).minutes + 1)
-    with pytest.raises(InputError, match="steps 1 to 8"):
-        step(9)
+    with pytest.raises(InputError, match="steps 1 to 9"):
+        step(10)
 
 
 def test_each_lesson_step_asks_the_room_to_read_words_its_card_shows(measured):
@@ -321,6 +322,31 @@ def test_generation_verdict_gives_k_with_its_range_only_when_compiled_is_faster_
     assert generation.judge(_generation("static", 1.1, 0.9, 1.3)).kind == UNRESOLVED
     assert generation.judge(_generation("static", 0.8, 0.7, 0.9)).kind == NOT_HERE
     assert generation.judge({}).kind == NOT_HERE
+
+
+def test_recompile_claim_predicts_five_lengths_before_they_run_and_checks_each(measured):
+    r = _result("recompile", measured)
+    x = r.evidence.numbers
+    # quick: the transformer, its length a symbol after 8 then 16 tokens; 1 token is 0/1-specialized, a graph apart
+    assert x["transformer.requests"] == len(recompile.LENGTHS) == 5 and x["transformer.agreed"] == 5
+    # (one graph or two before the requests: dynamo's automatic-dynamic profile on disk may have seen lengths vary)
+    assert x["transformer.predicted_compiles"] == x["transformer.compiles"] == 1 and x["transformer.graphs"] >= 1
+    assert r.verdict.kind == HOLDS and "transformer: 1 of 5 lengths recompiled, 5 as predicted" in r.verdict.why
+    assert "lengths that compiled: 1;" in r.evidence.shown[0][2]
+    assert [s.y for s in r.evidence.chart.series] == [[1], [1]]
+
+
+def test_recompile_verdict_follows_its_numbers():
+    def model(name: str, agreed: int, graphs: int = 2) -> dict[str, float]:
+        return {f"{name}.requests": 5, f"{name}.agreed": agreed, f"{name}.predicted_compiles": 4,
+                f"{name}.compiles": 4, f"{name}.graphs": graphs, f"{name}.predict_ms": 1.0}
+
+    assert recompile.judge(model("rnn", 5) | model("transformer", 5)).kind == HOLDS
+    wrong = recompile.judge(model("rnn", 4) | model("transformer", 5))
+    assert wrong.kind == NOT_HERE and wrong.why.startswith("the guards mispredicted rnn (")
+    unread = recompile.judge(model("early_exit", 5, graphs=0))
+    assert unread.kind == CONDITION and "no graph of early_exit's forward itself" in unread.why
+    assert recompile.judge({}).kind == NOT_HERE
 
 
 def test_the_start_up_warm_up_measures_each_claim_for_the_board(workers, monkeypatch):

@@ -10,6 +10,7 @@ import pytest
 from explorer.code.debug import EDIT_MODES, debug_edit
 from explorer.code.edits import CodeEdits, CodeOutcome
 from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
+from explorer.code.shapes import shapes_edit
 from explorer.compile.jobs import PlaygroundJob
 from explorer.compile.options import CompileOptions
 from explorer.core.errors import InputError
@@ -222,3 +223,24 @@ def test_the_operators_own_file_is_edited_like_a_zoo_models(roomy):
     assert "IndexError" in raised.text()
     with pytest.raises(InputError, match="no file of its own"):
         CodeEdits.of("gpt2")  # a library's architecture: nothing of the operator's to edit
+
+
+def test_a_check_typed_into_an_edit_bounds_an_unbacked_length_where_its_assert_broke_the_graph(roomy):
+    """Where code is allowed, a torch._check goes into the edit at any line: a refusal of long inputs breaks the
+    graph at the edited line once the length is unbacked (dynamo cannot decide the `if` on a size with no value);
+    the check of the same bound before it decides it, leaving one graph for every length, 1 included, each predicted
+    before it ran."""
+    transformer = (ROOT / "models" / "transformer.py").read_text()
+    start = "        mask = padding_mask(ids, lengths)\n"
+    bound = '        if ids.shape[1] > 512:\n            raise ValueError(f"{ids.shape[1]} tokens: at most 512")\n'
+    asserted = transformer.replace(start, bound + start)
+    checked = transformer.replace(start, "        torch._check(ids.shape[1] <= 512)\n" + bound + start)
+    *_, broke = shapes_edit(roomy[0], "transformer", {"layers": 1}, asserted, "12 1 40", unbacked=True)
+    assert [b.where for b in broke.breaks] == [f"<editor>:{_line_of(asserted, 'if ids.shape[1] > 512')}"]
+    *_, held = shapes_edit(roomy[0], "transformer", {"layers": 1}, checked, "12 1 40", unbacked=True)
+    assert held.breaks == () and len(held.graphs) == 1 and held.agreed == 3
+    assert held.graphs[0].symbols.dimensions[1].became == "unbacked" and "checks" not in held.setting
+    with pytest.raises(InputError, match="type the lengths"):
+        next(shapes_edit(roomy[0], "transformer", {}, checked, " ", unbacked=False))
+    with pytest.raises(AssertionError, match="confined"):  # never in an unconfined worker
+        next(shapes_edit(WorkerProcess(name="compile"), "transformer", {}, checked, "3", unbacked=False))

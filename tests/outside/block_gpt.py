@@ -33,7 +33,7 @@ class BlockGPT(nn.Module):
         self.head = nn.Linear(dim, vocab)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        b, t = idx.size()
+        _, t = idx.size()
         assert t <= self.block_size, f"Cannot forward sequence of length {t}, block size is only {self.block_size}"
         pos = torch.arange(0, t, dtype=torch.long)
         x = self.wte(idx) + self.wpe(pos)

@@ -66,6 +66,7 @@ class ShapesJob(Job[ShapesResult]):
     batch: int = 1  # rows of every input: a batch equal to a length makes two sizes meet (duck sizing)
     duck: bool = True  # torch.fx.experimental._config.use_duck_shape: sizes equal when traced share one symbol
     check: Check | None = None  # a torch._check inserted at a line of the forward (checked.py)
+    source: str = ""  # the model's file as edited in the Code tab (run in the confined code worker only)
 
     def setting(self) -> str:
         return ", ".join([self.options.label(), *(f"{s}=True" for s in self.switches),
@@ -91,7 +92,7 @@ class ShapesJob(Job[ShapesResult]):
         dynamo.reset()  # the prediction reads this model's graphs only
         with dynamo.config.patch(**dict.fromkeys(self.switches, True)), shape_config.patch(use_duck_shape=self.duck):
             seen: dict[str, Traced] = {}  # compile id: the graph as the backend got it
-            cm = CompiledModel(self.model, self.values, self.options,
+            cm = CompiledModel(self.model, self.values, self.options, self.source,
                                on_graph=lambda cid, gm, inputs: seen.setdefault(cid, traced(gm, inputs, name)))
             if self.check is not None:
                 with_check(cm.model, self.check)  # before the first call: dynamo traces the checked forward
