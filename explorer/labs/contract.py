@@ -107,6 +107,8 @@ class LabSpec(Generic[P, R]):
     keeps_files: bool = False  # writes artefacts: the CLI takes --out DIR, the UI offers them for download
     work: Callable[[P], Work] | None = None  # its estimate, refused past its limit (the knobs bound the rest)
     refuses: Callable[[Subject], str | None] | None = None  # why it cannot run on a model (a user's), if it cannot
+    # what changed against the same person's previous run (both reports), said under the status; "" for nothing
+    against: Callable[[dict[str, Any], dict[str, Any]], str] | None = None
 
     def runner(self, workers: Workers) -> JobRunner:
         """The worker its runs hold (stopped after a CLI run, cancelled when its page closes)."""

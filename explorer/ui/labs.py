@@ -127,8 +127,10 @@ def lab_tab(spec: LabSpec, session: gr.State, only: tuple[str, ...] | None = Non
     last = gr.State(None)
 
     def show(s: Session, view: Any, header: str) -> Updates:
+        before = s.labs.get(spec.name)
+        changed = spec.against(before, view.report) if spec.against is not None and before is not None else ""
         s.labs[spec.name] = view.report  # the session's report includes it
-        return {status: header + view.status, raw: view.report, last: view,
+        return {status: header + view.status + (f"\n\n{changed}" if changed else ""), raw: view.report, last: view,
                 **{c: getattr(view, name) for name, c in shown.items()}}
 
     def run(request: gr.Request, s: Session, *values: Any) -> Iterator[Updates]:

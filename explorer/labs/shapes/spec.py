@@ -18,7 +18,7 @@ from explorer.labs.shapes.job import OUTPUT_SHAPES, SCALAR_OUTPUTS, ShapesJob
 from explorer.labs.shapes.lab import run_shapes
 from explorer.labs.shapes.predict import STANCES
 from explorer.labs.shapes.results import ShapesResult
-from explorer.labs.shapes.view import OUTPUTS, format_shapes, view_of
+from explorer.labs.shapes.view import OUTPUTS, against, format_shapes, view_of
 from explorer.sources.contract import Subject
 from models.config import config_dict, knob
 
@@ -82,4 +82,4 @@ SPEC = LabSpec(
           " dynamo did beside each prediction. Each run starts a fresh worker process: dynamo's caches are the "
           "process's.",
     button="Predict, then run", params=ShapesParams, needs=Needs.MODEL, run=run, view=view_of, outputs=OUTPUTS,
-    text=format_shapes)
+    text=format_shapes, against=against)

@@ -146,6 +146,37 @@ def view_of(result: ShapesResult) -> ShapesView:
     return ShapesView(status, _summary(result), _lengths(result), graphs, _symbols(result), guards, report)
 
 
+def _lengths_became(r: dict[str, Any]) -> dict[int, str]:
+    """Each input dimension as the newest graph traced it: its symbol, what it became and its range or size."""
+    if not r["graphs"]:
+        return {}
+    return {d["index"]: f"{d['symbol'] or d['value']} {d['became']}" + (f" {d['value']}" if d["symbol"] else "")
+            for d in r["graphs"][0]["symbols"]["dimensions"]}
+
+
+def against(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What a lever changed, one run of the same model against the next: the graphs of the forward, the compiles
+    predicted, the breaks, the requests as predicted and what each dimension became ("" for another model, or the
+    same setting)."""
+    if (before.get("model"), before.get("config")) != (after["model"], after["config"]):
+        return ""
+    if (before["setting"], before["compiled_at"]) == (after["setting"], after["compiled_at"]):
+        return ""
+
+    def predicted(r: dict[str, Any]) -> int:
+        return sum(q["predicted"]["outcome"] == Outcome.COMPILES.value for q in r["requests"])
+
+    counts = (("graphs of the forward", lambda r: len(r["graphs"])), ("compiles predicted", predicted),
+              ("graph breaks", lambda r: len(r["breaks"])), ("requests", lambda r: len(r["requests"])),
+              ("as predicted", lambda r: r["agreed"]))
+    said = [f"{label} {a} → {b}" for label, count in counts if (a := count(before)) != (b := count(after))]
+    was, now = _lengths_became(before), _lengths_became(after)
+    said += [f"`{after['input_name']}.size({i})` {was.get(i, 'not traced')} → {now.get(i, 'not traced')}"
+             for i in sorted(set(was) | set(now)) if was.get(i) != now.get(i)]
+    return (f"**Against your previous run** ({before['setting']} at {before['compiled_at']} → {after['setting']} at "
+            f"{after['compiled_at']}): " + ("; ".join(said) or "the same graphs, breaks and predictions") + ".")
+
+
 def format_shapes(report: dict[str, Any]) -> str:
     """The report as the CLI prints it: the agreement, then each distinct length's prediction and outcome."""
     lines = [f"{report['model']} ({report['setting']}), compiled at {report['compiled_at']}: "
