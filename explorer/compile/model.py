@@ -109,7 +109,7 @@ class CompiledModel:
         """Run the compiled model once at this input; compile if its guards say so."""
         length = self._length = ids.shape[1]
         if self.options.mark_dynamic:
-            dynamo.mark_dynamic(ids, 1)
+            dynamo.mark_dynamic(ids, 1, min=self.options.mark_min, max=self.options.mark_max)
         failures_before = {code: len(v) for code, v in dynamo_utils.guard_failures.items()}
         first_new = len(self.events)
         self._mark = time.perf_counter()

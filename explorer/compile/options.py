@@ -18,6 +18,8 @@ class CompileOptions:
     dynamic: str = "auto"  # "auto" (None: automatic dynamic shapes), "true" or "false"
     mark_dynamic: bool = False  # torch._dynamo.mark_dynamic on the sequence dimension
     fullgraph: bool = False
+    mark_min: int | None = None  # mark_dynamic's range for the length (None: unbounded); a length outside it fails
+    mark_max: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or self.backend not in BACKENDS:
@@ -27,11 +29,26 @@ class CompileOptions:
         for name in ("mark_dynamic", "fullgraph"):  # a count or a string is no switch (it once multiplied a list)
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"{name} must be true or false; got {echoed(getattr(self, name))}")
+        bounds = (self.mark_min, self.mark_max)
+        if bounds != (None, None):
+            if not self.mark_dynamic:
+                raise InputError("a range for the length bounds mark_dynamic: turn mark_dynamic on too")
+            if not all(b is None or (type(b) is int and b >= 0) for b in bounds):
+                raise InputError(f"mark_dynamic's range is whole numbers of tokens; got {echoed(bounds)}")
+            if None not in bounds and self.mark_min > self.mark_max:  # type: ignore[operator]
+                raise InputError(f"mark_dynamic's range runs from its min to its max; got {echoed(bounds)}")
 
     def label(self) -> str:
-        extra = [f"dynamic={self.dynamic}", *(["mark_dynamic"] if self.mark_dynamic else []),
+        extra = [f"dynamic={self.dynamic}", *([f"mark_dynamic{self.range_said()}"] if self.mark_dynamic else []),
                  *(["fullgraph"] if self.fullgraph else [])]
         return f"{self.backend} ({', '.join(extra)})"
+
+    def range_said(self) -> str:
+        """mark_dynamic's range as torch says one, " [2, 64]", or "" where it has none."""
+        if (self.mark_min, self.mark_max) == (None, None):
+            return ""
+        low = self.mark_min if self.mark_min is not None else 0
+        return f" [{low}, {self.mark_max if self.mark_max is not None else '∞'}]"
 
 
 def cxx_compiler() -> str | None:

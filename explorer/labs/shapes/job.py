@@ -33,6 +33,7 @@ OUTPUT_SHAPES = "capture_dynamic_output_shape_ops"  # nonzero and its kin kept i
 
 
 _REFUSED = "Detected recompile when torch.compile stance is 'fail_on_recompile'"  # (dynamo's words)
+_VIOLATED = "ConstraintViolation"  # a compile the length's mark_dynamic (its range, or 0/1) contradicts
 
 
 def ids_of(length: int, unbacked: bool = False, batch: int = 1) -> torch.Tensor:
@@ -77,13 +78,29 @@ class ShapesJob(Job[ShapesResult]):
                           *([f"stance {self.stance}" + ("" if self.stance in FROM_THE_START else " for the requests")]
                             if self.stance != "default" else [])])
 
-    def _called(self, cm: CompiledModel, length: int, what: str) -> CallOutcome:
-        """The compiled model called at `length`; a call that failed (the model, or its compile) ends the run,
-        named: counted as reused or eager, it would pass for a prediction that held."""
+    def _called(self, cm: CompiledModel, length: int, what: str, request: bool = True) -> CallOutcome:
+        """The compiled model called at `length`; a call that failed (the model, or its compile: any failure of the
+        first compiles, a request's other than the settings predict) ends the run, named: counted as reused or
+        eager, it would pass for a prediction that held."""
         outcome = cm.call(self._ids(length))
-        if outcome.error and not (self.stance == "fail_on_recompile" and _REFUSED in outcome.error):
+        if outcome.error and (not request or self._failed(outcome.error) is None):
             raise RuntimeError(f"{what} at {length} tokens failed: {outcome.error}")
         return outcome
+
+    def _failed(self, error: str) -> Outcome | None:
+        """A request's failure the settings predict: the stance's refusal, or mark_dynamic's range contradicted;
+        None for any other (the model's, or its compile's)."""
+        if self.stance == "fail_on_recompile" and _REFUSED in error:
+            return Outcome.REFUSED
+        if self.options.mark_dynamic and _VIOLATED in error:
+            return Outcome.OUTSIDE
+        return None
+
+    def _in_range(self, length: int) -> bool:
+        """Whether mark_dynamic's range holds the length (a marked size is never 0 or 1: 0/1 specialization)."""
+        o = self.options
+        return not o.mark_dynamic or (length >= 2 and (o.mark_min is None or length >= o.mark_min)
+                                      and (o.mark_max is None or length <= o.mark_max))
 
     def _ids(self, length: int) -> torch.Tensor:
         return ids_of(length, self.unbacked, self.batch)
@@ -103,7 +120,7 @@ class ShapesJob(Job[ShapesResult]):
             with torch.compiler.set_stance(self.stance if self.stance in FROM_THE_START else "default"):
                 for n in self.compiled_at:
                     ctx.phase(f"compiling at {n} tokens")
-                    outcome = self._called(cm, n, "the compile")
+                    outcome = self._called(cm, n, "the compile", request=False)
                     if outcome.explanation is not None:
                         breaks += [b for b in outcome.explanation.graph_breaks if b not in breaks]
                         if outcome.explanation.skipped:
@@ -116,7 +133,7 @@ class ShapesJob(Job[ShapesResult]):
                 predictions = [Prediction(n, Outcome.SKIPPED, "", why) for n in self.requests]
             else:
                 predictions = predict(self.requests, lambda n: self._check(cm, fn, cached, n), int(RECOMPILE_LIMIT),
-                                      instead=STANCES[self.stance])
+                                      instead=STANCES[self.stance], marked=self._in_range)
             predict_s = time.perf_counter() - start
             frame = str(cached[0].compile_id).split("/")[0] if cached else None
             requests = []
@@ -126,7 +143,8 @@ class ShapesJob(Job[ShapesResult]):
                         ctx.phase(f"running request {i} of {len(self.requests)} ({n} tokens)")
                     outcome = self._called(cm, n, f"request {i}")
                     made = [e.compile_id for e in outcome.events if e.compile_id.split("/")[0] == frame]
-                    did = Outcome.REFUSED if outcome.error else self._did(cm, fn, made, n)  # (the stance's refusal)
+                    failed = self._failed(outcome.error) if outcome.error else None  # (_called let only these by)
+                    did = failed if failed is not None else self._did(cm, fn, made, n)
                     requests.append(Request(p, did, made[0] if made else "", len(outcome.events) - len(made)))
         graphs = tuple(_graph(e, name, seen) for e in cached)
         exported: tuple[Exported, ...] = ()
@@ -154,8 +172,8 @@ class ShapesJob(Job[ShapesResult]):
 
     def _check(self, cm: CompiledModel, fn: Any, cached: list[Any], length: int) -> list[tuple[str, str | None]]:
         ids = self._ids(length)
-        if self.options.mark_dynamic:
-            dynamo.mark_dynamic(ids, 1)  # as the call marks it: its guards check the mark
+        if self.options.mark_dynamic:  # as the call marks it: its guards check the mark
+            dynamo.mark_dynamic(ids, 1, min=self.options.mark_min, max=self.options.mark_max)
         f_locals = frame_locals(fn, cm.model, ids)
         with torch.no_grad():  # as the call runs: its graphs guard on the grad mode too
             return [(str(e.compile_id), failing(e, f_locals)) for e in cached]

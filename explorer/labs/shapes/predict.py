@@ -21,6 +21,7 @@ class Outcome(Enum):
     HELD = "runs eagerly (stance eager_on_recompile)"  # torch.compiler.set_stance: nothing new compiles
     REFUSED = "fails (stance fail_on_recompile)"  # the call raises where it would recompile
     SKIPPED = "runs eagerly (dynamo skips the forward)"
+    OUTSIDE = "fails (mark_dynamic: outside its range)"  # the recompile it needs contradicts the mark
 
 
 # torch.compiler.set_stance: what a request no cached graph accepts does under each (None: it compiles)
@@ -40,10 +41,13 @@ class Prediction:
 
 
 def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str | None]]],
-            limit: int, instead: Outcome | None = None) -> list[Prediction]:
+            limit: int, instead: Outcome | None = None,
+            marked: Callable[[int], bool] = lambda length: True) -> list[Prediction]:
     """`check(length)`: each cached graph's compile id with the guard it fails for that length (None: accepts);
     `instead`: what a request no cached graph accepts does under a stance that compiles nothing new (HELD,
-    REFUSED), None where it compiles."""
+    REFUSED), None where it compiles; `marked(length)`: whether mark_dynamic's range (if any) holds the length: a
+    length no graph accepts and the range does not hold fails, since the graph it would need contradicts the
+    mark."""
     new: dict[int, int] = {}  # a predicted graph's length -> the request that compiles it
     checks: dict[int, list[tuple[str, str | None]]] = {}  # the cached graphs' guards read a length the same each time
     out = []
@@ -58,7 +62,9 @@ def predict(lengths: Sequence[int], check: Callable[[int], list[tuple[str, str |
             out.append(Prediction(length, Outcome.REUSES, f"new at request {new[length]}", ""))
         else:
             why = (checked[0][1] or "") if checked else "no graph cached"
-            if instead is not None:
+            if not marked(length):
+                out.append(Prediction(length, Outcome.OUTSIDE, "", why))
+            elif instead is not None:
                 out.append(Prediction(length, instead, "", why))
             elif len(checked) + len(new) >= limit:
                 out.append(Prediction(length, Outcome.EAGER, "", why))

@@ -35,6 +35,9 @@ class ShapesParams(StreamParams):
     dynamic: str = knob("auto", "torch.compile's dynamic: auto (automatic dynamic), true, false",
                         choices=tuple(DYNAMIC_MODES))
     mark_dynamic: bool = knob(False, "torch._dynamo.mark_dynamic on the length before each call")
+    mark_min: int = knob(0, "mark_dynamic's lower bound on the length (0: none); a request outside the range fails",
+                         min=0, max=MAX_TOKENS)
+    mark_max: int = knob(0, "mark_dynamic's upper bound on the length (0: none)", min=0, max=MAX_TOKENS)
     scalar_outputs: bool = knob(False, f"torch._dynamo.config.{SCALAR_OUTPUTS}: .item() in the graph (an unbacked "
                                 "symbol) instead of a break")
     output_shapes: bool = knob(False, f"torch._dynamo.config.{OUTPUT_SHAPES}: nonzero and its kin in the graph "
@@ -65,9 +68,10 @@ def run(subject: Subject | None, p: ShapesParams, ctx: LabContext) -> Iterator[P
     if p.check_line and not p.check.strip():
         raise InputError(f"check_line {p.check_line} says where a check goes: give the check too (`t <= 64`)")
     check = Check(p.check.strip(), p.check_line) if p.check.strip() else None
-    job = ShapesJob(subject.model, config_dict(subject.config), CompileOptions(p.backend, p.dynamic, p.mark_dynamic),
-                    p.compiled_at, requests, switches, p.mark_unbacked, p.stance, p.export, p.batch, p.duck_shape,
-                    check)
+    options = CompileOptions(p.backend, p.dynamic, p.mark_dynamic, mark_min=p.mark_min or None,
+                             mark_max=p.mark_max or None)
+    job = ShapesJob(subject.model, config_dict(subject.config), options, p.compiled_at, requests, switches,
+                    p.mark_unbacked, p.stance, p.export, p.batch, p.duck_shape, check)
     yield from run_shapes(ctx.workers, job)
 
 

@@ -79,6 +79,22 @@ def test_dynamic_false_and_mark_dynamic_change_what_the_length_becomes():
     assert {q.did for q in marked.requests} == {Outcome.REUSES}
 
 
+def test_a_length_outside_mark_dynamics_range_is_predicted_to_fail_and_does():
+    """mark_dynamic with a range: one graph holds the range (its guard says so); a length outside it, or of one
+    token (a marked size is never 0 or 1), needs a graph the mark contradicts, and fails as predicted."""
+    ranged = CompileOptions("eager", "auto", True, mark_min=2, mark_max=64)
+    r = _run("transformer", (8, 40, 100, 1, 64), ranged, {"layers": 1})
+    assert [q.predicted.outcome for q in r.requests] == [Outcome.REUSES, Outcome.REUSES, Outcome.OUTSIDE,
+                                                         Outcome.OUTSIDE, Outcome.REUSES]
+    assert r.agreed == 5 and any("2 <= L['ids'].size()[1] <= 64" in g.code for g in r.graphs[0].guards)
+    assert "mark_dynamic [2, 64]" in r.setting
+    from explorer.core.errors import InputError
+    with pytest.raises(InputError, match="turn mark_dynamic on too"):
+        CompileOptions("eager", "auto", False, mark_max=64)
+    with pytest.raises(InputError, match="from its min to its max"):
+        CompileOptions("eager", "auto", True, mark_min=65, mark_max=64)
+
+
 def test_a_stance_that_compiles_nothing_new_runs_eagerly_or_fails_what_would_compile_as_predicted():
     held = _run("rnn", (8, 5, 16, 5, 9), stance="eager_on_recompile")
     assert [q.predicted.outcome for q in held.requests] == [Outcome.REUSES, Outcome.HELD, Outcome.REUSES,
@@ -202,8 +218,8 @@ def test_its_endpoint_keeps_its_parameters_and_their_order():
 
     assert [p.name for p in endpoint_parameters(LABS["shapes"])] == [
         "model", "config_json", "lengths_from", "n", "min_len", "max_len", "seed", "lengths", "compiled_at",
-        "backend", "dynamic", "mark_dynamic", "scalar_outputs", "output_shapes", "mark_unbacked", "stance", "export",
-        "batch", "duck_shape", "check", "check_line"]
+        "backend", "dynamic", "mark_dynamic", "mark_min", "mark_max", "scalar_outputs", "output_shapes",
+        "mark_unbacked", "stance", "export", "batch", "duck_shape", "check", "check_line"]
 
 
 def test_a_notebooks_model_object_takes_the_lab_by_name_in_its_kernel(menu_restored):
