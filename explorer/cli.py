@@ -29,19 +29,11 @@ from explorer.runs.session import Session
 from explorer.serving.placement import compile_service
 from explorer.sources.registry import SOURCES, add_model_file
 from explorer.views.claims import ClaimView, claim_update
-from explorer.views.costs import (
-    NODE_COLUMNS,
-    ROLLUP_COLUMNS,
-    costs_report,
-    costs_summary,
-    line_rows,
-    module_rows,
-    top_rows,
-)
+from explorer.views.costs import costs_report, costs_text
 from explorer.views.export import html_report, session_csv
-from explorer.views.lines import branches_report, format_branches, format_lines, lines_report
+from explorer.views.lines import branches_report, lines_report, lines_text
 from explorer.views.report import build_report
-from explorer.views.tables import format_claim, format_rows, format_table
+from explorer.views.tables import format_claim, format_table
 from explorer.workers.protocol import WorkerFailure
 from models import Knob
 
@@ -131,17 +123,9 @@ def _inspect(args: argparse.Namespace) -> int:
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
     if costs is not None and lines is not None and not args.json:
-        print("\n" + costs_summary(costs, result.train_step.median_ms).replace("**", ""))
-        for title, columns, rows in (("costliest nodes", NODE_COLUMNS, top_rows(costs, result.capture.graph, lines)),
-                                     ("per module", ROLLUP_COLUMNS, module_rows(costs, result.capture.graph)),
-                                     ("per line", ROLLUP_COLUMNS, line_rows(costs, lines))):
-            print(f"\n{title}:\n" + format_rows(columns, rows))
+        print("\n" + costs_text(costs, result.capture.graph, lines, result.train_step.median_ms))
     if lines is not None and args.lines and not args.json:
-        print(f"\nThe lines that ran ({', '.join(lines.files)}), recorded in a pass of their own, never timed:")
-        print(format_lines(lines))
-        print(f"\nWhich way each branch went, for this input and the {len(texts) - 1} before it:" if len(texts) > 1
-              else "\nWhich way each branch went:")
-        print(format_branches(forks))
+        print("\n" + lines_text(lines, forks, len(texts) - 1))
     return 0
 
 

@@ -31,7 +31,8 @@ from explorer.sources.contract import Subject, Supports
 from explorer.sources.probe import ProbedSource
 from explorer.sources.registry import SOURCES, add_model_file, check_architecture
 from explorer.views.compiled import compiled_update
-from explorer.views.playground import View, update
+from explorer.views.lines import branches_report, lines_report, lines_text
+from explorer.views.playground import View, costs_view, update
 from explorer.workers.protocol import Here, Workers
 from models.config import Knob, build_config
 
@@ -132,6 +133,22 @@ class LabResult:
 
 
 @dataclass
+class PythonView:
+    """A view of the model's Python on this input: `.report` as the CLI's --json part, shown as the CLI's text (with
+    the graph it colours, where it has one)."""
+
+    report: dict[str, Any]
+    text: str
+    graph: Any = None  # the view's figure (checked), or None
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return f"<div><pre>{html.escape(self.text)}</pre>{_figure_html(self.graph) if self.graph else ''}</div>"
+
+
+@dataclass
 class Exploration:
     """One input run on one model (`explore`), and what can be run on it next."""
 
@@ -156,6 +173,20 @@ class Exploration:
     def _repr_html_(self) -> str:
         return (f"<div><p>{html.escape(self.view.status)}</p>{_cards_html(self.view.cards)}"
                 f"<pre>{html.escape(self.view.diff)}</pre>{_figure_html(self.view.graph)}</div>")
+
+    def lines(self) -> PythonView:
+        """The lines of the model's Python that ran for this text, with the nodes each made, and which way each
+        `if`/`for`/`while` went (`python -m explorer inspect --lines`): recorded in a pass of its own, never timed."""
+        lines, forks = self.session.lines(), self.session.branches()
+        earlier = len({r.text for r in self.session.history if r.text}) - 1
+        return PythonView({**lines_report(lines), "branches": branches_report(forks)},
+                          lines_text(lines, forks, earlier))
+
+    def costs(self) -> PythonView:
+        """Where the train step's time and memory went, node by node, per module and per line, against the card's
+        train step (`python -m explorer inspect --costs`); the graph coloured by each node's time."""
+        v = costs_view(self.session)
+        return PythonView(v.report, v.text, v.graph)
 
     def compiled(self, backend: str = "inductor", dynamic: str = "auto", mark_dynamic: bool = False,
                  fullgraph: bool = False) -> CompiledResult:

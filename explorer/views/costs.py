@@ -14,6 +14,7 @@ from explorer.core.paths import sanitize
 from explorer.eager.costs import Costs
 from explorer.eager.graph import AutogradGraph
 from explorer.eager.lines import LinesRan
+from explorer.views.tables import format_rows
 
 TOP = 10
 NODE_COLUMNS = ["node", "operation", "module", "line", "forward µs", "backward µs", "share", "allocated"]
@@ -82,3 +83,13 @@ def costs_report(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> dict[st
             "top": [dict(zip(NODE_COLUMNS, r, strict=True)) for r in top_rows(costs, graph, lines)],
             "modules": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in module_rows(costs, graph)],
             "lines": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in line_rows(costs, lines)]}
+
+
+def costs_text(costs: Costs, graph: AutogradGraph, lines: LinesRan, card_step_ms: float | None) -> str:
+    """Where the time went, as the CLI and a notebook print it: the summary, then the costliest nodes, per module
+    and per line."""
+    return "\n".join([costs_summary(costs, card_step_ms).replace("**", ""),
+                      *(f"\n{title}:\n" + format_rows(columns, rows) for title, columns, rows in (
+                          ("costliest nodes", NODE_COLUMNS, top_rows(costs, graph, lines)),
+                          ("per module", ROLLUP_COLUMNS, module_rows(costs, graph)),
+                          ("per line", ROLLUP_COLUMNS, line_rows(costs, lines))))])

@@ -83,3 +83,12 @@ def format_branches(forks: list[Across]) -> str:
     """The branches as the CLI prints them."""
     return "\n".join(f"{a.fork.file}:{a.fork.line}  {a.fork.code}\n    this input: {a.now.said(a.fork.kind)}; "
                      f"{a.said()}" for a in forks)
+
+
+def lines_text(lines: LinesRan, forks: list[Across], earlier: int) -> str:
+    """The lines that ran and which way each branch went, as the CLI and a notebook print them; `earlier`: the
+    session's inputs before this one that the branches count."""
+    return (f"The lines that ran ({', '.join(lines.files)}), recorded in a pass of their own, never timed:\n"
+            f"{format_lines(lines)}\n\n"
+            + (f"Which way each branch went, for this input and the {earlier} before it:" if earlier else
+               "Which way each branch went:") + f"\n{format_branches(forks)}")

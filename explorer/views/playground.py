@@ -25,7 +25,7 @@ from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.shared import LRU
 from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
-from explorer.views.costs import costs_report, costs_summary, line_rows, module_rows, top_rows
+from explorer.views.costs import costs_report, costs_summary, costs_text, line_rows, module_rows, top_rows
 from explorer.views.figures import graph_figure, history_figure, partial_figure
 from explorer.views.lines import branch_rows, lines_rows, lines_summary, lit_nodes
 from explorer.views.report import build_report, captured_report
@@ -130,6 +130,7 @@ class CostsView:
     modules: list[list[Any]]
     lines: list[list[Any]]
     report: dict[str, Any]
+    text: str  # all of it as the CLI and a notebook print it
 
 
 def costs_view(session: Session, costs: Costs | None = None) -> CostsView:
@@ -143,7 +144,7 @@ def costs_view(session: Session, costs: Costs | None = None) -> CostsView:
     line_of = {n: f"{f}:{line}" for n, (f, line) in lines.node_line.items()}
     figure = graph_figure(shown, line_of=line_of, heat={n: c.total_us for n, c in costs.nodes.items()})
     return CostsView(costs_summary(costs, card), figure, top_rows(costs, graph, lines), module_rows(costs, graph),
-                     line_rows(costs, lines), costs_report(costs, graph, lines))
+                     line_rows(costs, lines), costs_report(costs, graph, lines), costs_text(costs, graph, lines, card))
 
 
 @dataclass
