@@ -28,6 +28,7 @@ from models.config import config_dict
 
 MODELS_DIR = Path(inspect.getfile(ZOO["rnn"].model_cls)).parent
 LIBRARY = {a.name: a for a in library.ARCHITECTURES}
+ENGINE = Path(__file__).resolve().parents[1]  # explorer/: its files are the app's, not a model's
 MIN_RUN_TIME_S = 0.5  # per timing: longer than the app's budget, so that the script's median is the steadier one
 
 
@@ -70,7 +71,10 @@ class _Embedded(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         if module.__name__ in MODEL_SOURCES:
             path = "models/" + module.__name__.split(".", 1)[1] + ".py"
-            exec(compile(MODEL_SOURCES[module.__name__], path, "exec"), module.__dict__)
+            source = MODEL_SOURCES[module.__name__]
+            module.__file__ = path  # the classes' file, as inspect finds it
+            linecache.cache[path] = (len(source), None, source.splitlines(True), path)  # their lines, read back
+            exec(compile(source, path, "exec"), module.__dict__)
 
 
 sys.meta_path.insert(0, _Embedded())
@@ -108,6 +112,112 @@ nodes, edges = graph_counts(loss)
 del loss
 figures = {"nodes": nodes, "edges": edges}
 print(f"autograd graph: {nodes} nodes, {edges} edges (the app: {APP['nodes']} nodes, {APP['edges']} edges)")
+'''
+
+_LINES = '''
+def model_files(model):
+    """The files that define the model's modules' classes, torch's own left out (the app's rule), and this script's
+    (a library architecture's wrapper, copied here from the app: its lines are not the model's)."""
+    torch_dir = os.path.dirname(torch.__file__)
+    return {f for m in model.modules() if type(m).__module__ != "__main__"
+            and not (f := inspect.getfile(type(m))).startswith(torch_dir)}
+
+
+def shown(file, line):
+    """A line as the script and APP name it: its file's name (an installed library's path differs by machine)."""
+    return f"{os.path.basename(file)}:{line}"
+
+
+files = model_files(model)
+hits = collections.Counter()
+
+
+def count_lines(frame, event, arg):
+    """Python's line events in the model's files, as the `trace` module counts them."""
+    if frame.f_code.co_filename not in files:
+        return None
+    if event == "line":
+        hits[(frame.f_code.co_filename, frame.f_lineno)] += 1
+    return count_lines
+
+
+model.train()  # the training forward the graph above was read from, seeded the same
+with torch.random.fork_rng(devices=[]):
+    torch.manual_seed(0)
+    sys.settrace(count_lines)
+    try:
+        model(ids)
+    finally:
+        sys.settrace(None)
+model.eval()
+figures["lines"] = {shown(f, n): k for (f, n), k in sorted(hits.items())}
+differ = sorted(k for k in set(figures["lines"]) | set(APP.get("lines", {}))
+                if figures["lines"].get(k) != APP.get("lines", {}).get(k))
+print(f"lines of the model that ran: {len(hits)}, {sum(hits.values())} line events in all; "
+      + (f"against the app's: {len(differ)} differ ({', '.join(differ[:5])})" if differ else
+         "every count equal to the app's" if "lines" in APP else "(the app did not record its lines)"))
+for (f, n), k in sorted(hits.items()):
+    print(f"  {shown(f, n):<28} ran {k:>4}  {linecache.getline(f, n).strip()}")
+print("which way each branch went:")
+for f in sorted(files):
+    for node in ast.walk(ast.parse("".join(linecache.getlines(f)))):
+        if isinstance(node, (ast.If, ast.For, ast.While)) and hits[(f, node.lineno)]:
+            body = hits[(f, node.body[0].lineno)]
+            said = (f"taken {body} of {hits[(f, node.lineno)]} times" if isinstance(node, ast.If) else
+                    f"body ran {body} times")
+            print(f"  {shown(f, node.lineno):<28} {linecache.getline(f, node.lineno).strip()}  {said}")
+'''
+
+_COSTS = '''
+def nodes_of(loss):
+    """The autograd graph's nodes under the loss, in one fixed order (a walk from the loss): the same graph walked
+    twice gives the same order."""
+    order, seen, stack = [], {loss.grad_fn}, [loss.grad_fn]
+    while stack:
+        fn = stack.pop()
+        order.append(fn)
+        for nxt, _ in reversed(fn.next_functions):
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return order
+
+
+def made_at(fn):
+    """The line that made a node: the innermost frame in the model's files of the stack anomaly mode kept."""
+    for path, line in reversed(re.findall(r'File "([^"]+)", line (\\d+)', "".join(fn.metadata.get("traceback_", [])))):
+        if path in files:
+            return shown(path, int(line))
+    return None
+
+
+model.train()
+with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # anomaly mode says it is slow: this pass is not timed
+    with torch.autograd.detect_anomaly(check_nan=False):
+        torch.manual_seed(0)
+        line_at = [made_at(fn) for fn in nodes_of(train_loss(model(ids)))]
+per_line = collections.Counter()
+for _ in range(5):  # each step profiled: an operator's own time to the node of its nearest enclosing operator
+    model.zero_grad(set_to_none=True)  # that carries one of this step's nodes' sequence numbers
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        loss = train_loss(model(ids))
+        index = {fn._sequence_nr(): i for i, fn in enumerate(nodes_of(loss))}
+        loss.backward()
+    for e in prof.events():
+        owner = e
+        while owner is not None and owner.sequence_nr not in index:
+            owner = owner.cpu_parent
+        if owner is not None and line_at[index[owner.sequence_nr]] is not None:
+            per_line[line_at[index[owner.sequence_nr]]] += e.self_cpu_time_total
+model.eval()
+total = sum(per_line.values()) or 1.0
+figures["costs"] = {k: v / total for k, v in per_line.most_common(10)}
+print("where the train step's time went, per line of the model (the profiler over 5 steps; each operator's own time "
+      "at the line that made its node, forward and backward):")
+for where, share in figures["costs"].items():
+    app = APP.get("costs", {}).get(where)
+    print(f"  {where:<28} {100 * share:5.1f}%" + (f"  (the app: {100 * app:.1f}%)" if app is not None else ""))
 '''
 
 _TIMING = '''
@@ -153,6 +263,29 @@ print(f"compiled forward ({COMPILE['backend']}): {f['median_ms']:.3f} ms (IQR {f
 
 def _measured(m: Measurement) -> dict[str, float | int]:
     return {"median_ms": m.median_ms, "iqr_ms": m.iqr_ms, "runs": m.runs}
+
+
+def _python_views(session: Session) -> dict[str, Any]:
+    """The app's lines that ran (each line's count) and, where it profiled the train step, each line's share of its
+    time: what the script's two passes print theirs beside, a line named by its file's name (a library's path
+    differs by machine). Empty where the input on screen is not the latest run's."""
+    shown, last = session.shown, session.last
+    if shown is None or last is None or shown.input.text != last.input.text:
+        return {}
+    lines = session.lines()
+    own = {s.file for s in lines.lines if Path(s.file).resolve().is_relative_to(ENGINE)}  # the library's wrapper
+    views: dict[str, Any] = {"lines": {f"{Path(s.file).name}:{s.line}": s.hits for s in lines.lines
+                                       if s.hits and s.file not in own}}
+    costs = session.costs_shown()
+    if costs is not None:
+        line = {nid: f"{Path(f).name}:{n}" for nid, (f, n) in lines.node_line.items() if f not in own}
+        total = sum(c.total_us for c in costs.nodes.values()) or 1.0
+        shares: dict[str, float] = {}
+        for nid, c in costs.nodes.items():
+            if nid in line:
+                shares[line[nid]] = shares.get(line[nid], 0.0) + c.total_us / total
+        views["costs"] = shares
+    return views
 
 
 def reproducible(session: Session) -> bool:
@@ -202,6 +335,7 @@ def sections(session: Session) -> list[Section]:
     compiled = run.compiled if run.compiled is not None and run.compiled.compiled is not None else None
     if compiled is not None:
         app["compiled"] = _measured(compiled.compiled)
+    app |= _python_views(session)
     where = machine.this_machine().line()
     needs = "torch" if run.model in ZOO else "torch and transformers"
     header = Section(
@@ -210,7 +344,8 @@ def sections(session: Session) -> list[Section]:
         f"The app measured this on {where}, {time.strftime('%Y-%m-%d')}; the figures are in APP. Run it where "
         f"{needs} is installed:\nthe model's source is in it. Each figure it prints stands beside the app's; "
         'timings hold on the same machine, within their spread.\n"""\n\n'
-        "import importlib.abc\nimport importlib.util\nimport json\nimport sys\nimport time\n\nimport torch\n"
+        "import ast\nimport collections\nimport importlib.abc\nimport importlib.util\nimport inspect\nimport json\n"
+        "import linecache\nimport os\nimport re\nimport sys\nimport time\nimport warnings\n\nimport torch\n"
         "import torch.nn.functional as F\nimport torch.utils.benchmark as benchmark\n\n"
         f"THREADS = {THREADS}  # the app's torch threads for every figure\n"
         f"MIN_RUN_TIME_S = {MIN_RUN_TIME_S}  # seconds per timing\n"
@@ -224,7 +359,11 @@ def sections(session: Session) -> list[Section]:
         build_code + "torch.set_num_threads(THREADS)\n"
         "ids = torch.tensor([list(TEXT.encode('utf-8'))], dtype=torch.long)  # one token per UTF-8 byte\n")
     parts = [header, models, build, Section("The autograd graph of one training forward", _GRAPH.strip() + "\n"),
-             Section("Eager timings: the forward (no grad) and a train step", _TIMING.strip() + "\n")]
+             Section("The lines of the model that ran, and which way each branch went (a pass of its own, never timed)",
+                     _LINES.strip() + "\n"),
+             Section("Eager timings: the forward (no grad) and a train step", _TIMING.strip() + "\n"),
+             Section("Where the train step's time went, per line of the model (the profiler, after the timings)",
+                     _COSTS.strip() + "\n")]
     if compiled is not None:
         o = compiled.options
         options = {"backend": o.backend, "dynamic": DYNAMIC_MODES[o.dynamic],

@@ -50,6 +50,13 @@ def test_inspect_takes_the_run_away_as_code_a_perfetto_trace_and_a_tlparse_repor
     assert ran.returncode == 0, ran.stderr
     figures = json.loads(ran.stdout.strip().splitlines()[-1])
     assert figures["nodes"] == nodes and figures["forward"]["runs"] >= 1 and figures["compiled"]["median_ms"] > 0
+    # the lines that ran, counted by the script's own tracer, each equal to the app's; the branches; the time per line
+    source = (ROOT / "models" / "early_exit.py").read_text().splitlines()
+    exit_at = next(i for i, line in enumerate(source, 1) if line.strip() == "break")
+    assert "every count equal to the app's" in ran.stdout and figures["lines"][f"early_exit.py:{exit_at}"] == 1
+    assert f"early_exit.py:{exit_at - 1}             if self.cfg.threshold" in ran.stdout  # the exit's if, taken
+    assert "taken 1 of 1 times" in ran.stdout
+    assert figures["costs"] and set(figures["costs"]) <= set(figures["lines"]) and sum(figures["costs"].values()) <= 1
     nb = nbformat.read(notebook, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(away)}}).execute()
     printed = nb.cells[-1].outputs[0]["text"]
@@ -67,6 +74,7 @@ def test_a_library_architecture_is_rebuilt_from_its_config_and_a_users_file_is_r
                          timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout.strip().splitlines()[-1])["nodes"] == len(session.last.capture.graph.nodes)
+    assert "every count equal to the app's" in ran.stdout  # transformers' files, its wrapper (the app's) left out
     session.configure(add_model_file(str(ROOT / "examples" / "lstm_tagger.py")), {})
     session.run("ab")
     assert not reproducible(session)
