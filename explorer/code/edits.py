@@ -8,11 +8,12 @@ from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from explorer.code.job import CodeJob, CodeRun, CodeTimingJob
+from explorer.code.job import CodeCostsJob, CodeJob, CodeRun, CodeTimingJob
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
-from explorer.core.limits import MAX_TEXT_CHARS
+from explorer.core.limits import CODE_TIMEOUT_S, MAX_TEXT_CHARS
 from explorer.core.progress import Progress
+from explorer.eager.costs import Costs
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.sources.edited import CodeError
 from explorer.sources.registry import SOURCES, source
@@ -50,6 +51,7 @@ class CodeEdits:
     good: CodeRun | None = None
     text: str = ""  # the input the last good run read
     shown: str = ""  # the source the last good run built
+    values: dict[str, Any] = field(default_factory=dict)  # the knobs the last good run was built with
 
     @classmethod
     def of(cls, model: str) -> CodeEdits:
@@ -72,7 +74,7 @@ class CodeEdits:
         if self.good is not None and text == self.text:
             diff = diff_graphs(self.good.fixed.capture.graph, reply.fixed.capture.graph,
                                "the previous code -> this code (the same input)")
-        self.good, self.text, self.shown = reply, text, source
+        self.good, self.text, self.shown, self.values = reply, text, source, dict(values)
         if not self.kept or self.kept[-1] != source:
             self.kept.append(source)
         yield CodeOutcome(source, reply, None, diff, reply)
@@ -82,6 +84,20 @@ class CodeEdits:
         elif timed is not None:
             self.good = replace(reply, forward=timed)
             yield CodeOutcome(source, self.good, None, diff, self.good)
+
+    def costs(self, worker: JobRunner) -> Generator[Progress, None, Costs]:
+        """Where the last good edit's train step spent its time, node by node, profiled in `worker` on the model it
+        built there (`costs = yield from edits.costs(worker)`); refused in one line where there is none."""
+        if self.good is None or self.shown is None:
+            raise InputError("Run an edit first: the profiler takes the last edit that ran.")
+        graph = self.good.fixed.capture.graph
+        job = CodeCostsJob(self.model, self.shown, dict(self.values), tuple(tokenize(self.text).ids[0].tolist()),
+                           tuple(n.op for n in graph.nodes), self.good.fixed.capture.step_s,
+                           getattr(worker, "timeout_s", CODE_TIMEOUT_S))
+        reply = yield from _replied(worker.run(job))
+        if isinstance(reply, CodeError):
+            raise InputError(reply.text())
+        return reply
 
     def on_screen(self, source: str, text: str) -> bool:
         """Whether the last good run is this source on this input (nothing to run again)."""

@@ -13,6 +13,7 @@ from torch import nn
 
 from explorer.eager.branches import Across, across, forks_of
 from explorer.eager.capture import capture_run, forward
+from explorer.eager.costs import Costs, profile_costs, repeats_within
 from explorer.eager.lines import LinesRan, record_lines
 from explorer.eager.memory import param_bytes
 from explorer.eager.timing import Measurement, measure
@@ -83,4 +84,34 @@ class CodeTimingJob(Job[Measurement | CodeError | None]):
         try:
             return measure("edited forward", lambda: forward(built.model, built.ids), FORWARD_BUDGET_S)
         except Exception as e:  # a forward that misbehaves only when repeated (state kept between calls)
+            return error_of(e)
+
+
+@dataclass(frozen=True)
+class CodeCostsJob(Job[Costs | CodeError]):
+    """Where the train step of the edit `source` on `ids` spent its time, node by node (the profiler,
+    explorer/eager/costs.py), as many repeats as fit in half the worker's limit: on the model the last CodeJob left
+    in the worker, or built again from the source (another job ran meanwhile)."""
+
+    model: str
+    source: str
+    values: Mapping[str, Any]
+    ids: tuple[int, ...]
+    ops: tuple[str, ...]  # the edit's graph's operations node by node, to check the pass's against
+    step_s: float  # its train step, unprofiled, as the capture took it
+    budget_s: float  # the worker's time limit for one job
+
+    def run(self, ctx: WorkerContext) -> Costs | CodeError:
+        repeats = repeats_within(self.step_s, self.budget_s / 2, "half of GE_CODE_TIMEOUT_S")
+        built = ctx.held
+        try:
+            if isinstance(built, _Built) and built.key == (self.source, self.ids):
+                model, ids = built.model, built.ids
+            else:
+                ctx.phase("building the edited model")
+                model = build(load(self.source, self.model), self.model, self.values)
+                ids = torch.tensor([self.ids], dtype=torch.long)
+            ctx.phase("profiling the edited train step node by node")
+            return profile_costs(model, ids, list(self.ops), repeats)
+        except Exception as e:  # the visitor's code, run again: any exception is an answer
             return error_of(e)

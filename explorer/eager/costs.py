@@ -25,11 +25,13 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
+from explorer.core.errors import InputError
 from explorer.eager.capture import TRAIN_SEED, train_loss, training
 from explorer.eager.graph import ACCUMULATE, walk
 
 _BACKWARD = "autograd::engine::evaluate_function: "
 REPEATS = 5
+PROFILED_SLOWER = 2.0  # a step under the profiler over the card's: 1.0-1.9x in bench/RESULTS-costs.md
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,18 @@ def _charged(events: list[Any], node_of: dict[int, int]) -> tuple[dict[int, list
         if not backward and e.self_cpu_memory_usage > 0:
             allocated[node] += e.self_cpu_memory_usage
     return us, other, allocated
+
+
+def repeats_within(step_s: float, budget_s: float, limit: str) -> int:
+    """How many profiled repeats of a train step that took `step_s` unprofiled fit in `budget_s` (one more runs
+    first, unprofiled), at most REPEATS; InputError naming `limit` if none does."""
+    slower = step_s * PROFILED_SLOWER
+    repeats = min(REPEATS, int(budget_s / slower) - 1) if slower > 0 else REPEATS
+    if repeats < 1:
+        raise InputError(f"Profiling this input's train step would take about {2 * slower:.0f} s (one step and a "
+                         f"first one, with the profiler), over {limit} = {budget_s:g} s: try a shorter input or a "
+                         "smaller architecture.")
+    return repeats
 
 
 def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = None,

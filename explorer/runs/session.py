@@ -23,7 +23,7 @@ from explorer.core.limits import HISTORY_LENGTH, MAX_RUN_S
 from explorer.core.progress import Progress
 from explorer.eager.branches import Across, across, forks_of
 from explorer.eager.capture import Capture
-from explorer.eager.costs import REPEATS, Costs, profile_costs
+from explorer.eager.costs import Costs, profile_costs, repeats_within
 from explorer.eager.diff import GraphDiff, diff_graphs
 from explorer.eager.lines import LinesRan, record_lines
 from explorer.eager.memory import MemoryPeaks
@@ -48,7 +48,6 @@ SETTLE_S = 1.5  # a typed input left alone this long after its run is what the p
 
 
 BRANCH_INPUTS = 20  # the earlier inputs a session's branches are read over (each a pass of its own, once)
-PROFILED_SLOWER = 2.0  # a step under the profiler over the card's: 1.0-1.9x in bench/RESULTS-costs.md
 
 @dataclass
 class RunRecord:
@@ -267,12 +266,7 @@ class Session:
         """Where the train step of the input on screen spent its time and memory, node by node: the profiler in a
         pass of its own (explorer/eager/costs.py), as many repeats as fit in GE_MAX_RUN_S (refused if none does)."""
         shown = self._on_screen()
-        step_s = shown.fixed.capture.step_s * PROFILED_SLOWER
-        repeats = min(REPEATS, int(MAX_RUN_S / step_s) - 1) if step_s > 0 else REPEATS
-        if repeats < 1:
-            raise InputError(f"Profiling this input's train step would take about {2 * step_s:.0f} s (one step and "
-                             f"a first one, with the profiler), over GE_MAX_RUN_S = {MAX_RUN_S:g} s: try a shorter "
-                             "input or a smaller architecture.")
+        repeats = repeats_within(shown.fixed.capture.step_s, MAX_RUN_S, "GE_MAX_RUN_S")
         ops = [n.op for n in shown.fixed.capture.graph.nodes]
         if self.isolate is not None and source(self.model_name).own_code:
             job = CostsJob(self.model_name, config_dict(self.config), shown.input.ids[0].tolist(), ops, repeats)

@@ -21,6 +21,7 @@ from explorer.core.confine import offered
 from explorer.core.errors import USER_ERRORS
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import tokenize
+from explorer.eager.costs import Costs
 from explorer.labs.contract import Output
 from explorer.labs.debug import OUTPUTS as DEBUG_OUTPUTS
 from explorer.labs.debug import DebugResult
@@ -38,6 +39,7 @@ from explorer.ui.labs import output_component
 from explorer.ui.stream import Updates, streamed
 from explorer.ui.theme import CODE_EDITOR_ID, CODE_ERROR_ID, CODE_RUN_ID
 from explorer.views.code import code_view, compiled_text
+from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS, costs_summary, line_rows, top_rows
 from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
 from models import arch_label, make_config
 from models.bugs import BUGS
@@ -98,6 +100,15 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
                                scale=0, min_width=260)
         shapes = gr.Button("Will they recompile? (the shapes lab on the edit, in the code worker)", scale=0,
                            min_width=300)
+    with gr.Row():
+        profile_it = gr.Button("Where the time went (the profiler on the edit's train step, in the code worker)",
+                               scale=0, min_width=300)
+    profiled = gr.Markdown()
+    with gr.Row():
+        cost_lines = gr.Dataframe(headers=ROLLUP_COLUMNS, label="the edit's train step, per line", interactive=False,
+                                  wrap=True, max_height=300)
+        cost_nodes = gr.Dataframe(headers=NODE_COLUMNS, label="its costliest nodes", interactive=False, wrap=True,
+                                  max_height=300)
     shaped = gr.Markdown()
     shaped_lengths = output_component(replace(_declared(SHAPES_OUTPUTS, "lengths"), label="per length, on the edit"))
     shaped_symbols = output_component(replace(_declared(SHAPES_OUTPUTS, "symbols"),
@@ -177,6 +188,23 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             return {shaped: f"{v.status}\n\n{v.summary}", shaped_lengths: v.lengths, shaped_symbols: v.symbols}
         yield from streamed(items, show, shaped, "Cannot predict on the edit", kind="code shapes")
 
+    def profiled_edit(e: CodeEdits | None) -> Iterator[Updates]:
+        """The last edit that ran, its train step profiled in the code worker, each operator charged to its node and
+        each node to its line of the edit."""
+        if e is None or e.good is None or e.good.lines is None:
+            yield {profiled: "Run an edit first: the profiler takes the last edit that ran."}
+            return
+        run = e.good
+
+        def items() -> Iterator[Any]:
+            yield (yield from e.costs(CODE_WORKER))
+
+        def show(costs: Costs) -> Updates:
+            assert run.lines is not None
+            return {profiled: costs_summary(costs, None), cost_lines: line_rows(costs, run.lines),
+                    cost_nodes: top_rows(costs, run.fixed.capture.graph, run.lines)}
+        yield from streamed(items(), show, profiled, "Cannot profile the edit", kind="code costs")
+
     def compiled_it(s: Session, e: CodeEdits | None) -> Iterator[Updates]:
         """The last edit that ran through torch.compile (aot_eager: inductor would start a C++ compiler, a process
         the code worker refuses), once, on the same input: its graphs, where dynamo broke them, and eager against
@@ -204,6 +232,7 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
     debug.click(debugged_it, [session, edits, bug], [debugged, modes], **running)
     freeze.click(froze, [session, edits], [frozen, routes], **running)
     compile_it.click(compiled_it, [session, edits], compiled, **running)
+    profile_it.click(profiled_edit, edits, [profiled, cost_lines, cost_nodes], **running)
     shapes.click(shaped_it, [session, edits, lengths, unbacked], [shaped, shaped_lengths, shaped_symbols], **running)
     set_by_the_app = [undo.click(undone, [edits, editor], editor, queue=False, api_visibility="private"),
                       back.click(original, edits, editor, queue=False, api_visibility="private"),

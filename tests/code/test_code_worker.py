@@ -244,3 +244,26 @@ def test_a_check_typed_into_an_edit_bounds_an_unbacked_length_where_its_assert_b
         next(shapes_edit(roomy[0], "transformer", {}, checked, " ", unbacked=False))
     with pytest.raises(AssertionError, match="confined"):  # never in an unconfined worker
         next(shapes_edit(WorkerProcess(name="compile"), "transformer", {}, checked, "3", unbacked=False))
+
+
+def _returned(steps):
+    """What a generator returns, its progress run through."""
+    try:
+        while True:
+            next(steps)
+    except StopIteration as stop:
+        return stop.value
+
+
+def test_an_edits_train_step_is_profiled_in_the_code_worker_each_node_charged_to_its_edited_line(roomy):
+    from explorer.views.costs import line_rows
+
+    edits = CodeEdits.of("rnn")
+    with pytest.raises(InputError, match="Run an edit first"):
+        _returned(edits.costs(roomy[0]))
+    for _ in edits.run(RNN, {}, "The cat sat on the mat.", roomy[0]):
+        pass
+    costs = _returned(edits.costs(roomy[0]))
+    assert costs.nodes and costs.matches_graph and costs.repeats >= 1
+    rows = line_rows(costs, edits.good.lines)
+    assert rows[0][0] == f"<editor>:{_line_of(RNN, 'new = cell(x, state)')}"  # the cell's line, the costliest
