@@ -57,7 +57,7 @@ def build_app(code: bool = False) -> gr.Blocks:
         # every tab's name in view, on a projector or a phone: past the width they wrap onto a second row (Gradio's
         # menu, measured once, could hide the Claims tab behind "..." when the font arrived late)
         with gr.Tabs(overflow_behavior="wrap") as tabs:
-            with gr.Tab("Playground", id="playground"):
+            with gr.Tab("Playground", id="playground") as playground_page:
                 playground = playground_tab()
                 generation_panel(session)
             for spec in LABS.values():
@@ -73,7 +73,12 @@ def build_app(code: bool = False) -> gr.Blocks:
         claims.select(lambda: cached_claims(cards), None, [x for c in cards for x in c.outputs], queue=False,
                       api_visibility="private")
         # the step on screen with the board as it is now (a claim measured on the Claims tab since the page loaded)
-        lessons.select(lesson.at, lesson.number, lesson.outputs, queue=False, api_visibility="private")
+        # on the Lessons tab, the header's link is the step's (the Playground's tab takes it back)
+        lend_link = {"fn": lambda step_link: step_link, "inputs": lesson.link, "outputs": link, "queue": False,
+                     "api_visibility": "private", "show_progress": "hidden"}
+        lessons.select(lesson.at, lesson.number, lesson.outputs, queue=False, api_visibility="private").then(
+            **lend_link)
+        lesson.link.change(**lend_link)  # a step moved
 
         def open_lesson(request: gr.Request) -> dict:
             """`?lesson=N` opens that step, `?present=1` presentation mode (both kept in the address as they change:
@@ -85,7 +90,7 @@ def build_app(code: bool = False) -> gr.Blocks:
                   concurrency_limit=None, show_progress="hidden")  # queued: a bad step's warning reaches the page
         downloads_panel(session)
         limits_panel()
-        wire_playground(demo, session, playground, link)
+        wire_playground(demo, session, playground, link, playground_page)
         present.change(None, present, None, js=PRESENT_JS, api_visibility="private")
         demo.unload(_closed)
         add_endpoints()

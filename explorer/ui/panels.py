@@ -19,6 +19,7 @@ from explorer.server import EXPORTS
 from explorer.serving.placement import compile_service
 from explorer.ui.downloads import PREFIX
 from explorer.ui.endpoints import refusing
+from explorer.ui.theme import STATE_LINK_ID
 from explorer.views.export import perfetto_file, tlparse_files
 
 
@@ -32,7 +33,7 @@ def header() -> tuple[gr.Checkbox, gr.HTML]:
                 "measured eager latency and memory.", elem_classes="ge-aside")
         with gr.Column(scale=2, min_width=420), gr.Row(equal_height=True):  # side by side: one line of the screen
             present = gr.Checkbox(False, label="presentation mode", info="larger everything, for a projector")
-            link = gr.HTML(label="link to this state")
+            link = gr.HTML(label="link to this state", elem_id=STATE_LINK_ID)
     return present, link
 
 

@@ -173,8 +173,9 @@ def _compiled_panel() -> CompiledPanel:
     return CompiledPanel(options, status, cards, figure, breaks, timeline, fx_graph, fx_code)
 
 
-def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.HTML) -> None:
-    """Every edit runs the Playground, then refreshes the state link and the compiled side."""
+def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.HTML, tab: gr.Tab) -> None:
+    """Every edit runs the Playground, then refreshes the state link and the compiled side; opening its `tab`
+    gives the link back to the Playground's state (the Lessons tab lends it to its step)."""
     c = p.compiled
 
     def shown(s: Session, item: GraphFirst | View, drawn: list[bool], groups: list[tuple[str, str]]) -> Updates:
@@ -264,6 +265,7 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
                   "queue": False, "api_visibility": "private", "show_progress": "hidden"}
 
     lines_event = wire_python_views(session, p.python, p.graph, p.open_module)
+    tab.select(**link_event)
 
     def after_run(event: Any) -> None:
         event.then(**lines_event)

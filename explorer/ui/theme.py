@@ -80,6 +80,7 @@ PRESENT_JS = """(on) => {
 # the Code tab's run button, editor, and the element naming the line where the last edit broke
 CODE_RUN_ID, CODE_EDITOR_ID, CODE_ERROR_ID = "ge-code-run", "ge-code-editor", "ge-code-error"
 LESSON_PREV_ID, LESSON_NEXT_ID = "ge-lesson-prev", "ge-lesson-next"  # the Lessons tab's buttons, a clicker's keys
+STATE_LINK_ID = "ge-state-link"  # the header's link to what is on screen: the Playground's state, or a lesson's step
 PAGE_JS = """() => {
   // Gradio 6.31 marks an empty plot or JSON with a bare <div aria-label="Empty value">: ARIA forbids a label on a div
   // without a role (axe's aria-prohibited-attr). It is an image of nothing: say so.

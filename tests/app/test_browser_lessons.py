@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from bench import lesson_status
 from explorer.claims.lessons import STEPS
+from explorer.ui.theme import STATE_LINK_ID
 from tests.app.browser import TIMEOUT, overlaps, plot_texts, shot, shown_after, watch_for
 from tests.helpers import start_app, stop_app
 
@@ -121,6 +122,12 @@ def test_a_clickers_keys_move_the_step_and_a_reload_keeps_it_projected(page: Pag
     expect(page.get_by_text(f"Step 3 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     page.wait_for_function("() => new URL(location.href).searchParams.get('lesson') === '3'", timeout=TIMEOUT)
     assert "present=1" in page.url
+    header = page.locator(f"#{STATE_LINK_ID} a")  # the header's link is the step's here; the Playground takes it back
+    expect(header).to_have_attribute("href", "?lesson=3", timeout=TIMEOUT)
+    page.get_by_role("tab", name="Playground").click()
+    expect(header).to_have_attribute("href", re.compile(r"^\?model="), timeout=TIMEOUT)
+    page.get_by_role("tab", name="Lessons").click()
+    expect(header).to_have_attribute("href", "?lesson=3", timeout=TIMEOUT)
     page.reload()
     expect(page.get_by_text(f"Step 3 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
     expect(page.locator("body.ge-presentation")).to_have_count(1)
