@@ -17,6 +17,7 @@ from typing import Any
 from torch import nn
 
 from explorer.core.errors import InputError
+from explorer.sources.userfile import Inputs
 
 _OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 SHAPE = "a name, a name.size(k), a name.shape[k] or a whole number"
@@ -82,7 +83,11 @@ def _first(fn: ast.FunctionDef) -> int:
 
 def with_check(model: nn.Module, check: Check) -> nn.Module:
     """`model`, its class swapped for a subclass whose forward runs `torch._check(<expression>)` before the statement
-    starting at `check.line` (the same object: its weights and hooks kept)."""
+    starting at `check.line` (the same object: its weights and hooks kept). A file's model whose inputs its
+    `example_inputs` makes is checked in its own forward, not in the engine's wrapper (dynamo inlines it)."""
+    if isinstance(model, Inputs):
+        with_check(model.model, check)
+        return model
     cls = type(model)
     fn = inspect.unwrap(cls.forward)
     if fn.__code__.co_freevars:  # super() or a closure: the recompiled function would lose its cells

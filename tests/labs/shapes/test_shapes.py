@@ -323,3 +323,17 @@ def test_a_check_is_sizes_compared_at_a_statements_line_and_anything_else_is_ref
         with_check(model, Check("ids.size(1) <= 64", 1))
     said = cli("shapes", "--model", "transformer", "--check-line", "5")
     assert said.returncode == 2 and "give the check too" in said.stderr and "Traceback" not in said.stderr
+
+
+@pytest.mark.slow
+def test_a_check_goes_into_a_files_own_forward_behind_its_example_inputs(menu_restored):
+    """examples/image_cnn.py makes its image from the ids in `example_inputs`: the check names the image, in the
+    file's own forward (dynamo inlines it into the engine's wrapper, whose frame holds the guards)."""
+    name = add_model_file(str(ROOT / "examples" / "image_cnn.py"))
+    plain = _run(name, (5, 40))
+    r = _run(name, (5, 40), check=Check("image.size(1) <= 64", 0))
+    # the check's bound joins the convolution's lower one in one range guard (dynamo names the line that first
+    # needed the range); without the check the length is unbounded above
+    assert any(g.code == "3 <= L['ids'].size()[1] <= 64" for g in r.graphs[0].guards) and r.agreed == 2
+    assert not any("<= 64" in g.code for g in plain.graphs[0].guards)
+    assert r.graphs[0].symbols.dimensions[1].value == "[3, 64]"
