@@ -132,8 +132,8 @@ class ShapesJob(Job[ShapesResult]):
                 why = skipped or "dynamo compiled no graph of the forward itself (only of frames inside it)"
                 predictions = [Prediction(n, Outcome.SKIPPED, "", why) for n in self.requests]
             else:
-                predictions = predict(self.requests, lambda n: self._check(cm, fn, cached, n), int(RECOMPILE_LIMIT),
-                                      instead=STANCES[self.stance], marked=self._in_range)
+                predictions = predict(self.requests, lambda n: self._guarded(cm, fn, cached, n),
+                                      int(RECOMPILE_LIMIT), instead=STANCES[self.stance], marked=self._in_range)
             predict_s = time.perf_counter() - start
             frame = str(cached[0].compile_id).split("/")[0] if cached else None
             requests = []
@@ -166,11 +166,12 @@ class ShapesJob(Job[ShapesResult]):
         now = entries(fn)
         if not now:
             return Outcome.SKIPPED
-        if any(f is None for _, f in self._check(cm, fn, now, length)):
+        if any(f is None for _, f in self._guarded(cm, fn, now, length)):
             return Outcome.REUSES
         return STANCES[self.stance] or Outcome.EAGER
 
-    def _check(self, cm: CompiledModel, fn: Any, cached: list[Any], length: int) -> list[tuple[str, str | None]]:
+    def _guarded(self, cm: CompiledModel, fn: Any, cached: list[Any], length: int) -> list[tuple[str, str | None]]:
+        """Each cached graph's compile id with the guard it fails at `length` (None: it accepts it)."""
         ids = self._ids(length)
         if self.options.mark_dynamic:  # as the call marks it: its guards check the mark
             dynamo.mark_dynamic(ids, 1, min=self.options.mark_min, max=self.options.mark_max)
