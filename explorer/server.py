@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from explorer.api import background_workers, stop_background_workers
-from explorer.claims.board import ClaimBoard
+from explorer.claims.board import ClaimBoard, keep_fresh
 from explorer.claims.board import warm as warm_claims
 from explorer.compile.warmup import warm_compile_cache
 from explorer.core import limits
@@ -89,3 +89,5 @@ def _warm_up() -> None:
             log.info("claims measured: %s", warm_claims(CLAIM_BOARD, background, wait_for_visitors))
     finally:
         stop_background_workers()
+    if os.environ.get("GE_WARM_CLAIMS", "1") != "0":  # and kept from expiring, by the same idle twins
+        keep_fresh(CLAIM_BOARD, background_workers, stop_background_workers, wait_for_visitors)

@@ -107,6 +107,10 @@ class ClaimBoard:
             except OSError as e:  # a full or read-only disk costs the restart's head start, not the result
                 log.warning("claims' results not written to %s: %s", self.path, e)
 
+    def forget(self, claim_id: str) -> None:
+        """Drop a claim's result (kept on file): its card measures anew when pressed."""
+        self._results.pop(claim(claim_id).id, None)
+
     def took(self, claim_id: str) -> float | None:
         """How long the claim's experiment last ran on this server (expired or not), or None if it never ran."""
         r = self._results.get(claim(claim_id).id)
@@ -166,3 +170,31 @@ def warm(board: ClaimBoard, workers: Workers, between: Callable[[], object] = la
         except Exception as e:  # the card's button will say why, when someone presses it
             lines.append(f"{c.id}: failed ({type(e).__name__}: {e})")
     return lines
+
+
+FRESH_FOR = 0.75  # of the board's time to live: a result this old is measured again, before anyone sees it expire
+
+
+def keep_fresh(board: ClaimBoard, workers: Callable[[], Workers], done: Callable[[], object],
+               between: Callable[[], object] = lambda: None, stop: threading.Event | None = None) -> None:
+    """Keep the board's results from expiring while the server runs (a lesson an hour after start-up opens on a
+    result, not on "not measured"): the result that expires first is measured again once FRESH_FOR of its time to
+    live has passed, by `workers()` (stopped by `done()` after each), after `between()` (waiting while visitors
+    wait); until `stop` is set, or the board has nothing to keep."""
+    stop = stop or threading.Event()
+    while not stop.is_set():
+        due = sorted((r.measured_at + FRESH_FOR * board.ttl_s, c) for c, r in list(board._results.items()))
+        if not due:
+            return
+        when, claim_id = due[0]
+        if stop.wait(max(0.0, when - time.time())):
+            return
+        between()
+        try:
+            *_, result = board.run(claim_id, workers(), again=True)
+            log.info("claim %s measured again for the board: %s", claim_id, result.verdict.kind.value)
+        except Exception as e:  # the next claim still runs; the card's button says why when pressed
+            log.warning("claim %s not measured again: %s: %s", claim_id, type(e).__name__, e)
+            board.forget(claim_id)  # not retried in a loop: the next visitor's press measures it
+        finally:
+            done()

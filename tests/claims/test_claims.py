@@ -13,7 +13,7 @@ import pytest
 import explorer.claims.recompile as recompile
 from explorer.api import workers as api_workers
 from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
-from explorer.claims.board import CLAIMS, ClaimBoard
+from explorer.claims.board import CLAIMS, ClaimBoard, keep_fresh
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult, pair_numbers
 from explorer.claims.lessons import STEPS, step, step_markdown
@@ -375,6 +375,33 @@ def test_the_board_runs_a_claim_once_for_everyone_until_it_expires(workers):
     assert expired.cached("shape") is None and list(expired.run("shape", workers))[-1] is not first
     with pytest.raises(InputError, match="unknown claim"):
         list(board.run("nope", workers))
+
+
+def test_the_board_measures_each_result_again_before_it_expires_until_stopped(workers, monkeypatch):
+    """keep_fresh: the result is measured again with no one asking, after waiting for visitors and with its workers
+    stopped after; a claim that fails is dropped (its card measures it when pressed), and with nothing left the
+    keeper ends."""
+    board = ClaimBoard(ttl_s=2.0, quick=True)
+    first = list(board.run("shape", workers))[-1]
+    said: list[str] = []
+    stop = threading.Event()
+    keeper = threading.Thread(target=keep_fresh, args=(board, lambda: workers, lambda: said.append("stopped"),
+                                                       lambda: said.append("waited"), stop), daemon=True)
+    keeper.start()
+    deadline = time.monotonic() + 300  # a hang detector: the first refresh is due 1.5 s after the result
+    while board._results["shape"] is first and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    keeper.join(300)
+    assert board._results["shape"] is not first and not keeper.is_alive()
+    assert said[:2] == ["waited", "stopped"]
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("a worker died")
+
+    monkeypatch.setattr(board, "run", fails)
+    keep_fresh(board, lambda: workers, lambda: None)  # returns: the failed claim was dropped, nothing left to keep
+    assert board.cached("shape") is None
 
 
 def test_a_restarted_board_shows_only_what_this_server_measured_within_its_time_to_live(measured_claims, tmp_path):
