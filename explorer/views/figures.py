@@ -13,11 +13,9 @@ import plotly.graph_objects as go
 from explorer.compile.observe import CompileEvent
 from explorer.compile.track import CompiledRun
 from explorer.core.limits import MAX_DRAWN_NODES
-from explorer.core.paths import sanitize
 from explorer.draw.graph import draw_graph, fx_graph
 from explorer.draw.style import PALETTE, Unchecked, iqr_bars, whole_ticks, wrapped
 from explorer.draw.tree_layout import tree_layout
-from explorer.eager.partial import PartialGraph
 from explorer.runs.session import Captured, RunRecord, RunResult
 from explorer.sources.registry import source
 
@@ -47,14 +45,6 @@ def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES,
     return draw_graph(graph, title, added, max_nodes, height, expand, lay, result.capture.branches, lit=lit,
                       line_of=line_of, heat=heat)
 
-
-
-def partial_figure(partial: PartialGraph, arch: str, tokens: int) -> Unchecked:
-    """The graph a forward built before it raised, the last node made before the failure ringed."""
-    title = (f"Autograd graph up to the failure: {len(partial.graph.nodes)} nodes ({{drawn}}); {arch}, {tokens} "
-             f"tokens<br><sup>{html.escape(sanitize(partial.said())[:160])}</sup>")
-    lit = ("the last node made before it raised", frozenset({partial.last}) if partial.last >= 0 else frozenset())
-    return draw_graph(partial.graph, title, lit=lit)
 
 
 def fx_figure(event: CompileEvent, height: int = 460) -> Unchecked:

@@ -15,6 +15,7 @@ from explorer.core.limits import CACHED_RUNS
 from explorer.core.paths import sanitize, sanitized
 from explorer.core.progress import Progress
 from explorer.draw.layout import modules
+from explorer.draw.partial import partial_figure
 from explorer.draw.style import Unchecked
 from explorer.eager.costs import Costs
 from explorer.eager.partial import ForwardRaised, PartialGraph
@@ -26,7 +27,7 @@ from explorer.serving.shared import LRU
 from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
 from explorer.views.costs import costs_report, costs_summary, costs_text, line_rows, module_rows, top_rows
-from explorer.views.figures import graph_figure, history_figure, partial_figure
+from explorer.views.figures import graph_figure, history_figure
 from explorer.views.lines import branch_rows, lines_rows, lines_summary, lit_nodes
 from explorer.views.report import build_report, captured_report
 from models import Knob, arch_label

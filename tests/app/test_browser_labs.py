@@ -53,6 +53,9 @@ def test_the_debugging_lab_shows_the_bug_in_each_mode(page: Page, app_url):
     expect(page.get_by_role("gridcell", name="TorchRuntimeError", exact=False).first).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text(re.compile("^Verdict: shape bug on long inputs: eager names models/bugs.py"))
            ).to_be_visible()
+    # the graph eager mode built before it raised, drawn (its title says where)
+    expect(page.locator(".js-plotly-plot").filter(has_text="Autograd graph up to the failure").first).to_be_visible(
+        timeout=TIMEOUT)
     shot(page, "11-debugging-lab")
 
 

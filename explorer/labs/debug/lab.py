@@ -10,6 +10,7 @@ from typing import Any
 from explorer.core.errors import InputError
 from explorer.core.inputs import tokenize
 from explorer.core.progress import Progress
+from explorer.eager.partial import PartialGraph, record_partial
 from explorer.labs.debug.compare import Comparison, GraphChange, compare, comparison_texts, graph_change
 from explorer.labs.debug.failure import Failure
 from explorer.labs.debug.inspect import InspectJob, Recording, compared, record
@@ -34,6 +35,7 @@ class DebugResult:
     comparisons: list[Comparison] = field(default_factory=list)
     graph: GraphChange | None = None
     inspection: list[Recording] = field(default_factory=list)
+    partial: PartialGraph | None = None  # the graph eager mode built before the forward raised, if it raised there
 
     def verdict(self) -> str:
         b = BUGS[self.bug]
@@ -72,7 +74,10 @@ class DebugResult:
                 "modes": [m.as_dict() for m in self.modes], "nan": [f.as_dict() for f in self.findings],
                 "comparison": [c.as_dict() for c in self.comparisons],
                 "graph_change": None if self.graph is None else vars(self.graph),
-                "inspection": [r.as_dict() for r in self.inspection]}
+                "inspection": [r.as_dict() for r in self.inspection],
+                "partial": None if self.partial is None else {
+                    "nodes": len(self.partial.graph.nodes), "line": self.partial.line, "code": self.partial.code,
+                    "error": self.partial.error, "last": self.partial.last}}
 
 
 def _compiled(service: JobRunner, job: DebugJob | InspectJob, label: str) -> Iterator[Progress | Any]:
@@ -113,6 +118,9 @@ def run_debug(service: JobRunner, model: str, config: object, bug: str, text: st
                 else:
                     outcomes.append(item)
     result = DebugResult(model, values, bug, tokens.text, ids.shape[1], outcomes)
+    if any(m.mode == "eager" and m.failed for m in outcomes):
+        yield Progress.said("Recording the graph eager mode built before it raised")
+        result.partial = record_partial(bugged(model, values, bug, source), ids)  # None: it raised after the forward
     if bug.startswith("nan"):
         yield Progress.said("Locating the NaN: detect_anomaly, forward hooks, a dispatch mode")
         try:

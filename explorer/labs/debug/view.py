@@ -11,6 +11,8 @@ import plotly.graph_objects as go
 from explorer.core import machine
 from explorer.core.fmt import count
 from explorer.core.machine import Machine
+from explorer.draw.partial import partial_figure
+from explorer.draw.style import Unchecked
 from explorer.labs.contract import Kind, Output
 from explorer.labs.debug.lab import DebugResult
 from explorer.labs.debug.modes import ModeOutcome
@@ -24,6 +26,7 @@ OUTPUTS = (
     Output("verdict", Kind.MARKDOWN),
     Output("modes", Kind.TABLE, "per mode", MODE_COLUMNS, prose=(MODE_COLUMNS[2],)),
     Output("nan", Kind.TABLE, "where did the NaN come from (NaN bugs)", NAN_COLUMNS, prose=("what it names",)),
+    Output("partial", Kind.PLOT, "the graph eager mode built before it raised"),
     Output("comparison", Kind.PLOT, "against the un-bugged model", row=1),
     Output("inspection", Kind.PLOT, "a recording hook, eager vs compiled", row=1),
     Output("tracebacks", Kind.MARKDOWN, "the tracebacks, as printed", folded=True),
@@ -37,6 +40,7 @@ class DebugView:
     modes: list[list[Any]]
     tracebacks: str  # markdown: each mode's traceback in a fenced block
     nan: list[list[Any]]
+    partial: Unchecked | None  # None: eager mode raised nothing in the forward
     comparison: go.Figure
     inspection: go.Figure
     report: dict[str, Any]
@@ -92,8 +96,9 @@ def view_of(result: DebugResult) -> DebugView:
               f"{machine.this_machine().line()}."
               + (f" Graph diff against the un-bugged model: {g.label}" if g else ""))
     return DebugView(status, f"**Verdict**: {result.verdict()}", [_mode_row(m) for m in result.modes],
-                     "\n\n".join(blocks) or "No mode raised.", nan, comparison_figure(result),
-                     inspection_figure(result), report)
+                     "\n\n".join(blocks) or "No mode raised.", nan,
+                     partial_figure(result.partial, result.model, result.tokens) if result.partial else None,
+                     comparison_figure(result), inspection_figure(result), report)
 
 
 def format_debug(report: dict[str, Any]) -> str:
@@ -118,6 +123,9 @@ def format_debug(report: dict[str, Any]) -> str:
     for c in report["comparison"]:
         lines.append(f"vs un-bugged, {c['tokens']:>4} tokens: " + (f"raised {c['error']}" if c["error"] else
                                                                   f"max |diff| {c['max_abs_diff']:.3g}"))
+    if p := report.get("partial"):
+        lines.append(f"eager's graph before it raised: {p['nodes']} nodes, raised at {p['line'] or 'no line of yours'}"
+                     f" {p['code']}")
     for r in report["inspection"]:
         lines.append(f"hook on {r['module']}, {r['said']}")
     lines.append(f"verdict: {report['verdict']}")

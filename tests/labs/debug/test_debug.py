@@ -14,6 +14,7 @@ from explorer.labs.debug.inspect import InspectJob, compared, record
 from explorer.labs.debug.lab import DebugResult, run_debug
 from explorer.labs.debug.modes import DebugJob, bugged, eager, traced
 from explorer.labs.debug.nan import locate
+from explorer.labs.debug.view import format_debug, view_of
 from explorer.workers.process import WorkerProcess
 from explorer.workers.protocol import WorkerContext
 from models import make_config
@@ -23,6 +24,11 @@ from tests.helpers import source_line
 
 LONG = "The cat sat on the mat, and then it slept."  # 42 tokens: past the shape bug's threshold
 SHORT = "Hi there."
+
+
+def items_of(items):
+    *_, last = items
+    return last
 
 
 def _bug_line(bug: str) -> str:
@@ -108,6 +114,7 @@ def test_the_lab_through_the_compile_worker(tmp_path):
     service = WorkerProcess(timeout_s=120)
     try:
         items = list(run_debug(service, "rnn", make_config("rnn"), "shape", LONG, ["eager", "compiled (eager)"]))
+        nan = items_of(run_debug(service, "rnn", make_config("rnn"), "nan_forward", LONG, ["eager"]))
     finally:
         service.stop()
     result = items[-1]
@@ -115,6 +122,15 @@ def test_the_lab_through_the_compile_worker(tmp_path):
     eager_mode, compiled = result.modes
     assert eager_mode.failed and compiled.failed and compiled.failure.where == eager_mode.failure.where
     assert "eager names models/bugs.py" in result.verdict() and "names the same line" in result.verdict()
+    # the graph eager mode built before it raised, the bug's line named, drawn with its last node ringed
+    partial = result.partial
+    assert partial is not None and partial.graph.nodes and partial.last >= 0
+    # (the line of the model's own file that called the embedding whose hook raised, as the Playground names it)
+    assert partial.line == source_line("models/rnn.py", "x = self.embed(ids)")
+    assert "is invalid for input of size" in partial.error
+    assert view_of(result).partial is not None and result.as_dict()["partial"]["nodes"] == len(partial.graph.nodes)
+    assert "eager's graph before it raised" in format_debug(view_of(result).report)
+    assert nan.partial is None and view_of(nan).partial is None  # a NaN raises nothing: no partial graph
 
 
 def test_bad_choices_are_refused_before_any_work():
