@@ -38,7 +38,7 @@ from explorer.ui.controls import cards_html
 from explorer.ui.labs import output_component
 from explorer.ui.stream import Updates, streamed
 from explorer.ui.theme import CODE_EDITOR_ID, CODE_ERROR_ID, CODE_RUN_ID
-from explorer.views.code import code_view, compiled_text
+from explorer.views.code import code_view, compiled_text, heat_figure
 from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS, costs_summary, line_rows, top_rows
 from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
 from models import arch_label, make_config
@@ -202,7 +202,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
         def show(costs: Costs) -> Updates:
             assert run.lines is not None
             return {profiled: costs_summary(costs, None), cost_lines: line_rows(costs, run.lines),
-                    cost_nodes: top_rows(costs, run.fixed.capture.graph, run.lines)}
+                    cost_nodes: top_rows(costs, run.fixed.capture.graph, run.lines),
+                    figure: heat_figure(run, costs, e.model)}
         yield from streamed(items(), show, profiled, "Cannot profile the edit", kind="code costs")
 
     def compiled_it(s: Session, e: CodeEdits | None) -> Iterator[Updates]:
@@ -232,7 +233,7 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
     debug.click(debugged_it, [session, edits, bug], [debugged, modes], **running)
     freeze.click(froze, [session, edits], [frozen, routes], **running)
     compile_it.click(compiled_it, [session, edits], compiled, **running)
-    profile_it.click(profiled_edit, edits, [profiled, cost_lines, cost_nodes], **running)
+    profile_it.click(profiled_edit, edits, [profiled, cost_lines, cost_nodes, figure], **running)
     shapes.click(shaped_it, [session, edits, lengths, unbacked], [shaped, shaped_lengths, shaped_symbols], **running)
     set_by_the_app = [undo.click(undone, [edits, editor], editor, queue=False, api_visibility="private"),
                       back.click(original, edits, editor, queue=False, api_visibility="private"),

@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from explorer.code.edits import CodeOutcome
+from explorer.code.job import CodeRun
 from explorer.compile.jobs import PlaygroundReply
 from explorer.core.fmt import count
 from explorer.core.paths import EDITOR, in_editor
 from explorer.draw.graph import draw_graph
 from explorer.draw.style import Unchecked
+from explorer.eager.costs import Costs
 from explorer.views.lines import branch_rows, lines_rows
 
 
@@ -59,6 +61,17 @@ def _figure(o: CodeOutcome, arch: str) -> Unchecked:
     if added:
         title += f"<br><sup>red outline: +{o.diff.nodes_added} nodes vs {o.diff.label}</sup>"
     return draw_graph(graph, title, added, branches=o.good.fixed.capture.branches)
+
+
+def heat_figure(run: CodeRun, costs: Costs, arch: str) -> Unchecked:
+    """The edit's graph coloured and sized by each node's profiled time (forward + backward), as the Playground's
+    costs view draws it, each node's line of the edit in its hover."""
+    graph = run.fixed.capture.graph
+    title = (f"Autograd graph of the edited code: {len(graph.nodes)} nodes, {len(graph.edges)} edges ({{drawn}}); "
+             f"{arch}<br><sup>coloured and sized by each node's profiled time, forward + backward</sup>")
+    line_of = {n: f"{f}:{line}" for n, (f, line) in run.lines.node_line.items()} if run.lines else None
+    return draw_graph(graph, title, branches=run.fixed.capture.branches, line_of=line_of,
+                      heat={n: c.total_us for n, c in costs.nodes.items()})
 
 
 def _cards(o: CodeOutcome) -> list[tuple[str, str, str]]:

@@ -93,6 +93,7 @@ def test_an_if_pasted_into_forward_shows_in_the_graph_and_a_typed_syntax_error_a
     page.get_by_role("button", name=re.compile("^Where the time went")).click()  # the profiler, on this edit
     per_line = page.get_by_label("the edit's train step, per line")
     expect(per_line.get_by_role("row", name=re.compile(r"^<editor>:\d+ ")).first).to_be_visible(timeout=TIMEOUT)
+    expect(figure).to_contain_text("coloured and sized by each node's profiled time")  # the edit's graph, by time
     href = page.get_by_role("link", name="link to this edit").get_attribute("href")
     assert href.startswith("?model=rnn&code=") and len(href) < 400  # a few changed lines, not the file
     _to_line(page, LINE + 2)  # back in the editor, at the end of the pasted call
