@@ -81,19 +81,24 @@ sys.meta_path.insert(0, _Embedded())
 '''
 
 _GRAPH = '''
-def graph_counts(loss):
-    """The autograd graph under the loss, as the app reads it: every node once (parameters' AccumulateGrad
-    included), and every edge."""
-    seen, stack, edges = {loss.grad_fn}, [loss.grad_fn], 0
+def nodes_of(loss):
+    """The autograd graph's nodes under the loss, every one once (parameters' AccumulateGrad included), in one fixed
+    order (a walk from the loss): the same graph walked twice gives the same order."""
+    order, seen, stack = [], {loss.grad_fn}, [loss.grad_fn]
     while stack:
-        for nxt, _ in stack.pop().next_functions:
-            if nxt is None:
-                continue
-            edges += 1
-            if nxt not in seen:
+        fn = stack.pop()
+        order.append(fn)
+        for nxt, _ in reversed(fn.next_functions):
+            if nxt is not None and nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
-    return len(seen), edges
+    return order
+
+
+def graph_counts(loss):
+    """The autograd graph under the loss, as the app reads it: its nodes and every edge."""
+    order = nodes_of(loss)
+    return len(order), sum(nxt is not None for fn in order for nxt, _ in fn.next_functions)
 
 
 def train_loss(output):
@@ -169,20 +174,6 @@ for f in sorted(files):
 '''
 
 _COSTS = '''
-def nodes_of(loss):
-    """The autograd graph's nodes under the loss, in one fixed order (a walk from the loss): the same graph walked
-    twice gives the same order."""
-    order, seen, stack = [], {loss.grad_fn}, [loss.grad_fn]
-    while stack:
-        fn = stack.pop()
-        order.append(fn)
-        for nxt, _ in reversed(fn.next_functions):
-            if nxt is not None and nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return order
-
-
 def made_at(fn):
     """The line that made a node: the innermost frame in the model's files of the stack anomaly mode kept."""
     for path, line in reversed(re.findall(r'File "([^"]+)", line (\\d+)', "".join(fn.metadata.get("traceback_", [])))):

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from explorer.compile.options import CompileOptions
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
-from explorer.core.workload import workload
+from explorer.core.workload import typed_lengths
 from explorer.labs.shapes import ShapesJob, ShapesResult
 from explorer.workers.protocol import JobRunner
 
@@ -25,6 +25,6 @@ def shapes_edit(service: JobRunner, model: str, config: dict, source: str, lengt
     assert getattr(service, "confined", False), "edited code runs in the confined code worker only"
     if not lengths.strip():
         raise InputError("type the lengths to predict, then run (numbers of tokens: 12, 1, 40)")
-    requests = workload("zipf", 1, 1, 1, lengths).lengths  # typed lengths, refused in one line if they are not
+    requests = typed_lengths(lengths)
     yield from service.run(ShapesJob(model, config, CompileOptions("eager"), COMPILED_AT, requests, (), unbacked,
                                      source=source))

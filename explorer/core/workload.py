@@ -36,7 +36,7 @@ def workload(source: str, n: int, min_len: int, max_len: int, typed: str = "", s
     """The lengths `typed` (numbers separated by commas, spaces or lines: a file's lines too), when there are any;
     else `n` requests of lengths drawn from `source` (uniform, zipf, bimodal) between `min_len` and `max_len`."""
     if typed.strip():
-        return Workload(_typed(typed), "typed")
+        return Workload(typed_lengths(typed), "typed")
     if source not in DISTRIBUTIONS:
         raise InputError(f"lengths come from one of {', '.join(DISTRIBUTIONS)}; got {source!r}")
     if not 1 <= n <= MAX_REQUESTS:
@@ -47,7 +47,9 @@ def workload(source: str, n: int, min_len: int, max_len: int, typed: str = "", s
     return Workload(tuple(lengths), f"{source} {min_len}-{max_len}, seed {seed}")
 
 
-def _typed(text: str) -> tuple[int, ...]:
+def typed_lengths(text: str) -> tuple[int, ...]:
+    """Lengths typed as numbers separated by commas, spaces or lines, each 1 to the token limit (refused in one
+    line otherwise)."""
     words = text.replace(",", " ").split()
     if len(words) > MAX_REQUESTS:
         raise InputError(f"a workload is at most {MAX_REQUESTS:,} requests; got {len(words):,}")

@@ -36,6 +36,7 @@ import torch._dynamo
 from explorer.core import child as child_process
 from explorer.core.child import spawn_args
 from explorer.core.confine import confine, cpu_budget
+from explorer.core.errors import USER_ERRORS
 from explorer.core.limits import (
     CODE_CPU_S,
     CODE_MEMORY_MB,
@@ -134,7 +135,8 @@ def _worker_main(conn: Any, tmpdir: str, core: int | None, confined: bool = Fals
         try:
             reply: Done | Failed = Done(message.job.run(ctx))
         except Exception as e:  # reported to the parent; the worker stays usable
-            reply = Failed(f"{type(e).__name__}: {e}")
+            # a refusal of the person's input is already written for them: said as it is, not as a crash
+            reply = Failed(str(e) if isinstance(e, USER_ERRORS) else f"{type(e).__name__}: {e}")
         try:
             conn.send(reply)
         except (BrokenPipeError, EOFError):  # the parent let go of this worker (timeout, shutdown): exit quietly

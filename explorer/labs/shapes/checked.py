@@ -17,6 +17,7 @@ from typing import Any
 from torch import nn
 
 from explorer.core.errors import InputError
+from explorer.core.paths import sanitize
 from explorer.sources.userfile import Inputs
 
 _OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -108,7 +109,7 @@ def with_check(model: nn.Module, check: Check) -> nn.Module:
     if found is None:
         starts = sorted({body[i].lineno for body, i in statements})
         raise InputError(f"no statement of {cls.__name__}.forward starts at line {check.line} of "
-                         f"{inspect.getsourcefile(fn)}; its statements start at lines {_spans(starts)}")
+                         f"{sanitize(inspect.getsourcefile(fn) or '')}; its statements start at lines {_spans(starts)}")
     body, i = found
     calls = [ast.Expr(ast.Call(ast.Attribute(ast.Name("torch", ast.Load()), "_check", ast.Load()), [c], []))
              for c in parsed(check.expression)]

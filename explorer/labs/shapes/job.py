@@ -108,7 +108,8 @@ class ShapesJob(Job[ShapesResult]):
     def run(self, ctx: WorkerContext) -> ShapesResult:
         dynamo.reset()  # the prediction reads this model's graphs only
         with dynamo.config.patch(**dict.fromkeys(self.switches, True)), shape_config.patch(use_duck_shape=self.duck):
-            seen: dict[str, Traced] = {}  # compile id: the graph as the backend got it
+            seen: dict[str, Traced] = {}  # compile id: the graph as the backend got it (`name`, read below, is set
+            # before the first call compiles anything)
             cm = CompiledModel(self.model, self.values, self.options, self.source,
                                on_graph=lambda cid, gm, inputs: seen.setdefault(cid, traced(gm, inputs, name)))
             if self.check is not None:

@@ -308,7 +308,7 @@ def test_a_check_at_a_line_bounds_an_unbacked_length_so_the_assert_and_attention
     assert "graph breaks 1 → 0" in said and "`idx.size(1)` u0 unbacked [0, ∞) → u0 unbacked [1, 64]" in said
 
 
-def test_a_check_is_sizes_compared_at_a_statements_line_and_anything_else_is_refused_in_one_line():
+def test_a_check_is_sizes_compared_at_a_statements_line_and_anything_else_is_refused_in_one_line(tmp_path):
     from explorer.core.errors import InputError
     from explorer.labs.shapes.checked import parsed, with_check
     from models import build_model, make_config
@@ -323,6 +323,12 @@ def test_a_check_is_sizes_compared_at_a_statements_line_and_anything_else_is_ref
         with_check(model, Check("ids.size(1) <= 64", 1))
     said = cli("shapes", "--model", "transformer", "--check-line", "5")
     assert said.returncode == 2 and "give the check too" in said.stderr and "Traceback" not in said.stderr
+    # a line the worker finds no statement at: refused as the person's input, naming no path of this machine
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("3")
+    said = cli("shapes", "--model", "transformer", "--check", "t <= 4", "--check-line", "1", "--lengths", str(lengths))
+    assert said.returncode == 2 and "error: no statement of TransformerEncoder.forward starts at line 1 of " \
+        "models/transformer.py" in said.stderr and str(ROOT) not in said.stderr
 
 
 @pytest.mark.slow
