@@ -248,28 +248,36 @@ def test_hover_names_the_node_under_the_pointer_in_both_modes(page: Page, app_ur
     shot(page, "presentation-hover")
 
 
-_FOCUSABLE = """() => [...document.querySelectorAll('input, button, select, textarea, a[href], [tabindex]')]
-  .filter((e) => e.tabIndex >= 0 && !e.disabled && e.offsetParent !== null && e.getClientRects().length)
-  .map((e, i) => { e.dataset.geFocus = String(i); return i; })"""
-_NAME = """() => { const e = document.activeElement; if (!e || !e.dataset.geFocus) return null;
-  const byId = e.id && document.querySelector(`label[for="${e.id}"]`);
+# Each control keyed by what it is (its tag, id, and name or link, with its place among controls keyed alike), not
+# by a mark on the element: Gradio replaces an HTML block's elements when its value changes (the header's link to
+# this state, updated as a run ends), and a mark on the replaced element was lost (a control "not reachable" once).
+_KEYS = """() => { const seen = {};
+  const key = (e) => { const k = [e.tagName, e.id, e.getAttribute('aria-label') || e.getAttribute('href')
+    || (e.innerText || '').trim().slice(0, 60)].join('|'); seen[k] = (seen[k] || 0) + 1; return `${k}|${seen[k]}`; };
+  return [...document.querySelectorAll('input, button, select, textarea, a[href], [tabindex]')]
+    .filter((e) => e.tabIndex >= 0 && !e.disabled && e.offsetParent !== null && e.getClientRects().length)
+    .map((e) => [e, key(e)]); }"""
+_FOCUSABLE = f"() => ({_KEYS})().map(([, k]) => k)"
+_NAME = f"""() => {{ const e = document.activeElement; const mine = ({_KEYS})().find(([c]) => c === e);
+  if (!mine) return null;
+  const byId = e.id && document.querySelector(`label[for="${{e.id}}"]`);
   const block = e.closest('.block')?.querySelector('[data-testid="block-info"]');
   const name = e.getAttribute('aria-label') || e.labels?.[0]?.innerText || (byId && byId.innerText) || e.title
     || e.innerText || e.dataset.title || e.querySelector('title')?.textContent || e.closest('label')?.innerText
     || block?.innerText;
-  return [e.dataset.geFocus, (name || '').trim()]; }"""
+  return [mine[1], (name || '').trim()]; }}"""
 
 
 def test_every_playground_control_is_reached_and_named_with_the_keyboard(page: Page, app_url):
     loaded(page, app_url)
     controls = set(page.evaluate(_FOCUSABLE))
     page.locator("body").click(position={"x": 5, "y": 5})
-    reached: dict[int, str] = {}
+    reached: dict[str, str] = {}
     for _ in range(3 * len(controls)):
         page.keyboard.press("Tab")
         got = page.evaluate(_NAME)
         if got is not None:
-            reached[int(got[0])] = got[1]
+            reached[got[0]] = got[1]
         if controls <= set(reached):
             break
     assert controls <= set(reached), f"not reachable with Tab: {sorted(controls - set(reached))}"
