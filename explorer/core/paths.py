@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 PROJECT = str(Path(__file__).resolve().parents[2]) + "/"
-_SITE = re.compile(r"(/[^\s\"']*?)?/site-packages/")
+# a path relative to the project too (a venv inside it), never the markup around it (quotes, brackets, ** and `)
+_SITE = re.compile(r"(?:[^\s\"'()*`]*/)?site-packages/")
 _STDLIB = sysconfig.get_paths()["stdlib"] + "/"
 _TMP = re.compile(re.escape(tempfile.gettempdir()) + r"/[^\s\"']*")
 EDITOR = "<editor>"  # the Code tab's edited source's file name in its code objects, so its frames can be found

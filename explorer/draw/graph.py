@@ -166,8 +166,15 @@ def _heat_trace(lay: GraphLayout, heat: Mapping[int, float], line_of: Mapping[in
                        "symbol": ["square" if d.is_param else "circle" for d in lay.nodes]},
             "text": [f"{_hover(d, line_of)}<br><b>{t:,.1f} µs</b> (forward + backward)" for d, t in zip(lay.nodes, us,
                                                                                                      strict=True)],
-            "hoverinfo": "text", "texttemplate": [t for t, _ in shown], "textposition": [p for _, p in shown],
+            "hoverinfo": "text", "customdata": _picks(lay.nodes), "texttemplate": [t for t, _ in shown],
+            "textposition": [p for _, p in shown],
             "textfont": {"size": 12, "color": "#333"}, "cliponaxis": False}
+
+
+def _picks(nodes: list[DrawNode]) -> list[int]:
+    """What a click on each drawn node sends (ui/theme.PAGE_JS): its first graph node's id, which names the drawn
+    node on the server (views/figures.drawn_node) without the figure carrying every member of a group."""
+    return [d.members[0].id for d in nodes]
 
 
 def _lit_trace(lay: GraphLayout, name: str, lit: frozenset[int]) -> list[dict]:
@@ -226,7 +233,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
                 "line": {"width": [3 if d.added else 0.5 for d in nodes],
                          "color": [_ADDED if d.added else "#333" for d in nodes]},
             },
-            "text": [_hover(d, line_of) for d in nodes], "hoverinfo": "text",
+            "text": [_hover(d, line_of) for d in nodes], "hoverinfo": "text", "customdata": _picks(nodes),
             "texttemplate": [shown[j][0] for j in idx],
             "textposition": [shown[j][1] for j in idx],
             "textfont": {"size": 12, "color": "#333"}, "cliponaxis": False,

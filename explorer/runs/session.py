@@ -153,6 +153,7 @@ class Session:
     baseline: RunResult | None = None  # the run the next is diffed against: the latest that stayed (see `typing`)
     labs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each lab's latest report, by lab name
     profiled: tuple[str, Costs] | None = field(default=None, repr=False)  # the latest costs, with their run's key
+    picked: tuple[str, int] | None = None  # the graph node a person clicked last, with its run's key
     residency: Residency | None = field(default=None, repr=False)  # the server's bound on built models, if any
     run_lock: RunLock = field(default_factory=RunLock, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -275,6 +276,11 @@ class Session:
             costs = profile_costs(self.model, shown.input.ids, ops, repeats)
         self.profiled = (shown.key, costs)
         return costs
+
+    def picked_shown(self) -> int | None:
+        """The node clicked last, if it is a node of the input on screen's graph."""
+        shown = self.shown
+        return self.picked[1] if self.picked and shown is not None and self.picked[0] == shown.key else None
 
     def costs_shown(self) -> Costs | None:
         """The costs profiled last, if they are the input on screen's."""

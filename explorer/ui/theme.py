@@ -80,6 +80,7 @@ PRESENT_JS = """(on) => {
 # the Code tab's run button, editor, and the element naming the line where the last edit broke
 CODE_RUN_ID, CODE_EDITOR_ID, CODE_ERROR_ID = "ge-code-run", "ge-code-editor", "ge-code-error"
 LESSON_PREV_ID, LESSON_NEXT_ID = "ge-lesson-prev", "ge-lesson-next"  # the Lessons tab's buttons, a clicker's keys
+NODE_PICK_ID = "ge-node-pick"  # hidden: the node clicked in the Playground's graph, sent to the server
 STATE_LINK_ID = "ge-state-link"  # the header's link to what is on screen: the Playground's state, or a lesson's step
 PAGE_JS = """() => {
   // Gradio 6.31 marks an empty plot or JSON with a bare <div aria-label="Empty value">: ARIA forbids a label on a div
@@ -101,9 +102,23 @@ PAGE_JS = """() => {
       if (l.classList.contains('ge-broken') !== on) l.classList.toggle('ge-broken', on);
     });
   };
+  // A click on a node of the Playground's graph names it to the server (the node's first graph node, the figure's
+  // customdata), which marks the line that made it: Gradio's Plot has no click event of its own.
+  const clickable = () => document.querySelectorAll('.ge-graph .js-plotly-plot').forEach((plot) => {
+    if (plot.geClicks || !plot.on) return;
+    plot.geClicks = true;
+    plot.on('plotly_click', (e) => {
+      const node = e.points?.find((p) => typeof p.customdata === 'number')?.customdata;
+      const box = document.querySelector('#NODE_PICK_ID textarea, #NODE_PICK_ID input');
+      if (node === undefined || !box) return;
+      box.value = String(node);
+      box.dispatchEvent(new Event('input', {bubbles: true}));  // the box's value, then its button's event
+      requestAnimationFrame(() => document.getElementById('NODE_PICK_ID-go')?.click());
+    });
+  });
   const code = (r) => r.target instanceof Element && r.target.closest('#CODE_EDITOR_ID, #CODE_ERROR_ID');
   new MutationObserver((records) => {
-    if (records.some((r) => r.type === 'childList')) label();
+    if (records.some((r) => r.type === 'childList')) { label(); clickable(); }
     if (records.some(code)) markBroken();  // classes too: the editor re-sets a line's own as the cursor moves
   }).observe(document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['class']});
   label();
@@ -174,4 +189,5 @@ PAGE_JS = """() => {
     line.closest('.cm-content').dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true}));
   }, true);
 }""".replace("CODE_EDITOR_ID", CODE_EDITOR_ID).replace("CODE_RUN_ID", CODE_RUN_ID).replace(
-    "CODE_ERROR_ID", CODE_ERROR_ID).replace("LESSON_NEXT_ID", LESSON_NEXT_ID).replace("LESSON_PREV_ID", LESSON_PREV_ID)
+    "CODE_ERROR_ID", CODE_ERROR_ID).replace("LESSON_NEXT_ID", LESSON_NEXT_ID).replace(
+    "LESSON_PREV_ID", LESSON_PREV_ID).replace("NODE_PICK_ID", NODE_PICK_ID)

@@ -14,6 +14,7 @@ from explorer.compile.observe import CompileEvent
 from explorer.compile.track import CompiledRun
 from explorer.core.limits import MAX_DRAWN_NODES
 from explorer.draw.graph import draw_graph, fx_graph
+from explorer.draw.layout import DrawNode, GraphLayout, layout_graph
 from explorer.draw.style import PALETTE, Unchecked, iqr_bars, whole_ticks, wrapped
 from explorer.draw.tree_layout import tree_layout
 from explorer.runs.session import Captured, RunRecord, RunResult
@@ -35,15 +36,26 @@ def graph_figure(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES,
     if result.diff:
         title += f"<br><sup>red outline: +{result.diff.nodes_added} nodes vs {result.diff.label}</sup>"
     added = result.diff.added_ids if result.diff else frozenset()
-    lay = None
-    if model.tree and not expand:  # opening a module draws its nodes one by one, layered
-        lay = tree_layout(graph, *model.tree, bytes(result.input.ids[0].tolist()), added)
     if lit[0]:
         title += f"<br><sup>ringed: the {len(lit[1])} nodes made at {html.escape(lit[0])}</sup>"
     if heat is not None:
         title += "<br><sup>coloured and sized by each node's profiled time, forward + backward</sup>"
-    return draw_graph(graph, title, added, max_nodes, height, expand, lay, result.capture.branches, lit=lit,
-                      line_of=line_of, heat=heat)
+    return draw_graph(graph, title, added, max_nodes, height, expand, graph_layout(result, max_nodes, expand),
+                      result.capture.branches, lit=lit, line_of=line_of, heat=heat)
+
+
+def graph_layout(result: RunResult | Captured, max_nodes: int = MAX_DRAWN_NODES, expand: str = "") -> GraphLayout:
+    """Where each node of the run's graph is drawn, and which nodes are drawn as one (a module's group)."""
+    graph, model = result.capture.graph, source(result.model)
+    added = result.diff.added_ids if result.diff else frozenset()
+    if model.tree and not expand:  # opening a module draws its nodes one by one, layered
+        return tree_layout(graph, *model.tree, bytes(result.input.ids[0].tolist()), added)
+    return layout_graph(graph, added, max_nodes, expand)
+
+
+def drawn_node(result: RunResult | Captured, node: int, expand: str = "") -> DrawNode | None:
+    """The node of the drawn figure that holds graph node `node` (a group holds many); None if none does."""
+    return next((d for d in graph_layout(result, expand=expand).nodes if any(m.id == node for m in d.members)), None)
 
 
 

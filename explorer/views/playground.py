@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from explorer.serving.shared import LRU
 from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
 from explorer.views.costs import costs_report, costs_summary, costs_text, line_rows, module_rows, top_rows
-from explorer.views.figures import graph_figure, history_figure
+from explorer.views.figures import drawn_node, graph_figure, history_figure
 from explorer.views.lines import branch_rows, lines_rows, lines_summary, lit_nodes
 from explorer.views.report import build_report, captured_report
 from models import Knob, arch_label
@@ -114,13 +115,55 @@ def lines_view(session: Session) -> tuple[str, list[list[Any]], list[list[Any]]]
     return lines_summary(lines, session.shown.fixed.capture.graph), lines_rows(lines), branch_rows(session.branches())
 
 
-def lit_graph(session: Session, row: int, module: str) -> Unchecked:
-    """The graph on screen with the nodes of the table's line `row` ringed."""
+def lit_graph(session: Session, row: int | None, module: str) -> Unchecked:
+    """The graph on screen with each node's line in its hover, and the nodes of the table's line `row` ringed."""
     lines = session.lines()
-    if not 0 <= row < len(lines.lines):
+    if row is not None and not 0 <= row < len(lines.lines):
         raise InputError(f"no line {row} in the table of {len(lines.lines)}")
     line_of = {n: f"{f}:{line}" for n, (f, line) in lines.node_line.items()}
-    return graph_figure(session.shown, expand=module, lit=lit_nodes(lines, row), line_of=line_of)
+    return graph_figure(session.shown, expand=module, lit=("", frozenset()) if row is None else lit_nodes(lines, row),
+                        line_of=line_of)
+
+
+@dataclass(frozen=True)
+class PickedNode:
+    """A node clicked in the graph, traced back to the line of the model's Python that made it."""
+
+    said: str
+    row: int | None  # the lines table's row of that line; None: no line made it (a parameter, the loss)
+    graph: Unchecked | None  # the graph with that line's nodes ringed; None: as it is
+
+
+def node_picked(session: Session, node: int, module: str) -> PickedNode:
+    """The line that made graph node `node` of the graph on screen (drawn with `module` open): for a drawn group,
+    the line that made most of its nodes, the others named."""
+    shown = session.shown
+    drawn = None if shown is None else drawn_node(shown, node, module)
+    if drawn is None:
+        raise InputError(f"no node {node} in the graph on screen")
+    lines = session.lines()
+    session.picked = (shown.key, node)
+    first = drawn.members[0]
+    what = (f"**{first.param or first.op}** (module `{first.module}`, call {first.call})" if len(drawn.members) == 1
+            else f"the group **{drawn.label}** ({count(len(drawn.members), 'node')})")
+    made = Counter(lines.line_of(m.id) for m in drawn.members if not m.is_param)
+    made.pop("", None)
+    if not made:
+        why = ("a parameter: no line of the forward makes it, the model holds it" if drawn.is_param else
+               "no line of the model's files made it (torch's own code, outside them)")
+        return PickedNode(sanitize(f"You picked {what}: {why}."), None, None)
+    where, n = made.most_common(1)[0]
+    if where == "the loss":
+        return PickedNode(sanitize(f"You picked {what}: made by the loss, after the model returned."), None, None)
+    row = next(i for i, s in enumerate(lines.lines) if f"{s.file}:{s.line}" == where)
+    line = lines.lines[row]
+    said = (f"You picked {what}: made at **{where}** (`{line.code}`), a line that ran "
+            f"{count(line.hits, 'time')} for this input and made {count(len(line.nodes), 'node')}, ringed in the "
+            "graph; its row is marked in the table.")
+    if len(made) > 1:
+        said += " The group's nodes were made at " + ", ".join(f"{w} ({c})" for w, c in made.most_common(4)) + (
+            f" and {len(made) - 4} more lines" if len(made) > 4 else "") + f"; {where} made the most ({n})."
+    return PickedNode(sanitize(said), row, lit_graph(session, row, module))
 
 
 @dataclass(frozen=True)

@@ -248,12 +248,15 @@ def test_hover_names_the_node_under_the_pointer_in_both_modes(page: Page, app_ur
     shot(page, "presentation-hover")
 
 
-# Each control keyed by what it is (its tag, id, and name or link, with its place among controls keyed alike), not
+# Each control keyed by what it is (its tag, id, and name or text, with its place among controls keyed alike), not
 # by a mark on the element: Gradio replaces an HTML block's elements when its value changes (the header's link to
 # this state, updated as a run ends), and a mark on the replaced element was lost (a control "not reachable" once).
 _KEYS = """() => { const seen = {};
-  const key = (e) => { const k = [e.tagName, e.id, e.getAttribute('aria-label') || e.getAttribute('href')
-    || (e.innerText || '').trim().slice(0, 60)].join('|'); seen[k] = (seen[k] || 0) + 1; return `${k}|${seen[k]}`; };
+  const key = (e) => {
+    const k = [e.tagName, e.id, e.getAttribute('aria-label') || (e.innerText || '').trim().slice(0, 60)
+      || e.getAttribute('href')].join('|');
+    seen[k] = (seen[k] || 0) + 1;
+    return `${k}|${seen[k]}`; };
   return [...document.querySelectorAll('input, button, select, textarea, a[href], [tabindex]')]
     .filter((e) => e.tabIndex >= 0 && !e.disabled && e.offsetParent !== null && e.getClientRects().length)
     .map((e) => [e, key(e)]); }"""
@@ -327,6 +330,28 @@ def test_the_lines_that_ran_open_beside_the_graph_and_a_picked_line_rings_its_no
     expect(page.get_by_role("row").filter(has_text="layers.0.fwd").first).to_be_visible()
     shot(page, "where-the-time-went")
 
+
+# Where a node of an operation (a circle; parameters are squares) is drawn on the Playground's graph, in the page.
+_AN_OPERATION = """(graph) => { const gd = graph.querySelector('.js-plotly-plot');
+  const i = gd.data.findIndex((t) => t.customdata && t.marker.symbol.includes('circle'));
+  const j = gd.data[i].marker.symbol.indexOf('circle');
+  const r = graph.querySelectorAll('.scatterlayer .trace')[i].querySelectorAll('.points path')[j]
+    .getBoundingClientRect();
+  return [r.x + r.width / 2, r.y + r.height / 2]; }"""
+
+
+def test_a_node_clicked_in_the_graph_marks_the_line_that_made_it(page: Page, app_url):
+    loaded(page, app_url)  # the lines' box closed: the click opens it and records them
+    graph = page.locator(".ge-graph")
+    graph.scroll_into_view_if_needed()
+    x, y = graph.evaluate(_AN_OPERATION)
+    page.mouse.click(x, y)
+    picked = page.get_by_text(re.compile(r"^You picked .* made at models/rnn\.py:\d+"))
+    expect(picked).to_be_visible(timeout=TIMEOUT)
+    line = re.search(r"models/rnn\.py:\d+", picked.inner_text()).group(0)
+    row = page.get_by_role("row").filter(has_text=line)
+    expect(row.get_by_role("gridcell").first).to_have_css("background-color", "rgb(253, 230, 138)")  # its MARKED
+    expect(graph.locator(".legendtext").filter(has_text=f"{line}: ")).to_be_visible()
 
 
 def test_the_playground_generates_from_its_input_and_the_step_slider_redraws_each_caches_graph(page: Page, app_url):

@@ -5,18 +5,23 @@ what ran up to it and names its line."""
 
 import os
 import trace
+from collections import Counter
 
 import pytest
 import torch
 
+from explorer.core.errors import InputError
+from explorer.core.fmt import count
+from explorer.core.paths import sanitize
 from explorer.eager.capture import LOSS_HOOK, TRAIN_SEED, train_loss, training
 from explorer.eager.graph import AutogradGraph
 from explorer.eager.lines import model_files, record_lines
 from explorer.runs.session import Session
 from explorer.sources.library import ARCHITECTURES
 from explorer.sources.registry import add_model_file
+from explorer.views.figures import drawn_node, graph_figure
 from explorer.views.lines import format_lines, lines_summary, lit_nodes
-from explorer.views.playground import lit_graph
+from explorer.views.playground import lit_graph, node_picked
 from tests.helpers import ROOT
 
 TEXT = "Lines run, graphs grow: 42 tokens, a comma."
@@ -117,3 +122,39 @@ def test_an_operators_file_records_its_lines_in_the_worker_that_captures_it(menu
         assert all(lines.line_of(n.id) for n in ops)
     finally:
         worker.stop()
+
+
+@pytest.mark.parametrize("model", ["rnn", "tree", "gpt2", "tests/outside/moe_top1.py"])
+def test_a_node_clicked_in_the_graph_names_the_line_that_made_it_and_rings_that_lines_nodes(model, menu_restored):
+    name = add_model_file(str(ROOT / model)) if model.endswith(".py") else model
+    session = Session()
+    session.configure(name, SMALL if model == "gpt2" else {})
+    captured = session.capture(TEXT)
+    lines = session.lines()
+    figure = graph_figure(captured)
+    clickable = [(t.customdata, t.text) for t in figure.data if t.customdata is not None]
+    assert clickable, "no node of the figure answers a click"
+    rows = 0
+    for ids, hovers in clickable:
+        for node, hover in zip(ids, hovers, strict=True):
+            picked = node_picked(session, int(node), "")
+            drawn = drawn_node(captured, int(node))
+            first = drawn.members[0]  # the click names the node the hover describes
+            assert hover.startswith(f"<b>{first.param or first.op if len(drawn.members) == 1 else drawn.label}</b>")
+            made = Counter(lines.line_of(m.id) for m in drawn.members if not m.is_param) - Counter({"": 10**9})
+            if picked.row is None:  # a parameter, or the loss's: no line of the model's files
+                assert not made or set(made) == {"the loss"}, (picked.said, made)
+                continue
+            rows += 1
+            line = lines.lines[picked.row]
+            where = f"{line.file}:{line.line}"
+            assert made.most_common(1)[0][1] == made[where] and f"made at **{sanitize(where)}**" in picked.said
+            shown = sanitize(where)
+            ring = [t.name for t in picked.graph.data if (t.name or "").startswith(shown)]
+            assert ring == [f"{shown}: {count(len(line.nodes), 'node')}"]
+    assert rows  # at least one drawn node came from a line
+    # and once the lines are recorded, every operation's hover names its line before any line is picked
+    hovers = [h for t in lit_graph(session, None, "").data if t.customdata is not None for h in t.text]
+    assert sum("made at " in h for h in hovers) >= rows
+    with pytest.raises(InputError, match="no node 999999"):
+        node_picked(session, 999_999, "")

@@ -148,6 +148,9 @@ def test_no_path_of_this_machine_survives_in_a_traceback():
             f'site-packages/torch/nn/modules/module.py", line 9\nFile "{PROJECT}models/bugs.py", line 19')
     assert sanitize(text) == ('File "<python>/multiprocessing/connection.py", line 3\nFile '
                               '"torch/nn/modules/module.py", line 9\nFile "models/bugs.py", line 19')
+    # a venv inside the project, named relative to it (the lines that ran on a library model): the package's path
+    assert sanitize("made at **.venv/lib/python3.11/site-packages/transformers/models/gpt2/modeling_gpt2.py:619**") == (
+        "made at **transformers/models/gpt2/modeling_gpt2.py:619**")
 
 
 def test_a_nan_locators_cost_is_said_only_by_its_whole_interval():
