@@ -31,10 +31,11 @@ from explorer.sources.registry import SOURCES, add_model_file
 from explorer.views.claims import ClaimView, claim_update
 from explorer.views.costs import costs_report, costs_text
 from explorer.views.export import html_report, session_csv
+from explorer.views.kernels import KernelsView, kernels_update
 from explorer.views.lines import branches_report, lines_report, lines_text
 from explorer.views.report import build_report
 from explorer.views.tables import format_claim, format_table
-from explorer.workers.protocol import WorkerFailure
+from explorer.workers.protocol import COMPILE, WorkerFailure, Workers
 from models import Knob
 
 
@@ -91,12 +92,15 @@ def _inspect(args: argparse.Namespace) -> int:
     session.configure(args.model, values)
     texts = [text_of_length(args.text, n) for n in lengths] or [args.text]
     service = compile_service()
+    kernels: KernelsView | None = None
     try:
         for text in texts:
             result = session.run(text, args.compare)
             if options is not None:
                 for _ in session.run_compiled(service, options):
                     pass
+        if args.kernels:
+            kernels = final(kernels_update(session, Workers({COMPILE: service}, fresh=True)))
         if args.chrome_trace:
             *_, trace = service.run(latest_run_job(session))
             _written(args.chrome_trace, checked_size(trace))
@@ -120,12 +124,16 @@ def _inspect(args: argparse.Namespace) -> int:
     costs = session.costs() if args.costs else None
     if costs is not None and lines is not None:
         report["costs"] = costs_report(costs, result.capture.graph, lines)
+    if kernels is not None:
+        report["kernels"] = kernels.report
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
     if costs is not None and lines is not None and not args.json:
         print("\n" + costs_text(costs, result.capture.graph, lines, result.train_step.median_ms))
     if lines is not None and args.lines and not args.json:
         print("\n" + lines_text(lines, forks, len(texts) - 1))
+    if kernels is not None and not args.json:
+        print("\n" + kernels.text)
     return 0
 
 
@@ -266,6 +274,9 @@ def parser() -> argparse.ArgumentParser:
                    "the costliest nodes, and the time per module and per line (a pass of its own, after the timings)")
     p.add_argument("--lines", action="store_true", help="also record which lines of the model's Python ran for the "
                    "(last) input, how often, and how many graph nodes each made (a pass of its own, never timed)")
+    p.add_argument("--kernels", action="store_true", help="also compile the (last) input's forward afresh with "
+                   "inductor's provenance on and profile its kernels, each traced to the FX nodes it computes (a "
+                   "worker of its own)")
     c = p.add_argument_group("compiled execution (torch.compile, in a worker process)")
     c.add_argument("--compile", action="store_true", help="also compile, time and explain the model")
     c.add_argument("--backend", default="inductor", choices=BACKENDS)

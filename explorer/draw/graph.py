@@ -152,19 +152,19 @@ def _branch_traces(lay: GraphLayout, branches: Iterable[Branch]) -> list[dict]:
 
 
 def _heat_trace(lay: GraphLayout, heat: Mapping[int, float], line_of: Mapping[int, str],
-                shown: list[tuple[str, str]]) -> dict:
+                shown: list[tuple[str, str]], timed: str) -> dict:
     """Every drawn node coloured by its time (a group: its members' sum) on one scale, and sized by it."""
     us = [sum(heat.get(m.id, 0.0) for m in d.members) for d in lay.nodes]
     top = max(us, default=0.0) or 1.0
     return {"type": "scatter", "x": [d.x for d in lay.nodes], "y": [d.y for d in lay.nodes], "mode": "markers+text",
-            "name": "time per node: forward + backward, µs", "showlegend": False,
+            "name": f"time per node: {timed}, µs", "showlegend": False,
             # plotly's YlOrRd runs from red at its low end: reversed, the costliest node is the reddest
             "marker": {"size": [6 + 22 * (t / top) ** 0.5 for t in us], "color": us, "colorscale": "YlOrRd",
                        "reversescale": True, "cmin": 0, "cmax": top, "showscale": True,
                        "line": {"width": 0.5, "color": "#333"},
                        "colorbar": {"title": {"text": "µs"}, "thickness": 12},
                        "symbol": ["square" if d.is_param else "circle" for d in lay.nodes]},
-            "text": [f"{_hover(d, line_of)}<br><b>{t:,.1f} µs</b> (forward + backward)" for d, t in zip(lay.nodes, us,
+            "text": [f"{_hover(d, line_of)}<br><b>{t:,.1f} µs</b> ({timed})" for d, t in zip(lay.nodes, us,
                                                                                                      strict=True)],
             "hoverinfo": "text", "customdata": _picks(lay.nodes), "texttemplate": [t for t, _ in shown],
             "textposition": [p for _, p in shown],
@@ -195,13 +195,15 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
                max_nodes: int = MAX_DRAWN_NODES, height: int = 560, expand: str = "",
                lay: GraphLayout | None = None, branches: Iterable[Branch] = (),
                colour_by: str = "module", lit: tuple[str, frozenset[int]] = ("", frozenset()),
-               line_of: Mapping[int, str] | None = None, heat: Mapping[int, float] | None = None) -> Unchecked:
+               line_of: Mapping[int, str] | None = None, heat: Mapping[int, float] | None = None,
+               timed: str = "forward + backward") -> Unchecked:
     """Any graph of GraphNodes (autograd, or a compiled FX graph) drawn layered, forward from left to right (or as
     a given layout, a parse tree upwards), each module a colour named in the legend with its count, groups and
     modules labelled on the figure, shared parameters drawn once, and the repeated structure's steps on the axis.
     `colour_by` names what the colours are in the legend (an FX graph's are op kinds, not modules); `lit`: a name
     (a line of the model's source) and the nodes ringed for it; `line_of`: node -> the line that made it, for
-    the hover; `heat`: node -> its time (µs), to colour and size the nodes by instead of by module."""
+    the hover; `heat`: node -> its time (µs), to colour and size the nodes by instead of by module (`timed`: what
+    that time is of)."""
     line_of = line_of or {}
     lay = lay or layout_graph(graph, added, max_nodes, expand)
     ex, ey = [], []
@@ -220,7 +222,7 @@ def draw_graph(graph: AutogradGraph, title: str, added: frozenset[int] = frozens
                     key=lambda kv: (-sum(len(lay.nodes[j].members) for j in kv[1]), kv[0]))
     if heat is not None:  # one trace coloured and sized by each drawn node's time, instead of one per module
         groups = []
-        traces.append(_heat_trace(lay, heat, line_of, shown))
+        traces.append(_heat_trace(lay, heat, line_of, shown, timed))
     for i, (module, idx) in enumerate(groups):
         nodes = [lay.nodes[j] for j in idx]
         traces.append({

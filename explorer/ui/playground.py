@@ -24,6 +24,7 @@ from explorer.serving.statelink import LinkState, read_link
 from explorer.sources.registry import SOURCES, source
 from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
+from explorer.ui.kernels import KernelsPanel, kernels_panel, wire_kernels
 from explorer.ui.python_views import PythonViews, python_views, wire_python_views
 from explorer.ui.stream import Updates, streamed
 from explorer.views.compiled import TIMELINE_COLUMNS, compiled_update, pending_cards
@@ -51,6 +52,7 @@ class CompiledPanel:
     timeline: gr.Dataframe
     fx_graph: gr.Plot
     fx_code: gr.Code
+    kernels: KernelsPanel
 
 
 @dataclass
@@ -170,7 +172,8 @@ def _compiled_panel() -> CompiledPanel:
             fx_graph = gr.Plot(label="latest captured graph")
             fx_code = gr.Code(language="python", label="latest captured graph as code (print_readable)",
                               max_lines=30)
-    return CompiledPanel(options, status, cards, figure, breaks, timeline, fx_graph, fx_code)
+        kernels = kernels_panel()
+    return CompiledPanel(options, status, cards, figure, breaks, timeline, fx_graph, fx_code, kernels)
 
 
 def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.HTML, tab: gr.Tab) -> None:
@@ -265,6 +268,7 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
                   "queue": False, "api_visibility": "private", "show_progress": "hidden"}
 
     lines_event = wire_python_views(session, p.python, p.graph, p.open_module)
+    wire_kernels(session, c.kernels)
     tab.select(**link_event)
 
     def after_run(event: Any) -> None:

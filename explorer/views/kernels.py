@@ -1,0 +1,96 @@
+"""Where the compiled forward's time went, as the Playground, the CLI and a notebook show it: inductor's kernels,
+each with the FX nodes it computes, and the captured graph coloured by each node's share (explorer/compile/kernels.py
+measures them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from explorer.compile.kernels import KernelCosts, KernelsJob
+from explorer.core.errors import InputError
+from explorer.core.fmt import count
+from explorer.core.progress import Progress
+from explorer.draw.graph import draw_graph, fx_graph
+from explorer.draw.style import Unchecked
+from explorer.runs.session import RunResult, Session
+from explorer.views.tables import format_rows
+from explorer.workers.process import WorkerProcess
+from explorer.workers.protocol import Workers, run_said
+from models.config import config_dict
+
+KERNEL_COLUMNS = ["kernel", "graph", "µs per forward", "share of the kernels' time", "written by",
+                  "FX nodes it computes"]
+NAMED_NODES = 6  # FX nodes named per kernel in the table (a fused kernel may compute dozens)
+
+
+@dataclass(frozen=True)
+class KernelsView:
+    said: str
+    graph: Unchecked  # the captured graph with the most kernel time, coloured and sized by each node's share
+    rows: list[list[Any]]  # KERNEL_COLUMNS
+    report: dict[str, Any]
+    text: str  # all of it as the CLI and a notebook print it
+
+
+def kernels_update(session: Session, workers: Workers) -> Iterator[Progress | KernelsView]:
+    """The latest run's input compiled afresh and its kernels profiled, in a worker of its own (the job resets
+    dynamo, which the session's compile worker must not: it holds the session's graphs)."""
+    run = session.last
+    if run is None:
+        raise InputError("Run an input first: its compiled forward is what gets profiled")
+    job = KernelsJob(run.model, config_dict(run.config), run.input.ids[0].tolist())
+    runner = (WorkerProcess(name="kernels", max_jobs=1, advice="Try a shorter input.") if workers.fresh
+              else workers.compile)
+    try:
+        costs = yield from run_said(runner, job, "the compiled kernels")
+    finally:
+        if runner is not workers.compile:
+            runner.stop()
+    yield kernels_view(costs, run)
+
+
+def kernels_view(costs: KernelCosts, run: RunResult) -> KernelsView:
+    total = costs.kernels_us or 1.0
+    rows = [[k.name, k.graph, round(k.us, 1), f"{k.us / total:.0%}", "inductor (C++)" if k.generated else "ATen",
+             ", ".join(k.fx_nodes[:NAMED_NODES]) + (f" and {len(k.fx_nodes) - NAMED_NODES} more"
+                                                    if len(k.fx_nodes) > NAMED_NODES else "")]
+            for k in costs.kernels]
+    busiest = max(range(len(costs.graphs)), key=lambda g: sum(k.us for k in costs.kernels if k.graph == g))
+    nodes = costs.graphs[busiest]
+    shares = costs.node_us(busiest)
+    index = {n.name: i for i, n in enumerate(nodes)}
+    computing = [n for n in nodes if n.op.startswith("call_")]
+    timed = sum(n.name in shares for n in computing)
+    outside = costs.region_us - costs.kernels_us
+    said = [f"The compiled forward of {count(run.tokens, 'token')} ({run.arch}), compiled afresh with inductor and "
+            f"profiled {costs.repeats} times: {count(len(costs.kernels), 'kernel')} of "
+            f"{count(len(costs.graphs), 'captured graph')} took **{costs.kernels_us:,.1f} µs** of the compiled "
+            f"regions' {costs.region_us:,.1f} µs per forward; the other {max(outside, 0.0):,.1f} µs ran outside "
+            "any kernel (dynamo's guards, the generated wrapper's Python, allocation, and the profiler's own cost "
+            "per event)."]
+    if costs.kernels:
+        top = costs.kernels[0]
+        said.append(f"The costliest: `{top.name}` ({top.us:,.1f} µs, {top.us / total:.0%} of the kernels' time), "
+                    f"computing {count(len(top.fx_nodes), 'FX node')}" +
+                    (f" ({', '.join(top.fx_nodes[:3])}{'…' if len(top.fx_nodes) > 3 else ''})." if top.fx_nodes
+                     else "."))
+    said.append(f"Of the drawn graph's {count(len(computing), 'computing node')}, {timed} run in a kernel; the "
+                "others (views, reshapes, getitems) are folded into their neighbours' kernels or need none. A fused "
+                "kernel's time is shared evenly among the FX nodes it computes.")
+    if costs.unmatched:
+        said.append(f"Not found in the profile: {', '.join(sorted(set(costs.unmatched)))}.")
+    said.append("The profiler's times carry its own cost: read the shares, not the absolute µs (the card's compiled "
+                "forward is timed without it).")
+    title = (f"Captured FX graph {busiest + 1} of {len(costs.graphs)}, coloured and sized by each node's share of "
+             "its kernels' time<br><sup>{drawn}</sup>")
+    graph = draw_graph(fx_graph(nodes), title, colour_by="op kind",
+                       heat={index[n]: us for n, us in shares.items() if n in index}, timed="its kernels' share")
+    report = {"kernels_us": costs.kernels_us, "region_us": costs.region_us, "repeats": costs.repeats,
+              "graphs": len(costs.graphs), "unmatched": list(costs.unmatched),
+              "kernels": [{"name": k.name, "graph": k.graph, "us": k.us, "generated": k.generated,
+                           "fx_nodes": list(k.fx_nodes)} for k in costs.kernels]}
+    text = "\n".join([" ".join(said).replace("**", "").replace("`", ""), "",
+                      format_rows(KERNEL_COLUMNS, rows)])
+    return KernelsView(" ".join(said), graph, rows, report, text)
