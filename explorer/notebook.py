@@ -31,6 +31,7 @@ from explorer.sources.contract import Subject, Supports
 from explorer.sources.probe import ProbedSource
 from explorer.sources.registry import SOURCES, add_model_file, check_architecture
 from explorer.views.compiled import compiled_update
+from explorer.views.kernels import kernels_update
 from explorer.views.lines import branches_report, lines_report, lines_text
 from explorer.views.playground import View, costs_view, update
 from explorer.workers.protocol import Here, Workers
@@ -186,6 +187,12 @@ class Exploration:
         """Where the train step's time and memory went, node by node, per module and per line, against the card's
         train step (`python -m explorer inspect --costs`); the graph coloured by each node's time."""
         v = costs_view(self.session)
+        return PythonView(v.report, v.text, v.graph)
+
+    def kernels(self) -> PythonView:
+        """Where the compiled forward's time went, kernel by kernel, each traced to the FX nodes it computes
+        (`python -m explorer inspect --kernels`); the captured graph coloured by each node's share."""
+        v = final(kernels_update(self.session, self.workers))
         return PythonView(v.report, v.text, v.graph)
 
     def compiled(self, backend: str = "inductor", dynamic: str = "auto", mark_dynamic: bool = False,
