@@ -3,14 +3,19 @@
 Runs the README's test command (`python -m pytest`: two processes sharing out groups of tests) in a fresh
 interpreter with every test's duration recorded, and writes the wall time, the tests counted, and the seconds per
 group (tests/groups.py: the unit the two processes share out, a file, the browser modules, a bench
-script): the longest groups are what keeps one process busy while the other idles. `--quick` times one small
+script): the longest groups are what keeps one process busy while the other idles. Meanwhile it reads, twice a
+second, the CPU seconds of every process started since the run began (the test processes, the apps they start,
+their workers, Chromium, the C++ compiler), and writes them by kind: the suite is CPU-bound on two cores, so this,
+not the wall time of a test, says what to cut (run it on an otherwise idle machine). `--quick` times one small
 folder instead of the whole suite."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -25,13 +30,70 @@ _DURATION = re.compile(r"^([\d.]+)s (setup|call|teardown)\s+(\S+)", re.M)
 _COUNTS = re.compile(r"^=* ?(\d+ (?:passed|failed).*?) in ([\d.]+)s", re.M)  # (-q drops the ='s)
 
 
+# What a process is, from its command line, first match wins (the suite's processes and what they start).
+KINDS = (("chromium", "Chromium (the browser tests)"), ("playwright/driver", "Playwright's driver"),
+         ("cc1plus", "the C++ compiler (inductor)"), ("ray", "Ray"), ("app.py", "apps' servers"),
+         ("multiprocessing", "workers (forked or spawned: measurement, compile, labs)"),
+         ("exec(eval(sys.stdin.readline()))", "test processes (pytest-xdist's)"), ("-m pytest", "pytest's own"),
+         ("-m explorer", "CLI subprocesses"), ("-m bench", "benchmark subprocesses"))
+TICK_S = 0.5
+CLOCK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: str) -> tuple[int, float]:
+    """A process's start (clock ticks since boot) and its CPU seconds so far (its own, not its children's)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(") ", 1)[1].split()
+    return int(fields[19]), (int(fields[11]) + int(fields[12])) / CLOCK
+
+
+class CpuByKind(threading.Thread):
+    """Every process started after `since` (clock ticks since boot), its latest CPU seconds, read every TICK_S: a
+    process living under TICK_S may be missed, and each loses what it used after its last reading."""
+
+    def __init__(self, since: int) -> None:
+        super().__init__(daemon=True)
+        self.since, self.done = since, threading.Event()
+        self.seen: dict[tuple[str, int], tuple[str, float]] = {}  # (pid, start) -> (kind, CPU s)
+
+    def run(self) -> None:
+        while not self.done.wait(TICK_S):
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    start, cpu = _stat(pid)
+                    if start <= self.since:  # (this process, and all that ran before it)
+                        continue
+                    kind = self.seen.get((pid, start), (None, 0.0))[0]
+                    if kind is None:
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            line = f.read().replace(b"\0", b" ").decode(errors="replace")
+                        kind = next((k for word, k in KINDS if word in line), "other")
+                    self.seen[(pid, start)] = (kind, cpu)
+                except (OSError, IndexError, ValueError):
+                    continue  # it exited meanwhile
+
+    def by_kind(self) -> dict[str, tuple[float, int]]:
+        """Each kind's CPU seconds and its count of processes."""
+        out: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+        for kind, cpu in self.seen.values():
+            out[kind][0] += cpu
+            out[kind][1] += 1
+        return {k: (v[0], int(v[1])) for k, v in out.items()}
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-suite.md").parse_args(argv)
     command = [sys.executable, "-m", "pytest", "--durations=0", "-q", "-p", "no:randomly"]
     if args.quick:
         command += ["-n", "0", "tests/draw"]
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    sampler = CpuByKind(_stat("self")[0])
+    sampler.start()
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    finally:
+        sampler.done.set()
+        sampler.join()
     wall = time.perf_counter() - start
     counts = _COUNTS.findall(done.stdout)
     said = counts[-1][0] if counts else "no summary"
@@ -47,6 +109,13 @@ def main(argv: list[str] | None = None) -> None:
              f"- the tests' own seconds, summed: {sum(by_group.values()):.0f} s over {len(by_group)} groups", "",
              "| group (a unit the test processes share out) | seconds |", "|---|---:|"]
     lines += [f"| {g} | {s:.1f} |" for g, s in sorted(by_group.items(), key=lambda kv: -kv[1])[:SHOWN]]
+    kinds = sampler.by_kind()
+    cpu = sum(c for c, _ in kinds.values())
+    lines += ["", f"CPU seconds of the processes the run started, read every {TICK_S} s: {cpu:.0f} s, "
+              f"{cpu / (wall * m['cores']):.0%} of the {m['cores']} cores over the wall time.", "",
+              "| process kind | CPU s | share | processes |", "|---|---:|---:|---:|"]
+    lines += [f"| {k} | {c:.0f} | {c / (cpu or 1):.0%} | {n} |" for k, (c, n) in
+              sorted(kinds.items(), key=lambda kv: -kv[1][0])]
     failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
     if failed:  # what failed, in pytest's words (-ra): a flake seen once is then read, not guessed
         lines += ["", "What failed:", "", *(f"- `{line[:400]}`" for line in failed)]
