@@ -19,7 +19,7 @@ def test_the_example_notebook_runs_in_a_kernel_and_shows_graphs_cards_and_labs()
                    ).execute()
     cells = [c for c in nb.cells if c.cell_type == "code"]
     assert not [o for c in cells for o in c.outputs if o.output_type == "error"]
-    gpt2, numbers, compiled, mine, tagger, debug, lines, costs, kernels = cells[1:]
+    gpt2, numbers, compiled, mine, tagger, debug, lines, costs = cells[1:]
     for shown in (gpt2, mine, tagger):
         page = _html(shown)
         assert "graph nodes" in page and "plotly" in page and "forward" in page
@@ -32,5 +32,3 @@ def test_the_example_notebook_runs_in_a_kernel_and_shows_graphs_cards_and_labs()
     said = _html(lines)
     assert "The lines that ran (" in said and "lstm_tagger.py:" in said and "Which way each branch went" in said
     assert "costliest nodes:" in _html(costs) and "per line:" in _html(costs) and "plotly" in _html(costs)
-    # GPT-2's compiled forward, kernel by kernel, with the FX nodes each computes
-    assert "compiled afresh with inductor" in _html(kernels) and "extern_kernels.addmm" in _html(kernels)

@@ -37,12 +37,12 @@ class KernelsView:
 def kernels_update(session: Session, workers: Workers) -> Iterator[Progress | KernelsView]:
     """The latest run's input compiled afresh and its kernels profiled, in a worker of its own (the job resets
     dynamo, which the session's compile worker must not: it holds the session's graphs)."""
-    run = session.last
-    if run is None:
-        raise InputError("Run an input first: its compiled forward is what gets profiled")
     if not workers.fresh:  # a notebook's own object: compiled in the notebook's process, where a reset would drop it
         raise InputError("the kernels are profiled by a fresh compile in a process of its own, and this model lives "
                          "only in this notebook: save it in a file and explore it by the file's path")
+    run = session.last
+    if run is None:
+        raise InputError("Run an input first: its compiled forward is what gets profiled")
     job = KernelsJob(run.model, config_dict(run.config), run.input.ids[0].tolist())
     runner = (WorkerProcess(name="kernels", max_jobs=1, advice="Try a shorter input.") if workers.fresh
               else workers.compile)

@@ -313,9 +313,28 @@ def test_a_collapsed_module_opens_from_the_menu_under_the_graph(page: Page, app_
     shot(page, "graph-opened")
 
 
-def test_the_lines_that_ran_open_beside_the_graph_and_a_picked_line_rings_its_nodes(page: Page, app_url):
+# Where a node of an operation (a circle; parameters are squares) is drawn on the Playground's graph, in the page.
+_AN_OPERATION = """(graph) => { const gd = graph.querySelector('.js-plotly-plot');
+  const i = gd.data.findIndex((t) => t.customdata && t.marker.symbol.includes('circle'));
+  const j = gd.data[i].marker.symbol.indexOf('circle');
+  const r = graph.querySelectorAll('.scatterlayer .trace')[i].querySelectorAll('.points path')[j]
+    .getBoundingClientRect();
+  return [r.x + r.width / 2, r.y + r.height / 2]; }"""
+
+
+def test_a_clicked_node_opens_the_lines_that_ran_at_its_line_and_a_picked_line_rings_its_nodes(page: Page, app_url):
     loaded(page, app_url)  # the RNN on 42 tokens: the time step's line ran 42 times
-    page.get_by_text("Lines that ran: the model's Python").click()
+    # a node clicked in the graph, the lines' box closed: it opens, the node's line marked in the table, ringed
+    graph = page.locator(".ge-graph")
+    graph.scroll_into_view_if_needed()
+    x, y = graph.evaluate(_AN_OPERATION)
+    page.mouse.click(x, y)
+    picked = page.get_by_text(re.compile(r"^You picked .* made at models/rnn\.py:\d+"))
+    expect(picked).to_be_visible(timeout=TIMEOUT)
+    made_at = re.search(r"models/rnn\.py:\d+", picked.inner_text()).group(0)
+    expect(page.get_by_role("row").filter(has_text=made_at).get_by_role("gridcell").first).to_have_css(
+        "background-color", "rgb(253, 230, 138)")  # ui/python_views.MARKED
+    expect(graph.locator(".legendtext").filter(has_text=f"{made_at}: ")).to_be_visible()
     step = page.get_by_role("row").filter(has_text="new = cell(x, state)")
     expect(step).to_contain_text("42", timeout=TIMEOUT)
     expect(page.get_by_text(re.compile(r"lines? of models/rnn\.py ran for this input"))).to_be_visible()
@@ -324,7 +343,6 @@ def test_the_lines_that_ran_open_beside_the_graph_and_a_picked_line_rings_its_no
         has_text="body ran 42 times")).to_be_visible()
     line = re.search(r"models/rnn\.py:\d+", step.inner_text()).group(0)
     step.get_by_text("new = cell(x, state)").click()
-    graph = page.locator(".block").filter(has=page.get_by_test_id("block-label").filter(has_text="autograd graph"))
     expect(graph.locator(".legendtext").filter(has_text=f"{line}: ")).to_be_visible(timeout=TIMEOUT)
     expect(graph.locator(".gtitle")).to_contain_text(f"made at {line}")
     shot(page, "lines-that-ran")
@@ -338,29 +356,6 @@ def test_the_lines_that_ran_open_beside_the_graph_and_a_picked_line_rings_its_no
     expect(heat.locator(".colorbar")).to_have_count(1, timeout=TIMEOUT)
     expect(page.get_by_role("row").filter(has_text="layers.0.fwd").first).to_be_visible()
     shot(page, "where-the-time-went")
-
-
-# Where a node of an operation (a circle; parameters are squares) is drawn on the Playground's graph, in the page.
-_AN_OPERATION = """(graph) => { const gd = graph.querySelector('.js-plotly-plot');
-  const i = gd.data.findIndex((t) => t.customdata && t.marker.symbol.includes('circle'));
-  const j = gd.data[i].marker.symbol.indexOf('circle');
-  const r = graph.querySelectorAll('.scatterlayer .trace')[i].querySelectorAll('.points path')[j]
-    .getBoundingClientRect();
-  return [r.x + r.width / 2, r.y + r.height / 2]; }"""
-
-
-def test_a_node_clicked_in_the_graph_marks_the_line_that_made_it(page: Page, app_url):
-    loaded(page, app_url)  # the lines' box closed: the click opens it and records them
-    graph = page.locator(".ge-graph")
-    graph.scroll_into_view_if_needed()
-    x, y = graph.evaluate(_AN_OPERATION)
-    page.mouse.click(x, y)
-    picked = page.get_by_text(re.compile(r"^You picked .* made at models/rnn\.py:\d+"))
-    expect(picked).to_be_visible(timeout=TIMEOUT)
-    line = re.search(r"models/rnn\.py:\d+", picked.inner_text()).group(0)
-    row = page.get_by_role("row").filter(has_text=line)
-    expect(row.get_by_role("gridcell").first).to_have_css("background-color", "rgb(253, 230, 138)")  # its MARKED
-    expect(graph.locator(".legendtext").filter(has_text=f"{line}: ")).to_be_visible()
 
 
 def test_the_playground_generates_from_its_input_and_the_step_slider_redraws_each_caches_graph(page: Page, app_url):

@@ -1,6 +1,7 @@
 """The compiled forward's kernels, each traced to the FX nodes dynamo captured: real inductor compiles with its
 provenance on, real profiles, on a zoo model (a fused attention fallback among them), the shipped image example
-(convolutions), a library architecture through the CLI, and a model dynamo captures nothing of."""
+(convolutions) through a notebook's run, a library architecture through the CLI, and a model dynamo captures nothing
+of."""
 
 import json
 
@@ -51,12 +52,22 @@ def test_inspect_kernels_reports_them_for_a_library_architecture():
     assert any(k["generated"] for k in kernels["kernels"]) and any(not k["generated"] for k in kernels["kernels"])
 
 
+def test_a_notebooks_run_shows_its_kernels(menu_restored):
+    from explorer.notebook import explore
+
+    run = explore(str(ROOT / "examples/image_cnn.py"), TEXT)  # a file: its own process for the fresh compile
+    try:
+        shown = run.kernels()
+    finally:
+        run.workers.stop()
+    assert "compiled afresh with inductor" in shown.text and shown.graph is not None
+    assert shown.report["kernels"] and shown.report["unmatched"] == []
+
+
 def test_a_model_living_only_in_the_notebook_is_refused_not_reset():
     from explorer.views.kernels import kernels_update
     from explorer.workers.protocol import Here, Workers
 
     session = Session()
-    session.configure("transformer", {"layers": 1})
-    session.run("Hi.")
     with pytest.raises(InputError, match="lives only in this notebook"):
         next(kernels_update(session, Workers.on(Here())))  # a notebook object's: everything in the kernel's process
