@@ -1,7 +1,7 @@
 """The compiled forward's kernels, each traced to the FX nodes dynamo captured: real inductor compiles with its
 provenance on, real profiles, on a zoo model (a fused attention fallback among them), the shipped image example
-(convolutions) through a notebook's run, a library architecture through the CLI, and a model dynamo captures nothing
-of."""
+(convolutions), a model whose forward breaks into graphs through the CLI, a library architecture through a
+notebook's run, and a model dynamo captures nothing of."""
 
 import json
 
@@ -42,26 +42,28 @@ def test_a_model_dynamo_captures_nothing_of_is_refused_in_one_sentence(menu_rest
         kernel_costs(session.model, torch.tensor([encode(TEXT)]), repeats=1)
 
 
-def test_inspect_kernels_reports_them_for_a_library_architecture():
-    run = cli("inspect", "--model", "gpt2", "--set", "layers=1", "--set", "width=32", "--text", TEXT, "--kernels",
-              "--json")
+def test_inspect_kernels_reports_each_graph_of_a_model_that_breaks():
+    # the early exit's data-dependent `if` breaks the forward into graphs: each kernel found in its own graph's call
+    run = cli("inspect", "--model", "early_exit", "--set", "blocks=2", "--text", TEXT, "--kernels", "--json")
     assert run.returncode == 0, run.stderr
     kernels = json.loads(run.stdout)["kernels"]
-    assert kernels["kernels"] and kernels["unmatched"] == []
+    assert kernels["graphs"] > 1 and kernels["unmatched"] == []
+    assert {k["graph"] for k in kernels["kernels"]} == set(range(kernels["graphs"]))
     assert sum(k["us"] for k in kernels["kernels"]) == pytest.approx(kernels["kernels_us"])
-    assert any(k["generated"] for k in kernels["kernels"]) and any(not k["generated"] for k in kernels["kernels"])
 
 
-def test_a_notebooks_run_shows_its_kernels(menu_restored):
+def test_a_notebooks_run_shows_the_kernels_of_a_library_architecture():
     from explorer.notebook import explore
 
-    run = explore(str(ROOT / "examples/image_cnn.py"), TEXT)  # a file: its own process for the fresh compile
+    run = explore("gpt2", TEXT, layers=1, width=32)  # a model of the menu: its own process for the fresh compile
     try:
         shown = run.kernels()
     finally:
         run.workers.stop()
     assert "compiled afresh with inductor" in shown.text and shown.graph is not None
     assert shown.report["kernels"] and shown.report["unmatched"] == []
+    assert any(k["generated"] for k in shown.report["kernels"]) and any(
+        not k["generated"] for k in shown.report["kernels"])
 
 
 def test_a_model_living_only_in_the_notebook_is_refused_not_reset():
