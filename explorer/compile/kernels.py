@@ -46,7 +46,7 @@ _CALL = re.compile(r"^(.+):(\d+)$")  # the mapping's kernel: "<name>:<its place 
 class Kernel:
     name: str  # "cpp_fused_gelu_native_layer_norm_0", or an ATen kernel's "extern_kernels.addmm"
     graph: int  # which of the captured graphs (0: the first)
-    us: float  # its median time per forward, over the repeats (µs)
+    us: float  # its time per forward (µs): its events' total over the repeats, divided by them (a mean)
     fx_nodes: tuple[str, ...]  # the FX nodes of that graph it computes
     generated: bool  # inductor wrote it (C++), or called an ATen kernel
 
