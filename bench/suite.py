@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -117,8 +118,11 @@ def main(argv: list[str] | None = None) -> None:
     lines += [f"| {k} | {c:.0f} | {c / (cpu or 1):.0%} | {n} |" for k, (c, n) in
               sorted(kinds.items(), key=lambda kv: -kv[1][0])]
     failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
-    if failed:  # what failed, in pytest's words (-ra): a flake seen once is then read, not guessed
-        lines += ["", "What failed:", "", *(f"- `{line[:400]}`" for line in failed)]
+    if failed:  # what failed, in pytest's words (-ra), and all it printed: a flake seen once is then read, not guessed
+        kept = Path(tempfile.gettempdir()) / f"graph-explorer-suite-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        kept.write_text(done.stdout + done.stderr)
+        lines += ["", f"What failed (pytest's whole output, with each failure's report: {kept}):", "",
+                  *(f"- `{line[:400]}`" for line in failed)]
     args.out.write_text("\n".join(lines) + "\n")
     print(args.out.read_text())
 
