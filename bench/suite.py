@@ -33,7 +33,8 @@ _COUNTS = re.compile(r"^=* ?(\d+ (?:passed|failed).*?) in ([\d.]+)s", re.M)  # (
 
 # What a process is, from its command line, first match wins (the suite's processes and what they start).
 KINDS = (("chromium", "Chromium (the browser tests)"), ("playwright/driver", "Playwright's driver"),
-         ("cc1plus", "the C++ compiler (inductor)"), ("ray", "Ray"), ("app.py", "apps' servers"),
+         ("cc1plus", "the C++ compiler (inductor)"), ("/ray/", "Ray"), ("raylet", "Ray"), ("gcs_server", "Ray"),
+         ("ray::", "Ray"), ("app.py", "apps' servers"),
          ("multiprocessing", "workers (forked or spawned: measurement, compile, labs)"),
          ("exec(eval(sys.stdin.readline()))", "test processes (pytest-xdist's)"), ("-m pytest", "pytest's own"),
          ("-m explorer", "CLI subprocesses"), ("-m bench", "benchmark subprocesses"))

@@ -14,9 +14,11 @@ kernels', said as such."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import re
+import statistics
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +29,7 @@ import torch
 from torch import nn
 from torch._inductor import config as inductor_config
 from torch._inductor.compile_fx import compile_fx
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, record_function
 
 from explorer.compile.observe import FxNode, fx_nodes
 from explorer.core.errors import InputError
@@ -39,14 +41,31 @@ _MAPPINGS = "inductor_provenance_tracking_node_mappings"
 _TRACE_LOGGER = "torch.__trace"  # torch's structured trace (TORCH_TRACE, tlparse) logs its records here
 _REGION = re.compile(r"^Torch-Compiled Region: \d+/\d+$")
 _GENERATED = re.compile(r"^graph_\d+_(\w+)$")  # cpp.enable_kernel_profile's event: graph_<n>_<kernel>
+_REPEAT = "graph explorer: one profiled forward"
 _CALL = re.compile(r"^(.+):(\d+)$")  # the mapping's kernel: "<name>:<its place in the generated code>"
 
 
 @dataclass(frozen=True)
-class Kernel:
+class Sampled:
+    samples: tuple[float, ...]  # one time per profiled forward (µs)
+
+    @property
+    def us(self) -> float:
+        """The median per forward (µs)."""
+        return statistics.median(self.samples)
+
+    @property
+    def iqr_us(self) -> float:
+        if len(self.samples) < 2:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.samples, n=4)
+        return q3 - q1
+
+
+@dataclass(frozen=True)
+class Kernel(Sampled):
     name: str  # "cpp_fused_gelu_native_layer_norm_0", or an ATen kernel's "extern_kernels.addmm"
     graph: int  # which of the captured graphs (0: the first)
-    us: float  # its time per forward (µs): its events' total over the repeats, divided by them (a mean)
     fx_nodes: tuple[str, ...]  # the FX nodes of that graph it computes
     generated: bool  # inductor wrote it (C++), or called an ATen kernel
 
@@ -55,9 +74,12 @@ class Kernel:
 class KernelCosts:
     graphs: tuple[tuple[FxNode, ...], ...]  # each FX graph dynamo captured, in order
     kernels: tuple[Kernel, ...]  # most time first
-    region_us: float  # the compiled regions' time per forward (µs): the kernels, guards and wrappers
-    repeats: int  # the forwards profiled
+    region: Sampled  # the compiled regions' time in each forward: the kernels, guards and wrappers
     unmatched: tuple[str, ...] = ()  # kernels the mapping names whose calls the profiler did not show
+
+    @property
+    def repeats(self) -> int:
+        return len(self.region.samples)
 
     def node_us(self, graph: int) -> dict[str, float]:
         """Each FX node of `graph` -> its share of its kernels' time (µs)."""
@@ -70,6 +92,7 @@ class KernelCosts:
 
     @property
     def kernels_us(self) -> float:
+        """The kernels' medians, summed (what the nodes' shares add up to)."""
         return sum(k.us for k in self.kernels)
 
 
@@ -152,7 +175,8 @@ def kernel_costs(model: nn.Module, ids: torch.Tensor, repeats: int = REPEATS) ->
             compiled(ids)  # (a first call may still allocate and warm its kernels)
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 for _ in range(repeats):
-                    compiled(ids)
+                    with record_function(_REPEAT):  # each forward's events, told apart
+                        compiled(ids)
     finally:
         torch._dynamo.reset()
     mapped = dict(found.found)  # a graph inductor generated no code for (nothing to compute) has no mapping
@@ -177,8 +201,9 @@ def _costs(graphs: tuple[tuple[FxNode, ...], ...], compile_ids: list[str], maps:
     """The kernels' times from the profiler's events: each compiled region names its compile id, so its graph;
     inside the graph's call the n-th event of a kernel's name is the n-th place the generated code calls it (a
     kernel two layers share is called at two places; an ATen operator only where the call made it directly)."""
-    per_kernel: dict[tuple[int, str], float] = defaultdict(float)
-    region_us = 0.0
+    starts = sorted(e.time_range.start for e in events if e.name == _REPEAT)  # each profiled forward's start
+    per_kernel: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0.0] * repeats)
+    region_us = [0.0] * repeats
     places: list[dict[str, list[str]]] = []
     for m in maps:  # event name -> the mapping's kernels of that name, in the generated code's order
         named: dict[str, list[str]] = defaultdict(list)
@@ -186,7 +211,8 @@ def _costs(graphs: tuple[tuple[FxNode, ...], ...], compile_ids: list[str], maps:
             named[_event_name(_CALL.match(k).group(1))].append(k)
         places.append(named)
     for region in (e for e in events if _REGION.match(e.name)):
-        region_us += region.cpu_time_total
+        r = bisect.bisect_right(starts, region.time_range.start) - 1  # the forward it ran in
+        region_us[r] += region.cpu_time_total
         cid = region.name.rsplit(" ", 1)[1]
         if cid not in compile_ids:
             continue
@@ -200,18 +226,18 @@ def _costs(graphs: tuple[tuple[FxNode, ...], ...], compile_ids: list[str], maps:
                 if not generated and not (e.name.startswith("aten::") and _made_by(e, call)):
                     continue
                 if seen[name] < len(places[g].get(name, ())):
-                    per_kernel[(g, places[g][name][seen[name]])] += e.cpu_time_total
+                    per_kernel[(g, places[g][name][seen[name]])][r] += e.cpu_time_total
                 seen[name] += 1
     kernels, unmatched = [], []
     for g, m in enumerate(maps):
         for k, fx in m.items():
             name = _CALL.match(k).group(1)
             if (g, k) in per_kernel:
-                kernels.append(Kernel(name, g, per_kernel[(g, k)] / repeats, fx, _event_name(name) == name))
+                kernels.append(Kernel(tuple(per_kernel[(g, k)]), name, g, fx, _event_name(name) == name))
             else:
                 unmatched.append(name)
     kernels.sort(key=lambda k: -k.us)
-    return KernelCosts(graphs, tuple(kernels), region_us / repeats, repeats, tuple(unmatched))
+    return KernelCosts(graphs, tuple(kernels), Sampled(tuple(region_us)), tuple(unmatched))
 
 
 def _within(e: Any, outer: Any) -> bool:

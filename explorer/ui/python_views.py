@@ -19,7 +19,7 @@ from explorer.ui.stream import Updates
 from explorer.ui.theme import NODE_PICK_ID
 from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS, TOP
 from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
-from explorer.views.playground import costs_view, lines_view, lit_graph, node_picked
+from explorer.views.playground import PickedNode, costs_view, lines_view, lit_graph, node_picked
 
 
 @dataclass
@@ -71,7 +71,7 @@ def python_views() -> PythonViews:
 def wire_python_views(session: gr.State, v: PythonViews, graph: gr.Plot, open_module: gr.Dropdown) -> dict[str, Any]:
     """Their events; returns the event each Playground run is followed by (the lines of the new input)."""
 
-    def lines_shown(s: Session, shown: bool, module: str) -> Updates:
+    def lines_shown(s: Session, shown: bool, module: str, picked: PickedNode | None = None) -> Updates:
         """The lines of the run on screen, while the box is open (recorded once per input, never timed), the graph
         again with each node's line in its hover, and the node clicked in it, if it is this run's, with its line."""
         if not shown or s.shown is None:
@@ -80,7 +80,8 @@ def wire_python_views(session: gr.State, v: PythonViews, graph: gr.Plot, open_mo
         try:
             said, rows, forks = lines_view(s)
             node = s.picked_shown()
-            picked = None if node is None else node_picked(s, node, module or "")
+            if picked is None and node is not None:  # a node clicked on this run's graph, before the box's refresh
+                picked = node_picked(s, node, module or "")
             drawn = lit_graph(s, None, module or "") if picked is None or picked.graph is None else picked.graph
         except USER_ERRORS as e:
             return {v.said: f"The lines that ran could not be recorded: {e}", v.picked: "", v.table: [],
@@ -92,10 +93,10 @@ def wire_python_views(session: gr.State, v: PythonViews, graph: gr.Plot, open_mo
         """A node clicked in the graph: the box opened (its lines recorded if they were not), the line that made
         the node marked in the table, that line's nodes ringed."""
         try:
-            node_picked(s, int(clicked), module or "")
+            picked = node_picked(s, int(clicked), module or "")
         except (*USER_ERRORS, ValueError) as e:
             return {v.picked: f"The node's line could not be found: {e}"}
-        return {v.box: gr.Accordion(open=True), v.shown: True, **lines_shown(s, True, module)}
+        return {v.box: gr.Accordion(open=True), v.shown: True, **lines_shown(s, True, module, picked)}
 
     def line_picked(s: Session, module: str, picked: gr.SelectData) -> Any:
         s.picked = None  # a line picked in the table is what is ringed now, not the node clicked before

@@ -136,7 +136,7 @@ class PickedNode:
 
 def node_picked(session: Session, node: int, module: str) -> PickedNode:
     """The line that made graph node `node` of the graph on screen (drawn with `module` open): for a drawn group,
-    the line that made most of its nodes, the others named."""
+    the line that made most of its nodes, the others named. Kept as the session's pick (`Session.picked_shown`)."""
     shown = session.shown
     drawn = None if shown is None else drawn_node(shown, node, module)
     if drawn is None:

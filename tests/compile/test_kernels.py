@@ -28,11 +28,12 @@ def test_every_kernel_is_found_in_the_profile_and_traced_to_nodes_of_the_capture
     names = [{n.name for n in graph} for graph in costs.graphs]
     for k in costs.kernels:
         assert k.us > 0 and k.fx_nodes and set(k.fx_nodes) <= names[k.graph], k
+        assert len(k.samples) == costs.repeats == 3  # one time per profiled forward: a median with its spread
     assert any(k.generated and len(k.fx_nodes) > 1 for k in costs.kernels)  # inductor fused nodes into one kernel
     assert any(not k.generated for k in costs.kernels)  # and called ATen for the matmuls or convolutions
     shares = sum(sum(costs.node_us(g).values()) for g in range(len(costs.graphs)))
     assert shares == pytest.approx(costs.kernels_us)  # the nodes' shares add up to the kernels' time
-    assert costs.kernels_us < costs.region_us  # the kernels run inside the compiled regions
+    assert costs.kernels_us < costs.region.us  # the kernels run inside the compiled regions
 
 
 def test_a_model_dynamo_captures_nothing_of_is_refused_in_one_sentence(menu_restored):
