@@ -35,7 +35,8 @@ _COUNTS = re.compile(r"^=* ?(\d+ (?:passed|failed).*?) in ([\d.]+)s", re.M)  # (
 KINDS = (("chromium", "Chromium (the browser tests)"), ("playwright/driver", "Playwright's driver"),
          ("cc1plus", "the C++ compiler (inductor)"), ("/ray/", "Ray"), ("raylet", "Ray"), ("gcs_server", "Ray"),
          ("ray::", "Ray"), ("app.py", "apps' servers"),
-         ("multiprocessing", "workers (forked or spawned: measurement, compile, labs)"),
+         ("multiprocessing.spawn", "workers spawned (a fresh interpreter each: measurement, compile, labs)"),
+         ("multiprocessing", "workers forked from a fork server (and the servers)"),
          ("exec(eval(sys.stdin.readline()))", "test processes (pytest-xdist's)"), ("-m pytest", "pytest's own"),
          ("-m explorer", "CLI subprocesses"), ("-m bench", "benchmark subprocesses"))
 TICK_S = 0.5
@@ -85,14 +86,16 @@ class CpuByKind(threading.Thread):
 
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-suite.md").parse_args(argv)
-    command = [sys.executable, "-m", "pytest", "--durations=0", "-q", "-p", "no:randomly"]
+    command = [sys.executable, "-m", "pytest", "--durations=0", "-q", "-p", "no:randomly", "-p", "bench.cpu_per_test"]
+    per_test = Path(tempfile.mkstemp(prefix="graph-explorer-test-cpu-", suffix=".tsv")[1])
     if args.quick:
         command += ["-n", "0", "tests/draw"]
     start = time.perf_counter()
     sampler = CpuByKind(_stat("self")[0])
     sampler.start()
     try:
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                              env={**os.environ, "GE_TEST_CPU_OUT": str(per_test)})
     finally:
         sampler.done.set()
         sampler.join()
@@ -118,10 +121,22 @@ def main(argv: list[str] | None = None) -> None:
               "| process kind | CPU s | share | processes |", "|---|---:|---:|---:|"]
     lines += [f"| {k} | {c:.0f} | {c / (cpu or 1):.0%} | {n} |" for k, (c, n) in
               sorted(kinds.items(), key=lambda kv: -kv[1][0])]
+    # all pytest printed (every test's durations; a failure's report): a flake seen once is then read, not guessed
+    kept = Path(tempfile.gettempdir()) / f"graph-explorer-suite-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    kept.write_text(done.stdout + done.stderr)
+    tests_cpu = sorted(((float(cpu), nodeid) for cpu, nodeid in
+                        (line.split("\t", 1) for line in per_test.read_text().splitlines())), reverse=True)
+    by_group_cpu: dict[str, float] = defaultdict(float)
+    for cpu, nodeid in tests_cpu:
+        by_group_cpu[group_of(nodeid)] += cpu
+    lines += ["", f"CPU seconds per test (its test process and every process under it: the apps it started, their "
+              f"workers, Chromium; `bench/cpu_per_test.py`): {sum(c for c, _ in tests_cpu):.0f} s over "
+              f"{len(tests_cpu)} tests. By group:", "", "| group | CPU s |", "|---|---:|"]
+    lines += [f"| {g} | {c:.0f} |" for g, c in sorted(by_group_cpu.items(), key=lambda kv: -kv[1])[:SHOWN]]
+    lines += ["", f"The {SHOWN * 2} tests using the most:", "", "| test | CPU s |", "|---|---:|"]
+    lines += [f"| `{nodeid}` | {cpu:.1f} |" for cpu, nodeid in tests_cpu[:SHOWN * 2]]
     failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
-    if failed:  # what failed, in pytest's words (-ra), and all it printed: a flake seen once is then read, not guessed
-        kept = Path(tempfile.gettempdir()) / f"graph-explorer-suite-{time.strftime('%Y%m%d-%H%M%S')}.log"
-        kept.write_text(done.stdout + done.stderr)
+    if failed:  # what failed, in pytest's words (-ra)
         lines += ["", f"What failed (pytest's whole output, with each failure's report: {kept}):", "",
                   *(f"- `{line[:400]}`" for line in failed)]
     args.out.write_text("\n".join(lines) + "\n")

@@ -8,14 +8,16 @@ tests/app/test_browser_lessons.py on its quick board's). Each script is a group 
 checks its figures too."""
 
 import importlib
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HELPERS = ("__init__", "common", "appserver", "phases", "screenshot")  # modules the scripts share, not scripts
+HELPERS = ("__init__", "common", "appserver", "cpu_per_test", "phases", "screenshot")  # used by the scripts
 SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in HELPERS)
 SUBPROCESS = ("first_compile", "startup")  # see the module's docstring
 IN_THE_BROWSER_TESTS = ("code_edit", "graph_paint", "lesson_status")
@@ -52,3 +54,16 @@ def test_the_script_runs_and_writes_its_results(script, tmp_path, request, monke
     else:
         importlib.import_module(f"bench.{script}").main(argv)
     assert out.read_text().count("\n") >= 3
+
+
+def test_a_childs_seconds_count_once_whether_it_is_reaped_before_or_during_a_test():
+    from bench.cpu_per_test import tree_cpu, used
+
+    burn = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"]
+    child = subprocess.Popen([*burn[:2], burn[2] + "\ninput()"], stdin=subprocess.PIPE)  # burns, then waits
+    time.sleep(1.5)
+    before = tree_cpu(os.getpid())  # the child has used its 0.5 s before the "test"
+    child.communicate(b"\n")  # reaped during it: its parent's cutime takes all its seconds
+    subprocess.run(burn, check=True)  # a child started and reaped during it: its 0.5 s are the test's
+    seconds = used(before, tree_cpu(os.getpid()))
+    assert 0.4 < seconds < 0.9, seconds
