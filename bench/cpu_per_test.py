@@ -1,6 +1,7 @@
 """A pytest plugin for `python -m bench.suite` (`-p bench.cpu_per_test`): each test's CPU seconds, its test process's
 and every process under it (the apps it started, their workers, Chromium), written one line per test to the file
-`GE_TEST_CPU_OUT` names (each test process appends its own).
+`GE_TEST_CPU_OUT` names (each test process appends its own), with when it started and ended (bench/suite.py
+charges the machine's idle seconds to the tests running while the cores idled).
 
 Read from /proc around each test: a process's own CPU seconds, and what its children it waited for used (cutime).
 A test's figure: what every process of the tree at its end used during it (all of it for one that started
@@ -11,6 +12,7 @@ process (one app shared by both) is counted where it ran; a test's seconds inclu
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -57,10 +59,10 @@ def used(before: dict[int, tuple[float, float]], after: dict[int, tuple[float, f
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    before = tree_cpu(os.getpid())
+    before, start = tree_cpu(os.getpid()), time.time()
     try:
         return (yield)
     finally:
         seconds = used(before, tree_cpu(os.getpid()))
         with open(os.environ["GE_TEST_CPU_OUT"], "a") as out:
-            out.write(f"{seconds:.2f}\t{item.nodeid}\n")
+            out.write(f"{seconds:.2f}\t{start:.2f}\t{time.time():.2f}\t{item.nodeid}\n")

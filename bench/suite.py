@@ -50,6 +50,24 @@ def _stat(pid: str) -> tuple[int, float]:
     return int(fields[19]), (int(fields[11]) + int(fields[12])) / CLOCK
 
 
+def _idle_s() -> float:
+    """The machine's idle seconds since boot, every core's (idle and iowait in /proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return (int(fields[4]) + int(fields[5])) / CLOCK
+
+
+def idle_by_test(idle: list[tuple[float, float]], spans: list[tuple[float, float, str]]) -> dict[str, float]:
+    """Each tick's idle core-seconds shared among the tests running at its end (`spans`: start, end, test); a tick
+    with none running is charged to what runs between tests (collection, sessions' set-up, the last test's wait)."""
+    out: dict[str, float] = defaultdict(float)
+    for when, seconds in idle:
+        running = [nodeid for start, end, nodeid in spans if start <= when <= end] or ["(between tests)"]
+        for nodeid in running:
+            out[nodeid] += seconds / len(running)
+    return out
+
+
 class CpuByKind(threading.Thread):
     """Every process started after `since` (clock ticks since boot), its latest CPU seconds, read every TICK_S: a
     process living under TICK_S may be missed, and each loses what it used after its last reading."""
@@ -58,9 +76,14 @@ class CpuByKind(threading.Thread):
         super().__init__(daemon=True)
         self.since, self.done = since, threading.Event()
         self.seen: dict[tuple[str, int], tuple[str, float]] = {}  # (pid, start) -> (kind, CPU s)
+        self.idle: list[tuple[float, float]] = []  # (when, the cores' idle seconds since the tick before)
 
     def run(self) -> None:
+        last = _idle_s()
         while not self.done.wait(TICK_S):
+            now = _idle_s()
+            self.idle.append((time.time(), now - last))
+            last = now
             for pid in filter(str.isdigit, os.listdir("/proc")):
                 try:
                     start, cpu = _stat(pid)
@@ -124,8 +147,9 @@ def main(argv: list[str] | None = None) -> None:
     # all pytest printed (every test's durations; a failure's report): a flake seen once is then read, not guessed
     kept = Path(tempfile.gettempdir()) / f"graph-explorer-suite-{time.strftime('%Y%m%d-%H%M%S')}.log"
     kept.write_text(done.stdout + done.stderr)
-    tests_cpu = sorted(((float(cpu), nodeid) for cpu, nodeid in
-                        (line.split("\t", 1) for line in per_test.read_text().splitlines())), reverse=True)
+    rows = [line.split("\t", 3) for line in per_test.read_text().splitlines()]
+    tests_cpu = sorted(((float(cpu), nodeid) for cpu, _, _, nodeid in rows), reverse=True)
+    idle = idle_by_test(sampler.idle, [(float(start), float(end), nodeid) for _, start, end, nodeid in rows])
     by_group_cpu: dict[str, float] = defaultdict(float)
     for cpu, nodeid in tests_cpu:
         by_group_cpu[group_of(nodeid)] += cpu
@@ -135,6 +159,10 @@ def main(argv: list[str] | None = None) -> None:
     lines += [f"| {g} | {c:.0f} |" for g, c in sorted(by_group_cpu.items(), key=lambda kv: -kv[1])[:SHOWN]]
     lines += ["", f"The {SHOWN * 2} tests using the most:", "", "| test | CPU s |", "|---|---:|"]
     lines += [f"| `{nodeid}` | {cpu:.1f} |" for cpu, nodeid in tests_cpu[:SHOWN * 2]]
+    lines += ["", f"The cores' idle seconds while the suite ran: {sum(s for _, s in sampler.idle):.0f} core-s of "
+              f"{wall * m['cores']:.0f}, each tick's shared among the tests running then. The {SHOWN} tests most "
+              "waited on:", "", "| test | idle core-s |", "|---|---:|"]
+    lines += [f"| `{nodeid}` | {s:.1f} |" for nodeid, s in sorted(idle.items(), key=lambda kv: -kv[1])[:SHOWN]]
     failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))]
     if failed:  # what failed, in pytest's words (-ra)
         lines += ["", f"What failed (pytest's whole output, with each failure's report: {kept}):", "",

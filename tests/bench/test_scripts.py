@@ -67,3 +67,11 @@ def test_a_childs_seconds_count_once_whether_it_is_reaped_before_or_during_a_tes
     subprocess.run(burn, check=True)  # a child started and reaped during it: its 0.5 s are the test's
     seconds = used(before, tree_cpu(os.getpid()))
     assert 0.4 < seconds < 0.9, seconds
+
+
+def test_an_idle_tick_is_shared_among_the_tests_running_then():
+    from bench.suite import idle_by_test
+
+    spans = [(0.0, 10.0, "a"), (5.0, 20.0, "b")]  # two test processes, overlapping from 5 s to 10 s
+    idle = idle_by_test([(2.0, 1.0), (7.0, 1.0), (15.0, 0.5), (25.0, 0.25)], spans)
+    assert idle == {"a": 1.5, "b": 1.0, "(between tests)": 0.25}
