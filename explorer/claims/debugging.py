@@ -70,7 +70,7 @@ def measure(w: Workers) -> Iterator[Progress | Evidence]:
     notes = [f"{MODEL} at its default config, bug {BUG!r} ({BUGS[BUG].what}), one train step on the default text "
              f"({result.tokens} tokens); compiled in the compile worker with a fresh dynamo state, so its seconds "
              "include tracing"]
-    yield Evidence(numbers, shown[:4], chart, notes)
+    yield Evidence(numbers, shown, chart, notes)
 
 
 def judge(x: dict[str, float]) -> Verdict:

@@ -53,7 +53,7 @@ def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
              "checked against the cached graphs with dynamo's own guard check before any ran (a length no graph "
              "accepts will compile one, which accepts that length only), then run, in order, in a fresh worker "
              "process; 'compiled' counts the compile events of the forward's own frame"]
-    yield Evidence(numbers, shown[:4], chart, notes)
+    yield Evidence(numbers, shown, chart, notes)
 
 
 def judge(x: dict[str, float]) -> Verdict:

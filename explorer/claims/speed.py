@@ -77,7 +77,7 @@ def _measure(w: Workers, models: list[Chosen]) -> Iterator[Progress | Evidence]:
              "the median pair's with its distribution-free 95% interval (at least 8 pairs), and a model counts as "
              "faster compiled only when the whole interval is above 1; compile seconds are dynamo's own, each model's "
              "said cold or served by inductor's caches on this server"]
-    yield Evidence(numbers, shown[:4], chart, notes)
+    yield Evidence(numbers, shown, chart, notes)
 
 
 def judge(x: dict[str, float]) -> Verdict:

@@ -348,12 +348,15 @@ def state_link(model: str, text: str, *rest: Any) -> str:
             'example">🔗 link to this state</a>')
 
 
+PAGE_PARAMS = ("lesson", "code", "present")  # a link's parameters that are not the Playground's
+
+
 def restore(p: Playground, request: gr.Request) -> Updates:
     """Apply a state link (URL query parameters), or the default text: setting the (initially empty) input runs
     the Playground once, through its change event. A bad link is said, and the defaults open."""
     try:
-        # the lessons and the Code tab read their own parameters
-        state = read_link({k: v for k, v in request.query_params.items() if k not in ("lesson", "code")})
+        # the lessons, the Code tab and presentation mode read their own parameters
+        state = read_link({k: v for k, v in request.query_params.items() if k not in PAGE_PARAMS})
     except USER_ERRORS as e:
         gr.Warning(f"This link could not be restored: {e}. The defaults are shown instead.")
         return {p.text: DEFAULT_TEXT}

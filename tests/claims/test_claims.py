@@ -15,7 +15,7 @@ from explorer.api import workers as api_workers
 from explorer.claims import debugging, deploying, distributed, generation, overhead, padding, rebuild, shape, speed
 from explorer.claims.board import CLAIMS, ClaimBoard, keep_fresh
 from explorer.claims.chosen import Chosen
-from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult, pair_numbers
+from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult, Evidence, pair_numbers
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.eager.capture import capture_run
@@ -23,7 +23,7 @@ from explorer.eager.compare import Comparison
 from explorer.sources.registry import source
 from explorer.sources.userfile import load
 from explorer.views.claims import chart_figure, view_of
-from models import build_model, make_config
+from models import ZOO, build_model, make_config
 from models.tokenizer import to_ids
 from tests.helpers import ROOT
 
@@ -189,6 +189,12 @@ def test_speed_claim_reports_speed_up_with_its_interval_and_compile_seconds(meas
     x = r.evidence.numbers
     assert x["transformer.compile_s"] > 0 and x["transformer.speedup_pairs"] >= 8
     assert x["transformer.speedup_low"] <= x["transformer.speedup"] <= x["transformer.speedup_high"]
+
+
+def test_the_speed_claim_shows_a_card_for_each_of_the_zoos_five_models(workers):
+    """The full experiment's card (five models, not four: a lesson's step 5 showed four of five)."""
+    evidence = next(x for x in speed._measure(workers, [Chosen(m) for m in ZOO]) if isinstance(x, Evidence))
+    assert [name for name, _, _ in evidence.shown] == list(ZOO) and len(ZOO) == 5
 
 
 def _speed(model: str, ratio: float, low: float, high: float, calls: int | None = None) -> dict[str, float]:
