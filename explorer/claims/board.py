@@ -62,18 +62,24 @@ def checked(c: Claim, model: Chosen) -> Chosen:
     return Chosen(model.name, config_dict(who.config), who.arch)
 
 
+WAIT_TICK_S = 1.0  # how often a visitor waiting for another's run of the same experiment is told where it is
+
+
 class ClaimBoard:
     """Each claim's latest result, shown to everyone for `ttl_s` seconds; one run of a claim at a time (a second
     visitor who asks meanwhile waits for that run instead of starting another). With a `path`, every new result is
     written there too, and `restore` reads them back after a restart. A `quick` board (tests) runs and restores only
     the reduced experiments, and a board that is not runs and restores only the real ones."""
 
-    def __init__(self, ttl_s: float = CLAIMS_TTL_S, path: Path | None = None, quick: bool = False) -> None:
+    def __init__(self, ttl_s: float = CLAIMS_TTL_S, path: Path | None = None, quick: bool = False,
+                 wait_tick_s: float = WAIT_TICK_S) -> None:
         self.ttl_s = ttl_s
         self.path = path
         self.quick = quick
+        self.wait_tick_s = wait_tick_s
         self._results: dict[str, ClaimResult] = {}
         self._locks = {c: threading.Lock() for c in CLAIMS}
+        self._doing: dict[str, Progress] = {}  # a running experiment's latest progress, told to those who wait
         self._writing = threading.Lock()
 
     def restore(self) -> list[str]:
@@ -141,8 +147,7 @@ class ClaimBoard:
             return
         lock = self._locks[c.id]
         if not lock.acquire(blocking=False):
-            yield Progress.said("Someone else on this server started this experiment: waiting for its result")
-            lock.acquire()
+            yield from self._waiting(c.id, lock)
         try:
             r = self.cached(c.id)
             if r is not None and (not again or r.measured_at >= asked):
@@ -151,9 +156,23 @@ class ClaimBoard:
             for item in run_claim(c, workers):
                 if isinstance(item, ClaimResult):
                     self._keep(item)
+                else:
+                    self._doing[c.id] = item
                 yield item
         finally:
+            self._doing.pop(c.id, None)
             lock.release()
+
+    def _waiting(self, claim_id: str, lock: threading.Lock) -> Iterator[Progress]:
+        """Until `lock` is ours: every `wait_tick_s`, how long this visitor has waited and where the running
+        experiment is (a class that clicks during the start-up warm-up sees it move, not one still sentence)."""
+        start = time.monotonic()
+        yield Progress.said("Someone else on this server started this experiment: waiting for its result")
+        while not lock.acquire(timeout=self.wait_tick_s):
+            doing = self._doing.get(claim_id)
+            where = f" (it is at: {doing.phase})" if doing else ""
+            yield Progress(time.monotonic() - start, f"Someone else on this server is running this "
+                                                     f"experiment{where}: waiting for its result")
 
 
 def warm(board: ClaimBoard, workers: Workers, between: Callable[[], object] = lambda: None) -> list[str]:

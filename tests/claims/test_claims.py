@@ -18,6 +18,7 @@ from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult, Evidence, pair_numbers
 from explorer.claims.lessons import STEPS, step, step_markdown
 from explorer.core.errors import USER_ERRORS, InputError
+from explorer.core.progress import Progress
 from explorer.eager.capture import capture_run
 from explorer.eager.compare import Comparison
 from explorer.sources.registry import source
@@ -381,6 +382,33 @@ def test_the_board_runs_a_claim_once_for_everyone_until_it_expires(workers):
     assert expired.cached("shape") is None and list(expired.run("shape", workers))[-1] is not first
     with pytest.raises(InputError, match="unknown claim"):
         list(board.run("nope", workers))
+
+
+def test_a_visitor_waiting_for_anothers_run_is_told_every_tick_where_it_is(workers):
+    board = ClaimBoard(ttl_s=3600, quick=True, wait_tick_s=0.01)
+    running, go = threading.Event(), threading.Event()
+    got: list[ClaimResult] = []
+
+    def first() -> None:  # the run someone else started: paused after its first step until the waiter has waited
+        items = board.run("shape", workers)
+        said = next(items)
+        assert isinstance(said, Progress)
+        running.set()
+        go.wait()
+        got.append(list(items)[-1])
+
+    runner = threading.Thread(target=first)
+    runner.start()
+    running.wait()
+    waiting = board.run("shape", workers)
+    told = [next(waiting) for _ in range(4)]
+    go.set()
+    rest = list(waiting)
+    runner.join()
+    assert told[0].phase.startswith("Someone else on this server started this experiment")
+    assert all("(it is at: RNN: " in t.phase for t in told[1:])  # the running experiment's own step
+    assert told[1].elapsed_s <= told[2].elapsed_s <= told[3].elapsed_s
+    assert rest[-1] is got[0]  # then the one result, not a second run
 
 
 def test_the_board_measures_each_result_again_before_it_expires_until_stopped(workers, monkeypatch):
