@@ -127,6 +127,10 @@ class ClaimBoard:
         r = self._results.get(claim(claim_id).id)
         return r if r is not None and time.time() - r.measured_at < self.ttl_s else None
 
+    def doing(self, claim_id: str) -> Progress | None:
+        """Where the claim's running experiment is (its latest progress), if one is running on this board."""
+        return self._doing.get(claim(claim_id).id)
+
     def measuring(self, claim_id: str) -> bool:
         """Whether the claim's experiment is running on this server now (for the board)."""
         return self._locks[claim(claim_id).id].locked()
@@ -169,7 +173,7 @@ class ClaimBoard:
         start = time.monotonic()
         yield Progress.said("Someone else on this server started this experiment: waiting for its result")
         while not lock.acquire(timeout=self.wait_tick_s):
-            doing = self._doing.get(claim_id)
+            doing = self.doing(claim_id)
             where = f" (it is at: {doing.phase})" if doing else ""
             yield Progress(time.monotonic() - start, f"Someone else on this server is running this "
                                                      f"experiment{where}: waiting for its result")

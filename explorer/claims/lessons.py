@@ -10,6 +10,7 @@ from explorer.claims import recompile
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.evidence import duration
 from explorer.core.errors import InputError
+from explorer.core.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,13 @@ def _fits(s: Step, took_s: float | None) -> str:
     return f"{said}, within this step's {s.minutes} minutes.*"
 
 
+def _where(number: int, doing: Progress | None) -> str:
+    """A step being measured, with where its experiment is (and for how long, where its step counts it)."""
+    if doing is None:
+        return str(number)
+    return f"{number} ({doing.phase}{f', {doing.elapsed_s:.0f} s in' if doing.elapsed_s else ''})"
+
+
 def readiness(board: ClaimBoard) -> str:
     """The class's state on this server, for the Lessons tab: how many steps have a result to show, until when
     (the oldest of them expires first), which is being measured now and which are not measured (markdown)."""
@@ -114,7 +122,8 @@ def readiness(board: ClaimBoard) -> str:
     else:
         said += "**"
     if running:
-        said += f". Being measured now: step{'s' if len(running) > 1 else ''} {', '.join(map(str, running))}"
+        said += (f". Being measured now: step{'s' if len(running) > 1 else ''} "
+                 f"{', '.join(_where(n, board.doing(STEPS[n - 1].claim)) for n in running)}")
     if missing:
         said += (f". Not measured: step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} (each "
                  "runs when its step's button is pressed, or in the server's start-up warm-up)")

@@ -16,7 +16,7 @@ from explorer.claims import debugging, deploying, distributed, generation, overh
 from explorer.claims.board import CLAIMS, ClaimBoard, keep_fresh
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import CONDITION, HOLDS, NOT_HERE, UNRESOLVED, ClaimResult, Evidence, pair_numbers
-from explorer.claims.lessons import STEPS, step, step_markdown
+from explorer.claims.lessons import STEPS, readiness, step, step_markdown
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.progress import Progress
 from explorer.eager.capture import capture_run
@@ -400,6 +400,7 @@ def test_a_visitor_waiting_for_anothers_run_is_told_every_tick_where_it_is(worke
     runner = threading.Thread(target=first)
     runner.start()
     running.wait()
+    assert "Being measured now: step 1 (RNN: " in readiness(board)  # the Lessons tab's banner says where it is
     waiting = board.run("shape", workers)
     told = [next(waiting) for _ in range(4)]
     go.set()
