@@ -19,13 +19,18 @@ import pytest
 CLOCK = os.sysconf("SC_CLK_TCK")
 
 
+def stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name (state first: field 3 of proc(5) is index 0); raises
+    OSError once the process is gone."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(") ", 1)[1].split()
+
+
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(") ", 1)[1].split()
-            tree.setdefault(int(fields[1]), []).append(int(pid))
+            tree.setdefault(int(stat(pid)[1]), []).append(int(pid))
         except (OSError, IndexError):
             continue
     return tree
@@ -34,8 +39,7 @@ def _children() -> dict[int, list[int]]:
 def _cpu(pid: int) -> tuple[float, float]:
     """A process's own CPU seconds and its reaped children's, (0, 0) once it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(") ", 1)[1].split()
+        fields = stat(pid)
         return (int(fields[11]) + int(fields[12])) / CLOCK, (int(fields[13]) + int(fields[14])) / CLOCK
     except (OSError, IndexError):
         return 0.0, 0.0

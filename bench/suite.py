@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.common import parser
+from bench.cpu_per_test import CLOCK, stat
 from explorer.core import machine
 from tests.groups import group_of
 
@@ -40,13 +41,11 @@ KINDS = (("chromium", "Chromium (the browser tests)"), ("playwright/driver", "Pl
          ("exec(eval(sys.stdin.readline()))", "test processes (pytest-xdist's)"), ("-m pytest", "pytest's own"),
          ("-m explorer", "CLI subprocesses"), ("-m bench", "benchmark subprocesses"))
 TICK_S = 0.5
-CLOCK = os.sysconf("SC_CLK_TCK")
 
 
 def _stat(pid: str) -> tuple[int, float]:
     """A process's start (clock ticks since boot) and its CPU seconds so far (its own, not its children's)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(") ", 1)[1].split()
+    fields = stat(pid)
     return int(fields[19]), (int(fields[11]) + int(fields[12])) / CLOCK
 
 
@@ -148,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     kept = Path(tempfile.gettempdir()) / f"graph-explorer-suite-{time.strftime('%Y%m%d-%H%M%S')}.log"
     kept.write_text(done.stdout + done.stderr)
     rows = [line.split("\t", 3) for line in per_test.read_text().splitlines()]
+    per_test.unlink()
     tests_cpu = sorted(((float(cpu), nodeid) for cpu, _, _, nodeid in rows), reverse=True)
     idle = idle_by_test(sampler.idle, [(float(start), float(end), nodeid) for _, start, end, nodeid in rows])
     by_group_cpu: dict[str, float] = defaultdict(float)

@@ -79,7 +79,7 @@ class ClaimBoard:
         self.wait_tick_s = wait_tick_s
         self._results: dict[str, ClaimResult] = {}
         self._locks = {c: threading.Lock() for c in CLAIMS}
-        self._doing: dict[str, Progress] = {}  # a running experiment's latest progress, told to those who wait
+        self._doing: dict[str, tuple[float, str]] = {}  # a running experiment's start (monotonic) and latest step
         self._writing = threading.Lock()
 
     def restore(self) -> list[str]:
@@ -128,8 +128,10 @@ class ClaimBoard:
         return r if r is not None and time.time() - r.measured_at < self.ttl_s else None
 
     def doing(self, claim_id: str) -> Progress | None:
-        """Where the claim's running experiment is (its latest progress), if one is running on this board."""
-        return self._doing.get(claim(claim_id).id)
+        """Where the claim's running experiment is, if one is running on this board: its latest step, and the
+        seconds since the experiment began."""
+        doing = self._doing.get(claim(claim_id).id)
+        return None if doing is None else Progress(time.monotonic() - doing[0], doing[1])
 
     def measuring(self, claim_id: str) -> bool:
         """Whether the claim's experiment is running on this server now (for the board)."""
@@ -157,11 +159,12 @@ class ClaimBoard:
             if r is not None and (not again or r.measured_at >= asked):
                 yield r
                 return
+            began = time.monotonic()
             for item in run_claim(c, workers):
                 if isinstance(item, ClaimResult):
                     self._keep(item)
                 else:
-                    self._doing[c.id] = item
+                    self._doing[c.id] = (began, item.phase)
                 yield item
         finally:
             self._doing.pop(c.id, None)

@@ -103,10 +103,8 @@ def _fits(s: Step, took_s: float | None) -> str:
 
 
 def _where(number: int, doing: Progress | None) -> str:
-    """A step being measured, with where its experiment is (and for how long, where its step counts it)."""
-    if doing is None:
-        return str(number)
-    return f"{number} ({doing.phase}{f', {doing.elapsed_s:.0f} s in' if doing.elapsed_s else ''})"
+    """A step being measured, with where its experiment is and for how long it has run."""
+    return str(number) if doing is None else f"{number} ({doing.phase}, {doing.elapsed_s:.0f} s in)"
 
 
 def readiness(board: ClaimBoard) -> str:

@@ -33,6 +33,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from explorer.compile.observe import FxNode, fx_nodes
 from explorer.core.errors import InputError
+from explorer.eager.compare import iqr
 from explorer.sources.registry import build_model, make_config
 from explorer.workers.protocol import Job, WorkerContext
 
@@ -56,10 +57,7 @@ class Sampled:
 
     @property
     def iqr_us(self) -> float:
-        if len(self.samples) < 2:
-            return 0.0
-        q1, _, q3 = statistics.quantiles(self.samples, n=4)
-        return q3 - q1
+        return iqr(self.samples)
 
 
 @dataclass(frozen=True)

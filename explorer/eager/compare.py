@@ -190,12 +190,19 @@ class Rounds:
         return measurement_of(name, self.ms[name], self.calls, self.threads, self.cores, self.node)
 
 
+def iqr(xs: Sequence[float]) -> float:
+    """The samples' interquartile range (0 for a single sample)."""
+    if len(xs) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(xs, n=4)
+    return q3 - q1
+
+
 def measurement_of(label: str, ms: Sequence[float], calls: int, threads: int, cores: tuple[int, ...],
                    node: str) -> Measurement:
     """Samples (ms each) timed elsewhere as a Measurement: median, IQR, range."""
     xs = sorted(ms)
-    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
-    return Measurement(label, statistics.median(xs), q[2] - q[0], xs[0], xs[-1], len(xs), calls, threads, cores=cores,
+    return Measurement(label, statistics.median(xs), iqr(xs), xs[0], xs[-1], len(xs), calls, threads, cores=cores,
                        node=node)
 
 

@@ -45,13 +45,11 @@ def kernels_update(session: Session, workers: Workers) -> Iterator[Progress | Ke
     if run is None:
         raise InputError("Run an input first: its compiled forward is what gets profiled")
     job = KernelsJob(run.model, config_dict(run.config), run.input.ids[0].tolist())
-    runner = (WorkerProcess(name="kernels", max_jobs=1, advice="Try a shorter input.") if workers.fresh
-              else workers.compile)
+    runner = WorkerProcess(name="kernels", max_jobs=1, advice="Try a shorter input.")
     try:
         costs = yield from run_said(runner, job, "the compiled kernels")
     finally:
-        if runner is not workers.compile:
-            runner.stop()
+        runner.stop()
     yield kernels_view(costs, run)
 
 

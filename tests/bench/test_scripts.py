@@ -11,7 +11,6 @@ import importlib
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -60,8 +59,9 @@ def test_a_childs_seconds_count_once_whether_it_is_reaped_before_or_during_a_tes
     from bench.cpu_per_test import tree_cpu, used
 
     burn = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"]
-    child = subprocess.Popen([*burn[:2], burn[2] + "\ninput()"], stdin=subprocess.PIPE)  # burns, then waits
-    time.sleep(1.5)
+    child = subprocess.Popen([*burn[:2], burn[2] + "\nprint('burnt', flush=True)\ninput()"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)  # burns, says so, then waits
+    assert child.stdout.readline() == b"burnt\n"
     before = tree_cpu(os.getpid())  # the child has used its 0.5 s before the "test"
     child.communicate(b"\n")  # reaped during it: its parent's cutime takes all its seconds
     subprocess.run(burn, check=True)  # a child started and reaped during it: its 0.5 s are the test's

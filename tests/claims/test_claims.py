@@ -4,6 +4,7 @@ everyone; the lessons step through every claim."""
 
 import json
 import math
+import re
 import threading
 import time
 from dataclasses import replace
@@ -400,7 +401,8 @@ def test_a_visitor_waiting_for_anothers_run_is_told_every_tick_where_it_is(worke
     runner = threading.Thread(target=first)
     runner.start()
     running.wait()
-    assert "Being measured now: step 1 (RNN: " in readiness(board)  # the Lessons tab's banner says where it is
+    # the Lessons tab's banner says where it is, and for how long the experiment has run
+    assert re.search(r"Being measured now: step 1 \(RNN: .+, \d+ s in\)", readiness(board))
     waiting = board.run("shape", workers)
     told = [next(waiting) for _ in range(4)]
     go.set()
