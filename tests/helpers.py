@@ -1,5 +1,5 @@
 """What several tests share: the real app in its own process (the launcher the benchmarks use too), Debian's
-Chromium for the browser tests (installed by the suite itself when missing, never a test tool's own browser
+headless Chromium for the browser tests (installed by the suite itself when missing, never a test tool's own browser
 download), axe-core for the accessibility audit (from the npm registry, pinned), and source lines derived from the
 code rather than typed."""
 
@@ -15,13 +15,15 @@ from pathlib import Path
 
 from bench.appserver import start_app as _start_app
 from bench.appserver import stop_app
+from bench.screenshot import CHROMIUM_ARGS as ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CHROMIUM = Path("/usr/bin/chromium")
-PACKAGES = ["chromium", "fonts-noto-color-emoji", "fonts-noto-cjk"]
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+# Chromium's headless shell (what Playwright itself runs headless): the same Blink as the full browser the
+# benchmarks measure with (bench/screenshot.py), without the full browser's windowing layers, so fewer CPU-seconds
+# a page load (the suite's results file gives Chromium's CPU-seconds: bench/RESULTS-suite.md).
+CHROMIUM = Path("/usr/bin/chromium-headless-shell")
+PACKAGES = ["chromium-headless-shell", "fonts-noto-color-emoji", "fonts-noto-cjk"]
 
 
 def start_app(extra_env: dict[str, str] | None = None, shared: bool = False,
