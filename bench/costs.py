@@ -1,11 +1,13 @@
-"""How the profiled per-node times of a train step add up against the card's train step: `python -m bench.costs`
--> bench/RESULTS-costs.md.
+"""How the per-node times of a train step add up against the cards: `python -m bench.costs` -> bench/RESULTS-costs.md.
 
-For each zoo model at 100 tokens, the Playground's run (its train step timed without the profiler, on the
-measuring core) and then the lines-and-costs pass (explorer/eager/costs.py: the step profiled five times, every
-operator charged to a graph node by autograd's sequence numbers). Read: the nodes' summed medians, the operators of no
-node, the profiled step's wall time, and the card's train step; the ratio of the first to the last is what the
-Playground says beside the figure ("the nodes' sum is N% of it")."""
+For each zoo model at 100 tokens, the Playground's run, then rounds of two: the cards' timings again (the
+measurement process's job, as the Playground's run sends it: forward and train step without the profiler, on the
+measuring core) and the costs pass (explorer/eager/costs.py: five pairs of steps, the profiler collecting in one
+and off in the other, every operator and the Python before it charged to a graph node, the profiler's cost taken
+off in proportion). Read, per round: the nodes' sums forward and backward, what the step spent outside every node,
+the pass's plain step, and the cards; the nodes' sum over the card's train step is what the Playground says beside
+the figure ("the nodes' sum is N% of it"). The rounds show how far the cards themselves move from one timing to the
+next on this machine."""
 
 from __future__ import annotations
 
@@ -16,11 +18,13 @@ from explorer.core import machine
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
 from explorer.runs.session import Session
-from explorer.serving.pool import MeasurePool
+from explorer.serving.plan import FORWARD_BUDGET_S, TRAIN_BUDGET_S
+from explorer.serving.pool import MeasurePool, Timed, TimingJob
 from explorer.views.playground import update
 from models import ZOO
 
 TOKENS = 100
+ROUNDS = 3
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -30,30 +34,49 @@ def main(argv: list[str] | None = None) -> None:
     pool = MeasurePool()
     pool.start()
     models = list(ZOO)[:1] if args.quick else list(ZOO)
-    ratios = []
-    out = ["# The profiled nodes against the card's train step", "",
-           f"{measured_by('costs', args.quick)}: each zoo model at {TOKENS} tokens, its train step timed by the "
-           "Playground's run, then profiled node by node (five repeats, each node's median).", "",
-           "| model | nodes | nodes' sum ms | no node ms | profiled step wall ms (min-max) | card's train step ms | "
-           "nodes' sum / card |", "|---|---:|---:|---:|---|---:|---:|"]
+    rounds = 1 if args.quick else ROUNDS
+    train, fwd, spread = [], [], []
+    out = ["# The nodes' times against the cards", "",
+           f"{measured_by('costs', args.quick)}: each zoo model at {TOKENS} tokens, {rounds} round(s) of its cards "
+           "timed as the Playground's run times them and its train step profiled node by node right after (five "
+           "pairs of steps, the profiler on and off; each node's mean, the profiler's cost taken off in proportion). "
+           "Each cell: the median over the rounds (min-max).", "",
+           "| model | nodes | nodes' forward ms | card's forward ms | nodes' sum ms | no node ms | zero_grad ms | "
+           "after the last operator ms | pass's plain step ms | card's train step ms | nodes' sum / card's step | "
+           "nodes' forward / card's forward |", "|---|---:|" + "---:|" * 10]
+    mean = statistics.mean
     try:
         for name in models:
             session = Session()
-            list(update(session, name, text_of_length(DEFAULT_TEXT, TOKENS), "", {}, pool))
-            costs = session.costs()
-            card = session.last.train_step.median_ms
-            nodes_ms = sum(c.total_us for c in costs.nodes.values()) / 1e3
-            ratios.append(nodes_ms / card)
-            out.append(f"| {name} | {len(costs.nodes):,} | {nodes_ms:.2f} | {statistics.median(costs.other_ops_ms):.2f}"
-                       f" | {statistics.median(costs.step_ms):.2f} ({min(costs.step_ms):.2f}-{max(costs.step_ms):.2f})"
-                       f" | {card:.2f} | {nodes_ms / card:.2f} |")
+            text = text_of_length(DEFAULT_TEXT, TOKENS)
+            list(update(session, name, text, "", {}, pool))
+            job = TimingJob.of(name, {}, session.last.input.ids, FORWARD_BUDGET_S, TRAIN_BUDGET_S)
+            cols: list[list[float]] = [[] for _ in range(10)]
+            for _ in range(rounds):
+                card = next(t for t in pool.run(job) if isinstance(t, Timed))
+                costs = session.costs()
+                f, b = costs.nodes_ms()
+                for col, v in zip(cols, (f, card.forward.median_ms, f + b, mean(costs.other_ops_ms),
+                                         mean(costs.zero_grad_ms), mean(costs.outside_ms), mean(costs.plain_ms),
+                                         card.train_step.median_ms, (f + b) / card.train_step.median_ms,
+                                         f / card.forward.median_ms), strict=True):
+                    col.append(v)
+            train.append(statistics.median(cols[8]))
+            fwd.append(statistics.median(cols[9]))
+            spread.append(max(cols[7]) / min(cols[7]))
+            out.append(f"| {name} | {len(costs.nodes):,} | " + " | ".join(
+                f"{statistics.median(c):.2f} ({min(c):.2f}-{max(c):.2f})" for c in cols) + " |")
     finally:
         pool.stop()
-    off = sum(abs(r - 1) > 0.1 for r in ratios)
-    out += ["", f"The nodes' sum over the card's step ranged {min(ratios):.2f}-{max(ratios):.2f}: {off} of "
-            f"{len(ratios)} models outside 10%. The profiled side carries the profiler's cost per operator and runs "
-            "on the server's core, the card's on the measuring core without it: read the shares per node, module "
-            "and line, not the absolute times."]
+    out += ["", f"The nodes' sum over the card's train step (each model's median over its rounds) ranged "
+            f"{min(train):.2f}-{max(train):.2f}: {sum(abs(r - 1) > 0.1 for r in train)} of {len(train)} models "
+            "outside 10%. The card's train step itself moved by up to "
+            f"{max(spread):.2f}x between the rounds of a model (the largest over its smallest). What the nodes leave "
+            "out of the step is in the table (operators of no node, zero_grad, after the last operator): with the "
+            "nodes they add up to the pass's plain step. The nodes' forward over the card's forward ranged "
+            f"{min(fwd):.2f}-{max(fwd):.2f} ({sum(abs(r - 1) > 0.1 for r in fwd)} of {len(fwd)} outside 10%): the "
+            "nodes' forward is the train step's, recording the graph, where the card's forward is an inference "
+            "forward (no_grad), which records none."]
     args.out.write_text("\n".join(out) + "\n")
     print(args.out.read_text())
 

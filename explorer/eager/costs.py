@@ -8,35 +8,50 @@ included) whose number is a node of this run's graph, as forward or backward by 
 it. The run's graph is walked as the Playground's is (`graph.walk`), so node N here is node N on screen; the
 operations are checked node by node.
 
-A pass of its own, after the timings, `repeats` times (each node's median is shown, with the repeats' spread of the
-sums): the profiler's own overhead is in these runs, never in the figures on the cards. What the operators do not
-cover (Python between them, the profiler's bookkeeping) is the step's wall time minus the operators' sum, said as
-such."""
+A node's time is what its operators took plus the Python that issued them (the gap since the operator before, on
+the step's own level: a loop's bookkeeping, a module's call, the engine between backward functions), scaled by the
+step's time without the profiler over its time with it, both measured in this pass: the profiler slows every
+operator, and this takes its cost off in proportion. So the nodes, the operators of no node, `zero_grad` and what ran
+after the last operator add up to the step as timed without the profiler.
+
+A pass of its own, after the timings, on a measuring core as a timing is (held, so nothing else runs there, at the
+timings' thread count): a first step profiled with its allocations recorded (which slows every operator more), for
+the bytes; then `repeats` pairs of steps in one profiler session, one with the profiler collecting and one with it
+switched off (the order alternating, so that a slow spell of the machine falls on both); each node's mean over the
+repeats is shown (a sum of medians would drop every node's spikes and fall short of the step), with the repeats'
+spread of the sums."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, record_function
+from torch.utils.benchmark.utils.common import set_torch_threads
 
 from explorer.core.errors import InputError
+from explorer.core.machine import THREADS, on_core
+from explorer.eager import timing
 from explorer.eager.capture import TRAIN_SEED, train_loss, training
 from explorer.eager.graph import ACCUMULATE, walk
 
 _BACKWARD = "autograd::engine::evaluate_function: "
+# the pass's own marks in the profile: a step, the walk of its graph (left out), its zero_grad (not a node's)
+_STEP, _WALK, _ZERO = "graph-explorer: step", "graph-explorer: walk", "graph-explorer: zero_grad"
 REPEATS = 5
-PROFILED_SLOWER = 2.0  # a step under the profiler over the card's: 1.0-1.9x in bench/RESULTS-costs.md
+PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.4-1.9x in bench/RESULTS-costs.md
 
 
 @dataclass(frozen=True)
 class NodeCost:
-    forward_us: float  # the median over the repeats of the self time of the forward operators charged to it
+    forward_us: float  # mean over the repeats: its forward operators and the Python before them, the profiler off
     backward_us: float  # the same, of its backward function
     bytes: int  # what its forward operators allocated (the first repeat's: allocation is the same each time)
 
@@ -48,10 +63,14 @@ class NodeCost:
 @dataclass(frozen=True)
 class Costs:
     nodes: dict[int, NodeCost]  # graph node -> its cost
-    forward_ops_ms: tuple[float, ...]  # per repeat: the operators' self time charged to a node, forward
+    forward_ops_ms: tuple[float, ...]  # per repeat: the time charged to a node, forward
     backward_ops_ms: tuple[float, ...]  # the same, backward
-    other_ops_ms: tuple[float, ...]  # operators charged to no node of the graph (the loss's gradient seed, ...)
-    step_ms: tuple[float, ...]  # per repeat: the profiled train step's wall time (the profiler's overhead in it)
+    other_ops_ms: tuple[float, ...]  # charged to no node of the graph (the loss's gradient seed, ...)
+    zero_grad_ms: tuple[float, ...]  # per repeat: the step's zero_grad (the card's step has one too)
+    outside_ms: tuple[float, ...]  # per repeat: after the step's last operator
+    step_ms: tuple[float, ...]  # per repeat: the profiled step's wall time (the profiler's cost in it)
+    plain_ms: tuple[float, ...]  # the same step's wall time without the profiler, in this pass
+    scale: float  # the plain steps' mean over the profiled ones': what every profiled time is multiplied by
     matches_graph: bool  # this pass drew the graph on screen, operation for operation
     measured_at: float = 0.0  # time.time() when the pass ran
 
@@ -59,81 +78,164 @@ class Costs:
     def repeats(self) -> int:
         return len(self.step_ms)
 
-    def ops_ms(self) -> float:
-        """The median over the repeats of every operator's self time."""
-        return statistics.median(f + b + o for f, b, o in zip(self.forward_ops_ms, self.backward_ops_ms,
-                                                               self.other_ops_ms, strict=True))
+    def nodes_ms(self) -> tuple[float, float]:
+        """(forward, backward): the nodes' medians summed."""
+        return (sum(c.forward_us for c in self.nodes.values()) / 1e3,
+                sum(c.backward_us for c in self.nodes.values()) / 1e3)
 
 
-def _charged(events: list[Any], node_of: dict[int, int]) -> tuple[dict[int, list[float]], float, dict[int, int]]:
-    """(node -> [forward µs, backward µs], µs charged to no node, node -> bytes its forward allocated)."""
-    us: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    allocated: dict[int, int] = defaultdict(int)
-    other = 0.0
-    for e in events:
-        node, backward, up = None, False, e
-        while up is not None:
-            if node is None and up.sequence_nr in node_of:
-                node = node_of[up.sequence_nr]
-            if up.name.startswith(_BACKWARD):
-                backward = True
-                break  # a backward function's number is its node's: nothing above it is this operator's
-            up = up.cpu_parent
+@dataclass
+class _Step:
+    """One profiled step charged to its nodes, before the profiler's cost is taken off."""
+
+    us: dict[int, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))  # [fwd, bwd] µs
+    other_us: float = 0.0  # operators of no node, with the gaps before them
+    zero_grad_us: float = 0.0
+    outside_us: float = 0.0  # after the last operator
+    wall_us: float = 0.0  # the step less the pass's walk of its graph
+
+
+def _owner(e: Any, node_of: dict[int, int]) -> tuple[int | None, int]:
+    """(the node an operator's self time is charged to, or None; 1 if it ran in a backward function, else 0)."""
+    node, up = None, e
+    while up is not None and up.name != _STEP:
+        if node is None and up.sequence_nr in node_of:
+            node = node_of[up.sequence_nr]
+        if up.name.startswith(_BACKWARD):
+            return node, 1  # a backward function's number is its node's: nothing above it is this operator's
+        up = up.cpu_parent
+    return node, 0
+
+
+def _below(e: Any) -> list[Any]:
+    """The events under `e`, each before its children, in the order they started."""
+    out, stack = [], sorted(e.cpu_children, key=lambda c: -c.time_range.start)
+    while stack:
+        c = stack.pop()
+        out.append(c)
+        stack += sorted(c.cpu_children, key=lambda x: -x.time_range.start)
+    return out
+
+
+def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
+    """Each operator under `mark` (a step) charged its self time to its node, and each of the step's top-level
+    operators the gap before it (a composite operator that charged nothing itself: to its first operator's node);
+    the pass's walk of the graph left out, its time too; the zero_grad, and what ran after the last operator, apart."""
+    step = _Step()
+    owner: dict[int, tuple[int | None, int]] = {}
+    marks = [c for c in mark.cpu_children if c.name in (_WALK, _ZERO)]
+    for e in (e for top in mark.cpu_children if top.name not in (_WALK, _ZERO) for e in [top, *_below(top)]):
+        node, back = owner[e.id] = _owner(e, node_of)
         if node is None:
-            other += e.self_cpu_time_total
+            step.other_us += e.self_cpu_time_total
+        else:
+            step.us[node][back] += e.self_cpu_time_total
+    last, walked = mark.time_range.start, 0.0
+    for e in sorted(mark.cpu_children, key=lambda c: c.time_range.start):
+        if e.name == _WALK:  # the Python on either side of it goes to the operator after it
+            walked += e.time_range.elapsed_us()
             continue
-        us[node][1 if backward else 0] += e.self_cpu_time_total
-        if not backward and e.self_cpu_memory_usage > 0:
-            allocated[node] += e.self_cpu_memory_usage
-    return us, other, allocated
+        gap, walked = max(0.0, e.time_range.start - last - walked), 0.0
+        last = max(last, e.time_range.end)
+        if e.name == _ZERO:
+            step.zero_grad_us += e.time_range.elapsed_us() + gap
+            continue
+        node, back = owner[e.id]
+        if node is None:
+            node, back = next((owner[c.id] for c in _below(e) if owner[c.id][0] is not None), (None, 0))
+        if node is None:
+            step.other_us += gap
+        else:
+            step.us[node][back] += gap
+    step.outside_us = mark.time_range.end - last - walked
+    step.wall_us = mark.time_range.elapsed_us() - sum(w.time_range.elapsed_us() for w in marks if w.name == _WALK)
+    return step
+
+
+def _allocated(events: list[Any], node_of: dict[int, int]) -> dict[int, int]:
+    """node -> the bytes its forward operators allocated."""
+    out: dict[int, int] = defaultdict(int)
+    for e in events:
+        node, back = _owner(e, node_of)
+        if node is not None and not back and e.self_cpu_memory_usage > 0:
+            out[node] += e.self_cpu_memory_usage
+    return dict(out)
+
+
+def _numbers(order: list[Any]) -> dict[int, int]:
+    """A walked graph's autograd sequence numbers -> its node ids (the parameters' accumulators have none)."""
+    return {fn._sequence_nr(): nid for nid, fn in enumerate(order) if fn.name() != ACCUMULATE}
 
 
 def repeats_within(step_s: float, budget_s: float, limit: str) -> int:
-    """How many profiled repeats of a train step that took `step_s` unprofiled fit in `budget_s` (one more runs
-    first, unprofiled), at most REPEATS; InputError naming `limit` if none does."""
-    slower = step_s * PROFILED_SLOWER
-    repeats = min(REPEATS, int(budget_s / slower) - 1) if slower > 0 else REPEATS
+    """How many repeats of a train step that took `step_s` unprofiled (each run once plain, once profiled) fit in
+    `budget_s` beside two first steps profiled (one recording allocations), at most REPEATS; InputError naming
+    `limit` if none does."""
+    each = step_s * (1 + PROFILED_SLOWER)
+    repeats = min(REPEATS, int(budget_s / each) - 2) if each > 0 else REPEATS
     if repeats < 1:
-        raise InputError(f"Profiling this input's train step would take about {2 * slower:.0f} s (one step and a "
-                         f"first one, with the profiler), over {limit} = {budget_s:g} s: try a shorter input or a "
-                         "smaller architecture.")
+        raise InputError(f"Profiling this input's train step would take about {3 * each:.0f} s (with and without "
+                         f"the profiler, and two first steps), over {limit} = {budget_s:g} s: try a shorter input or "
+                         "a smaller architecture.")
     return repeats
+
+
+def _train(model: nn.Module, ids: torch.Tensor, marked: bool = False) -> list[Any]:
+    """One train step; its graph's nodes as walked (`marked`: the walk and the zero_grad in marks of their own, in
+    a profile)."""
+    with record_function(_ZERO) if marked else contextlib.nullcontext():
+        model.zero_grad(set_to_none=True)
+    loss = train_loss(model(ids), model)
+    with record_function(_WALK) if marked else contextlib.nullcontext():
+        order, _ = walk(loss.grad_fn)
+    loss.backward()
+    return order
 
 
 def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = None,
                   repeats: int = REPEATS) -> Costs:
     """The train step of `model` on `ids` profiled `repeats` times, each operator charged to its node; `ops`: the
     graph on screen's operations by node, to check that this pass drew the same graph."""
+    cpu = [ProfilerActivity.CPU]
+    plain: list[float] = []
+    graphs: list[list[Any]] = []
+    with timing.measuring_core() as core, on_core(core), set_torch_threads(THREADS), training(model, TRAIN_SEED):
+        with profile(activities=cpu, profile_memory=True) as prof:
+            order = _train(model, ids)  # also a first step: one-time costs out of the figures
+        allocated = _allocated(list(prof.events()), _numbers(order))
+        with profile(activities=cpu) as prof:
+            _train(model, ids)  # the profiler's own first step (outside every mark: not read)
+            for i in range(repeats):  # in pairs, the order alternating: a slow spell of the machine falls on both
+                for profiled in (False, True) if i % 2 == 0 else (True, False):
+                    if profiled:
+                        with record_function(_STEP):
+                            graphs.append(_train(model, ids, marked=True))
+                        continue
+                    prof.toggle_collection_dynamic(False, cpu)  # no operator recorded: the step as the card times it
+                    start = time.perf_counter()
+                    model.zero_grad(set_to_none=True)
+                    train_loss(model(ids), model).backward()
+                    plain.append((time.perf_counter() - start) * 1e3)
+                    prof.toggle_collection_dynamic(True, cpu)
+    marks = sorted((e for e in prof.events() if e.name == _STEP), key=lambda e: e.time_range.start)
+    steps = [_charge(mark, _numbers(order)) for mark, order in zip(marks, graphs, strict=True)]
+    # the profiler's cost taken off in proportion: every profiled time scaled by the plain steps' mean over the
+    # profiled ones' (means, as the nodes' figures are: a sum of means is the mean of the sums, where medians would
+    # drop each node's spikes)
+    scale = statistics.mean(plain) / statistics.mean(s.wall_us / 1e3 for s in steps)
     per_node: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    forward, backward, other, wall = [], [], [], []
-    allocated: dict[int, int] = {}
-    matches = True
-    with training(model, TRAIN_SEED):
-        model.zero_grad(set_to_none=True)
-        train_loss(model(ids), model).backward()  # a first step: one-time costs out of the figures
-        for i in range(repeats):
-            model.zero_grad(set_to_none=True)
-            # the bytes from the first repeat only: recording allocations slows every operator a little more
-            with profile(activities=[ProfilerActivity.CPU], profile_memory=i == 0) as prof:
-                start = time.perf_counter()
-                loss = train_loss(model(ids), model)
-                walked = time.perf_counter()
-                order, _ = walk(loss.grad_fn)
-                walked = time.perf_counter() - walked  # the pass's own bookkeeping: not the step's time
-                loss.backward()
-                took = time.perf_counter() - start - walked
-            names = ["param" if fn.name() == ACCUMULATE else fn.name() for fn in order]
-            matches = matches and (ops is None or ops == names)
-            node_of = {fn._sequence_nr(): nid for nid, fn in enumerate(order) if fn.name() != ACCUMULATE}
-            us, outside, bytes_of = _charged(list(prof.events()), node_of)
-            for nid in node_of.values():
-                per_node[nid].append(tuple(us.get(nid, (0.0, 0.0))))
-            forward.append(sum(f for f, _ in us.values()) / 1e3)
-            backward.append(sum(b for _, b in us.values()) / 1e3)
-            other.append(outside / 1e3)
-            wall.append(took * 1e3)
-            if i == 0:
-                allocated = dict(bytes_of)
-    nodes = {nid: NodeCost(statistics.median(f for f, _ in xs), statistics.median(b for _, b in xs),
+    for s, order in zip(steps, graphs, strict=True):
+        for nid in _numbers(order).values():
+            f, b = s.us.get(nid, (0.0, 0.0))
+            per_node[nid].append((f * scale, b * scale))
+    matches = ops is None or all(ops == ["param" if fn.name() == ACCUMULATE else fn.name() for fn in order]
+                                 for order in graphs)
+    nodes = {nid: NodeCost(statistics.mean(f for f, _ in xs), statistics.mean(b for _, b in xs),
                            allocated.get(nid, 0)) for nid, xs in per_node.items()}
-    return Costs(nodes, tuple(forward), tuple(backward), tuple(other), tuple(wall), matches, time.time())
+
+    def ms(of: Callable[[_Step], float]) -> tuple[float, ...]:
+        return tuple(of(s) * scale / 1e3 for s in steps)
+
+    return Costs(nodes, ms(lambda s: sum(f for f, _ in s.us.values())), ms(lambda s: sum(b for _, b in s.us.values())),
+                 ms(lambda s: s.other_us), ms(lambda s: s.zero_grad_us), ms(lambda s: s.outside_us),
+                 tuple(s.wall_us / 1e3 for s in steps), tuple(plain), scale, matches, time.time())

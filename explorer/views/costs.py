@@ -1,6 +1,6 @@
-"""Where the time went, as the Playground and the CLI show it: the graph coloured by each node's profiled time, the
-ten costliest nodes, the same rolled up per module and per line of the model's Python, and the sums set against the
-card's train step (timed without the profiler), the difference said."""
+"""Where the time went, as the Playground and the CLI show it: the graph coloured by each node's time, the ten
+costliest nodes, the same rolled up per module and per line of the model's Python, and the sums set against the
+step timed without the profiler (the pass's own and the card's), the difference said."""
 
 from __future__ import annotations
 
@@ -55,20 +55,21 @@ def line_rows(costs: Costs, lines: LinesRan) -> list[list[Any]]:
 
 def costs_summary(costs: Costs, card_step_ms: float | None) -> str:
     """What was measured, the sums, and how they stand against the card (a number behind every sentence)."""
-    nodes_ms = sum(c.total_us for c in costs.nodes.values()) / 1e3
-    fwd, bwd = (statistics.median(x) for x in (costs.forward_ops_ms, costs.backward_ops_ms))
-    other, wall = statistics.median(costs.other_ops_ms), statistics.median(costs.step_ms)
+    fwd, bwd = costs.nodes_ms()
+    other, zero, after, plain, wall = (statistics.mean(x) for x in (
+        costs.other_ops_ms, costs.zero_grad_ms, costs.outside_ms, costs.plain_ms, costs.step_ms))
     said = [f"The train step profiled in a pass of its own ({count(costs.repeats, 'repeat')}, after the timings, "
-            f"{time.time() - costs.measured_at:.0f} s ago; each node's figure is its median): the operators charged "
-            f"to the graph's {count(len(costs.nodes), 'operation node')} took **{nodes_ms:.2f} ms** (forward "
-            f"{fwd:.2f} ms, backward {bwd:.2f} ms), {other:.2f} ms more went to operators of no node; the profiled "
-            f"step's wall time was {wall:.2f} ms (min-max {min(costs.step_ms):.2f}-{max(costs.step_ms):.2f}), so "
-            f"{max(0.0, wall - fwd - bwd - other):.2f} ms were outside every operator (Python between them, the "
-            "profiler's bookkeeping)."]
+            f"{time.time() - costs.measured_at:.0f} s ago, on a measuring core): each node's figure is its operators' "
+            "self time and the Python that issued them, the profiler's cost taken off in proportion (the step took "
+            f"{plain:.2f} ms without the profiler in this pass, {wall:.2f} ms with it, min-max "
+            f"{min(costs.step_ms):.2f}-{max(costs.step_ms):.2f}: every profiled time x{costs.scale:.2f}), the mean "
+            f"over the repeats. The graph's {count(len(costs.nodes), 'operation node')}: **{fwd + bwd:.2f} ms** "
+            f"(forward {fwd:.2f} ms, backward {bwd:.2f} ms); operators of no node (on tensors that need no gradient, "
+            f"the loss's seed) {other:.2f} ms; zero_grad {zero:.2f} ms; after the last operator {after:.2f} ms: "
+            f"together {fwd + bwd + other + zero + after:.2f} ms of the step's {plain:.2f} ms."]
     if card_step_ms:
-        said.append(f"The card's train step, timed without the profiler, is {card_step_ms:.2f} ms: the nodes' sum is "
-                    f"{100 * nodes_ms / card_step_ms:.0f}% of it (the profiler's cost per operator is in the "
-                    "former). Read the shares, not the absolute times.")
+        said.append(f"The card's train step, timed apart, is {card_step_ms:.2f} ms: the nodes' sum is "
+                    f"{100 * (fwd + bwd) / card_step_ms:.0f}% of it.")
     if not costs.matches_graph:
         said.append("This pass drew a different graph from the one shown (the model draws differently each run): "
                     "its nodes are its own.")
@@ -79,7 +80,9 @@ def costs_report(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> dict[st
     """The report's `costs` (JSON)."""
     return {"repeats": costs.repeats, "matches_graph": costs.matches_graph,
             "forward_ops_ms": list(costs.forward_ops_ms), "backward_ops_ms": list(costs.backward_ops_ms),
-            "other_ops_ms": list(costs.other_ops_ms), "step_ms": list(costs.step_ms),
+            "other_ops_ms": list(costs.other_ops_ms), "zero_grad_ms": list(costs.zero_grad_ms),
+            "outside_ms": list(costs.outside_ms), "step_ms": list(costs.step_ms), "plain_ms": list(costs.plain_ms),
+            "scale": costs.scale,
             "top": [dict(zip(NODE_COLUMNS, r, strict=True)) for r in top_rows(costs, graph, lines)],
             "modules": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in module_rows(costs, graph)],
             "lines": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in line_rows(costs, lines)]}

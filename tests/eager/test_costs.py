@@ -1,7 +1,9 @@
 """Where the time went: the profiler's operators charged to the graph's nodes (by autograd's sequence numbers),
-every operation node costed forward and backward, rolled up per module and per line, on the zoo, a library
-architecture and a model this project did not write; an operator's file is profiled in its worker; an input whose
-profiled step would take too long is refused before it runs."""
+every operation node costed forward and backward, each step split with nothing lost or counted twice, rolled up per
+module and per line, on the zoo, a library architecture and a model this project did not write; an operator's file
+is profiled in its worker; an input whose profiled step would take too long is refused before it runs."""
+
+import statistics
 
 import pytest
 
@@ -29,10 +31,13 @@ def test_every_operation_node_is_costed_forward_and_backward_and_the_rollups_hol
     assert costs.matches_graph and set(costs.nodes) == ops and costs.repeats == 5
     # each node's forward operators and its backward function were found (charged by sequence number)
     assert all(costs.nodes[i].forward_us > 0 and costs.nodes[i].backward_us > 0 for i in ops)
-    # each repeat's operators ran inside its step: their self times never sum past its wall time
-    for f, b, o, wall in zip(costs.forward_ops_ms, costs.backward_ops_ms, costs.other_ops_ms, costs.step_ms,
-                             strict=True):
-        assert 0 < f + b + o <= wall
+    # each repeat's step is split with nothing lost or counted twice: the nodes, the operators of no node, the
+    # zero_grad and what ran after the last operator add up to its profiled wall time (scaled to the plain step's)
+    for *parts, wall in zip(costs.forward_ops_ms, costs.backward_ops_ms, costs.other_ops_ms, costs.zero_grad_ms,
+                            costs.outside_ms, costs.step_ms, strict=True):
+        assert min(parts) >= 0 and sum(parts) == pytest.approx(wall * costs.scale, rel=1e-6)
+    assert sum(costs.nodes_ms()) == pytest.approx(statistics.mean(map(sum, zip(
+        costs.forward_ops_ms, costs.backward_ops_ms, strict=True))), rel=1e-6)  # the nodes' means sum to the steps'
     for rows in (module_rows(costs, graph), line_rows(costs, lines)):
         assert sum(r[1] for r in rows) == len(ops)  # every node in exactly one module, one line (or the loss)
     assert len(top_rows(costs, graph, lines)) == min(10, len(ops))
@@ -45,11 +50,11 @@ def test_the_playground_view_colours_the_graph_by_time_and_sets_the_sums_against
     heat = [t for t in view.graph.data if (t.name or "").startswith("time per node")]
     assert len(heat) == 1 and heat[0].marker.showscale and max(heat[0].marker.color) > 0
     card = session.last.train_step.median_ms
-    assert f"The card's train step, timed without the profiler, is {card:.2f} ms" in view.said
+    assert f"The card's train step, timed apart, is {card:.2f} ms" in view.said
     assert view.modules[0][0] == "layers.0.fwd"  # the unrolled cell: 672 of the graph's 679 nodes
     step = next(r for r in view.lines if r[0] == "models/rnn.py:54")
     assert step[1] == len(TEXT.encode()) * 16  # the time step's line: sixteen nodes per token
-    assert view.report["repeats"] == 5 and len(view.report["step_ms"]) == 5
+    assert view.report["repeats"] == 5 and len(view.report["step_ms"]) == len(view.report["plain_ms"]) == 5
 
 
 def test_an_operators_file_is_profiled_in_its_worker_and_a_step_too_long_is_refused(menu_restored, monkeypatch):
