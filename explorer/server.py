@@ -14,6 +14,7 @@ from pathlib import Path
 from explorer.api import background_workers, stop_background_workers
 from explorer.claims.board import ClaimBoard, keep_fresh
 from explorer.claims.board import warm as warm_claims
+from explorer.claims.room import Rooms
 from explorer.compile.warmup import warm_compile_cache
 from explorer.core import limits
 from explorer.core.machine import keep_off_measure_cores, limit_malloc_arenas, pin_threads
@@ -39,6 +40,15 @@ _CLAIMS_FILE = os.environ.get("GE_CLAIMS_FILE", os.path.join(tempfile.gettempdir
 # GE_QUICK_CLAIMS=1 runs the reduced experiments instead (tests): every card then says so.
 CLAIM_BOARD = ClaimBoard(path=Path(_CLAIMS_FILE) if _CLAIMS_FILE else None,
                          quick=os.environ.get("GE_QUICK_CLAIMS") == "1")
+ROOMS = Rooms()  # the classes' rooms open on this server (in memory: a restart ends them)
+
+
+def claim_numbers(claim_id: str) -> dict[str, float] | None:
+    """The numbers of this server's recent result of a claim (what a room's reveal reads), None if it has none."""
+    result = CLAIM_BOARD.cached(claim_id)
+    return result.evidence.numbers if result is not None else None
+
+
 # Where code edited in the browser runs (the Code tab, only where the operator allows it): walled in, one job at a time.
 CODE_WORKER = WorkerProcess(timeout_s=limits.CODE_TIMEOUT_S, name="code", confined=True,
                              advice="Undo the edit, or make what it runs end sooner.")

@@ -3,12 +3,15 @@ for the room. The figures come from the cards (measured on this server); the tex
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
 from dataclasses import dataclass
 
-from explorer.claims import recompile
+from explorer.claims import rebuild, recompile, shape
 from explorer.claims.board import CLAIMS, ClaimBoard
 from explorer.claims.evidence import duration
+from explorer.claims.predict import Answer, Prediction, count_where
 from explorer.core.errors import InputError
 from explorer.core.progress import Progress
 
@@ -21,6 +24,57 @@ class Step:
     notice: str
     question: str
     reads: tuple[str, ...]  # the card's words for what `do` and `notice` ask the room to read: shown, presented too
+    predict: Prediction  # asked of the room before the evidence (a room's students answer it)
+
+
+def _growth(x: dict[str, float]) -> Answer | None:
+    if "rnn_nodes_long" not in x or not x.get("rnn_nodes_short"):
+        return None
+    return round(x["rnn_nodes_long"] / x["rnn_nodes_short"], 1)
+
+
+EAGER_FIRST, RECOMPILE = "eager's first call", "the compiled model's recompile"
+
+
+def _dearer(x: dict[str, float]) -> Answer | None:
+    if "recompile_s" not in x or "eager_new_graph_ms" not in x:
+        return None
+    return RECOMPILE if 1e3 * x["recompile_s"] > x["eager_new_graph_ms"] else EAGER_FIRST
+
+
+LONGER = ("eager's", "compiled's", "the same")
+
+
+def _longer(x: dict[str, float]) -> Answer | None:
+    if "eager.lines" not in x or "compiled.lines" not in x:
+        return None
+    e, c = x["eager.lines"], x["compiled.lines"]
+    return LONGER[2] if e == c else LONGER[0] if e > c else LONGER[1]
+
+
+FEW, MANY = "few tokens a call (small batches, short inputs)", "many tokens a call (large batches, long inputs)"
+
+
+def _helps_most(x: dict[str, float]) -> Answer | None:
+    """Where the largest compiled speed-up of the grid is: at or below the grid's median tokens a call, or above."""
+    points = {k.removesuffix(".speedup"): v for k, v in x.items() if k.endswith(".speedup")}
+    if not points:
+        return None
+    tokens = {k: math.prod(map(int, k.rsplit(".", 1)[1].split("x"))) for k in points}
+    best = max(points, key=points.__getitem__)
+    return FEW if tokens[best] <= statistics.median(tokens.values()) else MANY
+
+
+RAISES, COMPLETES = "it raises an error", "every step completes"
+
+
+def _plain_ddp(x: dict[str, float]) -> Answer | None:
+    return None if "plain.raised" not in x else RAISES if x["plain.raised"] else COMPLETES
+
+
+def _compiles(x: dict[str, float]) -> Answer | None:
+    found = [v for k, v in x.items() if k.endswith(".compiles")]
+    return float(sum(found)) if found else None
 
 
 STEPS: tuple[Step, ...] = (
@@ -28,43 +82,57 @@ STEPS: tuple[Step, ...] = (
          "Look at how the RNN's node count follows the length, how many blocks early exit runs for two texts of the "
          "same length, and what one comma does to the tree's depth. Nothing is rebuilt between the two inputs.",
          "If the graph is rebuilt on every call, what must that cost, and where would you measure it?",
-         ("nodes", "blocks", "depth")),
+         ("nodes", "blocks", "depth"),
+         Prediction(f"The RNN's graph at {shape.SHORT} tokens has some number of nodes. At {shape.LONG} tokens, how "
+                    "many times as many?", _growth, unit="x", high=1e4)),
     Step("padding", 5, "Run the experiment; read the bars model by model.",
          "Whether the fastest strategy pads depends on the model; the per-sample loop needs no padding either, so "
          "see where it lands; a model with a bar for the loop only cannot be batched correctly at all.",
          "Why can't the early-exit model or the tree be padded into one batch?",
-         ("per-sample loop", "ms")),
+         ("per-sample loop", "ms"),
+         Prediction("Of the models a padded batch can run, for how many will a padding-free strategy be faster "
+                    "(by its whole interval)?", count_where("padded_over_free_low", lambda v: v > 1), unit="models",
+                    high=50)),
     Step("rebuild", 5, "Run the experiment; compare the first bar with the second.",
          "Eager mode records the new architecture's graph on its first call; the compiled model recompiles (the "
          "card says whether a compile cache on this server served it).",
          "When is a recompile worth paying for?",
-         ("eager: new graph", "compiled: recompile", "cache")),
+         ("eager: new graph", "compiled: recompile", "cache"),
+         Prediction(f"The architecture changes from {rebuild.BEFORE['layers']} to {rebuild.AFTER['layers']} layers: "
+                    "which costs more?", _dearer, (EAGER_FIRST, RECOMPILE))),
     Step("debugging", 5, "Run the experiment, then open the Debugging lab and read both tracebacks.",
          "Which line each traceback ends on, how many lines you must read to get there, and how long the error "
          "took to arrive: the compiled one comes after tracing, wrapped in the compiler's frames.",
          "Which traceback would you rather read at 2 a.m.?",
-         ("lines", "names models/bugs.py", "to the error")),
+         ("lines", "names models/bugs.py", "to the error"),
+         Prediction("The same bug in eager and compiled mode: which traceback has more lines?", _longer, LONGER)),
     Step("speed", 5, "Run the experiment; read the speed-ups and the break-even calls.",
          "Which models run faster compiled, by how much, and how many calls it takes to earn back the compile "
          "seconds.",
          "For a model served a million times a day, and for one you edit every minute, which mode wins?",
-         ("x [", "paid back")),
+         ("x [", "paid back"),
+         Prediction("How many of the models will run their forward faster compiled (by the whole interval)?",
+                    count_where("speedup_low", lambda v: v > 1), unit="models", high=50)),
     Step("overhead", 6, "Run the experiment (it compiles a graph for every point: slow the first time).",
          "Follow the dotted overhead-share line: where it is high (small batches, long chains of small ops), how "
          "far above 1 is the compiled speed-up (eager's time over compiled's)? And where it is low?",
          "Where on the grid did compiling help most, and where did it not resolve or lose: is that where the "
          "overhead line is high? Why would it be?",
-         ("overhead share", "speed-up")),
+         ("overhead share", "speed-up"),
+         Prediction("Where on the grid will compiling help most?", _helps_most, (FEW, MANY))),
     Step("deploying", 5, "Run the experiment; look for bars missing and for 'silently wrong'.",
          "Which models export as written, and which routes run without an error yet answer wrong on another input "
          "(a trace freezes the decisions of the one input it saw).",
          "What would you test before shipping a traced model?",
-         ("silently wrong",)),
+         ("silently wrong",),
+         Prediction("How many (model, route) pairs will run without an error yet answer wrong on another input?",
+                    count_where("outcome", lambda v: v == -1), unit="pairs", high=100)),
     Step("distributed", 5, "Run the experiment (it starts training processes: half a minute).",
          "What plain DDP does when two ranks exit at different depths (and what its first step's gradients were), "
          "what find_unused_parameters changes, and what it costs when nothing is unused.",
          "What else could make two ranks build different graphs?",
-         ("plain DDP", "first step's gradients", "find_unused_parameters", "its cost")),
+         ("plain DDP", "first step's gradients", "find_unused_parameters", "its cost"),
+         Prediction("Two ranks exit at different depths: what does plain DDP do?", _plain_ddp, (RAISES, COMPLETES))),
     Step("recompile", 5, f"Before anything runs, have the room write down which of the lengths "
          f"{', '.join(map(str, recompile.LENGTHS))} will make each model, compiled at "
          f"{' then '.join(map(str, recompile.COMPILED_AT))} tokens, compile a new graph. Then run the experiment.",
@@ -72,7 +140,9 @@ STEPS: tuple[Step, ...] = (
          "before any ran held; the Shapes lab's symbols table says why (a length that became a symbol, or one a "
          "line of the model specialized).",
          "Which of your predictions missed, and which rule of dynamo's did the miss teach you?",
-         ("recompiled", "as predicted")),
+         ("recompiled", "as predicted"),
+         Prediction(f"Over the models, how many of the runs at lengths {', '.join(map(str, recompile.LENGTHS))} will "
+                    "compile a new graph, in all?", _compiles, unit="compiles", high=1000)),
 )
 
 

@@ -17,10 +17,19 @@ from explorer.core.errors import InputError
 from explorer.core.machine import describe, freeze_startup_objects
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
-from explorer.server import EXPORTS, MEASURE_EVENTS, RESIDENCY, SESSION_TTL_S, prepare_process, start_background_work
+from explorer.server import (
+    EXPORTS,
+    MEASURE_EVENTS,
+    RESIDENCY,
+    ROOMS,
+    SESSION_TTL_S,
+    prepare_process,
+    start_background_work,
+)
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.api_names import NamedCallGuard
 from explorer.serving.placement import compile_service
+from explorer.serving.room_pulse import RoomPulse
 from explorer.sources.registry import add_model_file
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.code import code_tab
@@ -32,6 +41,7 @@ from explorer.ui.internals import Blocks, keep_load_events_private
 from explorer.ui.labs import cancel_runs_of, lab_tab
 from explorer.ui.panels import downloads_panel, header, limits_panel
 from explorer.ui.playground import playground_tab, wire_playground
+from explorer.ui.room import PULSE, kept_rooms, room_box
 from explorer.ui.theme import CSS, PAGE_JS, PRESENT_JS
 
 log = logging.getLogger("graph_explorer")
@@ -53,6 +63,7 @@ def build_app(code: bool = False) -> gr.Blocks:
     with Blocks(title="Graph Explorer") as demo:
         session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S,
                            delete_callback=_forget_files)  # its downloads go with it
+        kept = kept_rooms()
         present, link = header()
         # every tab's name in view, on a projector or a phone: past the width they wrap onto a second row (Gradio's
         # menu, measured once, could hide the Claims tab behind "..." when the font arrived late)
@@ -66,7 +77,9 @@ def build_app(code: bool = False) -> gr.Blocks:
             with gr.Tab("Claims", id="claims") as claims:
                 cards = claims_tab(session)
             with gr.Tab("Lessons", id="lessons") as lessons:
+                wire_room = room_box(kept)  # above the lesson: on the first screen
                 lesson = lessons_tab("lessons")
+                room = wire_room(lesson)
             if code:  # the operator allowed visitors' code (explorer/code/allowed.py)
                 with gr.Tab("Code", id="code") as code_page:
                     code_tab(demo, tabs, code_page, session)
@@ -88,6 +101,15 @@ def build_app(code: bool = False) -> gr.Blocks:
 
         demo.load(open_lesson, None, [tabs, *lesson.outputs, present], api_visibility="private",
                   concurrency_limit=None, show_progress="hidden")  # queued: a bad step's warning reaches the page
+
+        def open_room(kept: dict | None, request: gr.Request) -> dict:
+            """`?room=CODE` opens the Lessons tab in that room (explorer/ui/room.py)."""
+            shown = room.loaded(kept, request)
+            inside = isinstance(shown.get(room.code), str) and shown[room.code]
+            return {**shown, tabs: gr.Tabs(selected="lessons") if inside else gr.skip()}
+
+        demo.load(open_room, room.kept, [tabs, *room.with_lesson, room.kept], api_visibility="private",
+                  concurrency_limit=None, show_progress="hidden").then(**PULSE)
         downloads_panel(session)
         limits_panel()
         wire_playground(demo, session, playground, link, playground_page)
@@ -142,5 +164,6 @@ def main() -> None:
                 show_error=True,  # Gradio's own refusals (too few values) are one line, not {"error": null}
                 app_kwargs={"middleware": [Middleware(LongAddressGuard), Middleware(ConfigCache),
                                            Middleware(Downloads, root=EXPORTS.path),
+                                           Middleware(RoomPulse, rooms=ROOMS),
                                            Middleware(NamedCallGuard, public=public_api(demo))]},
                 max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn

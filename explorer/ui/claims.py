@@ -49,6 +49,7 @@ class ClaimCard:
     numbers: gr.HTML
     verdict: gr.Markdown
     raw: gr.JSON
+    evidence: gr.Row  # the figure, the numbers and the verdict: a room's step keeps them folded until the reveal
     chart_height: int  # px: a lesson's is shorter, so that it fits the first screen beside the step
 
     @property
@@ -95,7 +96,7 @@ def claim_card(c: Claim, number: int | None) -> ClaimCard:
         mine = gr.Button("Run it on the Playground's model", scale=0, min_width=240,
                          visible=c.on_model is not None and number is not None)  # not in a lesson
     status = gr.Markdown(elem_classes="ge-claim-status")
-    with gr.Row():
+    with gr.Row() as evidence:
         with gr.Column(scale=3):
             figure = gr.Plot(show_label=False)
         with gr.Column(scale=2, min_width=280):
@@ -103,7 +104,8 @@ def claim_card(c: Claim, number: int | None) -> ClaimCard:
             verdict = gr.Markdown()
     with gr.Accordion("raw numbers (the same as `python -m explorer claim --json`)", open=False):
         raw = gr.JSON(show_label=False)
-    return ClaimCard(header, run, again, mine, status, figure, numbers, verdict, raw, 380 if number else 330)
+    return ClaimCard(header, run, again, mine, status, figure, numbers, verdict, raw, evidence,
+                     380 if number else 330)
 
 
 def claims_tab(session: gr.State) -> list[ClaimCard]:

@@ -1,5 +1,6 @@
-"""The HTTP API's own endpoints (beyond the UI's events): `/inspect`, `/claim`, and one per lab made from its spec
-(`explorer.api.endpoint`): named, typed parameters; a refused value is a one-line error, never an empty one."""
+"""The HTTP API's own endpoints (beyond the UI's events): `/inspect`, `/claim`, one per lab made from its spec
+(`explorer.api.endpoint`), and a class room's (`/room_open`, `/room_join`, ...): named, typed parameters; a refused
+value is a one-line error, never an empty one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import functools
 import inspect as inspect_module
 import re
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, TypeVar
 
 import gradio as gr
@@ -17,7 +19,7 @@ from explorer.core.paths import sanitize, sanitized
 from explorer.core.queues import Queue
 from explorer.labs.contract import LabContext
 from explorer.labs.registry import LABS
-from explorer.server import CLAIM_BOARD, EXPORTS, concurrency
+from explorer.server import CLAIM_BOARD, EXPORTS, ROOMS, claim_numbers, concurrency
 from explorer.ui.downloads import PREFIX
 from explorer.ui.internals import check_before_queueing
 from explorer.ui.stream import failure_line
@@ -62,6 +64,46 @@ def claim(claim: str, again: bool = False, model: str = "", config_json: str = "
 inspect.__doc__, claim.__doc__ = api.inspect_run.__doc__, api.claim.__doc__
 
 
+# A class's room (explorer/claims/room.py), for a room's own tools and the bench's simulated students: each call is a
+# dict's read or write, so none waits in a queue.
+def room_open() -> dict:
+    """A new room: its `code` (students join with it) and the `teacher` token (it moves, reveals and downloads)."""
+    code, teacher = ROOMS.open()
+    return {"code": code, "teacher": teacher}
+
+
+def room_join(code: str) -> dict:
+    """A student's token in room `code`, and the room as the student's page shows it."""
+    student = ROOMS.join(code)
+    return {"student": student, **asdict(ROOMS.view(code, student))}
+
+
+def room_answer(code: str, student: str, answer: str) -> dict:
+    """The student's prediction for the room's current step (a number or one of its choices)."""
+    ROOMS.answer(code, student, answer)
+    return asdict(ROOMS.view(code, student))
+
+
+def room_view(code: str, token: str) -> dict:
+    """The room as the page of `token` (the teacher's or a student's) shows it now."""
+    return asdict(ROOMS.view(code, token))
+
+
+def room_step(code: str, teacher: str, step: int) -> dict:
+    """The teacher moves the room to lesson step `step`."""
+    ROOMS.go(code, teacher, int(step))
+    return asdict(ROOMS.view(code, teacher))
+
+
+def room_reveal(code: str, teacher: str) -> dict:
+    """The teacher reveals the current step: the room's answers and the answer this server measured."""
+    ROOMS.reveal(code, teacher, claim_numbers)
+    return asdict(ROOMS.view(code, teacher))
+
+
+ROOM_CALLS = (room_open, room_join, room_answer, room_view, room_step, room_reveal)
+
+
 def _add(endpoint: api.Endpoint, queue: str, limit: int) -> None:
     dep = gr.api(refusing(answering(endpoint.run)), api_name=endpoint.name, concurrency_id=queue,
                  concurrency_limit=limit)
@@ -101,3 +143,5 @@ def add_endpoints() -> None:
         _add(api.endpoint(spec, lambda: LabContext(api.workers(), EXPORTS.job_dir)), spec.waits_in,
              concurrency(spec.waits_in))
     _add(api.Endpoint("claim", claim, api.claim_check), Queue.CLAIMS.value, 1)
+    for fn in ROOM_CALLS:
+        gr.api(refusing(fn), api_name=fn.__name__, queue=False)

@@ -65,6 +65,13 @@ body.ge-presentation .card .value.long { font-size: 0.85em !important; overflow-
 body.ge-presentation .ge-claim-head, body.ge-presentation .ge-claim-head *,
 body.ge-presentation .ge-claim-status, body.ge-presentation .ge-claim-status * { font-size: 14px !important;
   line-height: 1.35 !important; }
+/* A room's code, read from the back row and typed by every student. */
+.ge-room-join { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 24px; padding: 8px; }
+.ge-hidden { display: none !important; }
+/* Projected, the room's box shows only once a room is open (open it before presenting): the step's card keeps the
+   first screen. */
+body.ge-presentation .ge-room:has(.ge-room-opener) { display: none !important; }
+.ge-room-code { font-size: 64px; font-weight: 700; letter-spacing: 0.12em; font-family: monospace; }
 """
 # The page's figures are Plotly's, with `responsive` on: after the class changes the layout, each one is re-fitted
 # to its container (Gradio sets window.Plotly once the first figure has loaded).

@@ -317,3 +317,27 @@ def test_the_page_config_is_built_once_per_address_and_says_that_address(app_url
     assert pages[0] == pages[1] and app_url.rstrip("/").encode() in pages[0]
     assert b"class.example.org" in urllib.request.urlopen(urllib.request.Request(app_url, headers={
         "X-Forwarded-Host": "class.example.org", "X-Forwarded-Proto": "https"}), timeout=30).read()
+
+
+def test_a_room_over_the_api_takes_answers_refuses_a_stranger_and_reveals_to_every_student(app_url):
+    """The room's endpoints as a room's tools (and bench/room.py's students) call them: a teacher opens, students
+    join and answer, a student cannot move or reveal, a bad answer is one line, the reveal reaches each student."""
+    client = connect(app_url)
+    room = client.predict(api_name="/room_open")
+    code, teacher = room["code"], room["teacher"]
+    students = [client.predict(code, api_name="/room_join")["student"] for _ in range(2)]
+    client.predict(code, teacher, 8, api_name="/room_step")  # the DDP step: a choice
+    seen = client.predict(code, students[0], "it raises an error", api_name="/room_answer")
+    assert seen["step"] == 8 and seen["mine"] == "it raises an error" and seen["answered"] == 1
+    with pytest.raises(Exception, match="Pick one of: it raises an error, every step completes"):
+        client.predict(code, students[1], "it hangs", api_name="/room_answer")
+    with pytest.raises(Exception, match="Only the room's teacher"):
+        client.predict(code, students[1], api_name="/room_reveal")
+    with pytest.raises(Exception, match="No room 'ZZZZZ' is open on this server"):
+        client.predict("ZZZZZ", api_name="/room_join")
+    revealed = client.predict(code, teacher, api_name="/room_reveal")
+    assert revealed["revealed"] and revealed["distribution"]["counts"] == [1, 0]
+    for s in students:
+        view = client.predict(code, s, api_name="/room_view")
+        assert view["revealed"] and view["distribution"] == revealed["distribution"]
+        assert view["measured"] == revealed["measured"]  # the same answer on every page, measured or not

@@ -143,3 +143,62 @@ def test_the_status_script_measures_in_a_real_browser_and_writes_its_results(pag
     out = tmp_path / "results.md"
     out.write_text(lesson_status.results(rows, quick=True))
     assert "python -m bench.lesson_status --quick" in out.read_text() and rows[0] in out.read_text()
+
+
+def test_a_room_asks_three_students_then_the_teacher_reveals_on_every_page(page: Page, browser, browser_context_args,
+                                                                            restarted_url):
+    """A teacher opens a room on step 1; three students join by its code, each in a browser of their own, and answer
+    the step's prediction before any evidence shows; the teacher reveals: every page shows the room's answers beside
+    the measured one, and the card; the teacher's next step carries the students along, evidence folded again; a
+    student's page has no experiment to re-run; reloads keep the teacher the teacher and a student their answer."""
+    page.goto(restarted_url + "?lesson=1")
+    expect(page.get_by_text(f"Step 1 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_role("button", name=re.compile("^Open a room for this class")).click()
+    code = page.locator(".ge-room-code")
+    expect(code).to_have_text(re.compile(r"^[A-Z2-9]{5}$"), timeout=TIMEOUT)
+    room = code.inner_text()
+    expect(page.get_by_text(f"Join at http://127.0.0.1:{restarted_url.rsplit(':', 1)[1].strip('/')}/?room={room}")
+           ).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^This server listens on 127\.0\.0\.1 only"))).to_be_visible()
+    expect(page.locator(".ge-room-join svg")).to_have_count(1)  # the QR code
+    expect(page.locator(".card").filter(visible=True)).to_have_count(0)  # the question comes before the evidence
+    students = []
+    for answer in ("8", "10", "12"):
+        context = browser.new_context(**browser_context_args)  # a browser of their own: no shared storage
+        student = context.new_page()
+        student.goto(f"{restarted_url}?room={room.lower()}")  # typed as read off the board
+        expect(student.get_by_text(f"Room {room} (student)")).to_be_visible(timeout=TIMEOUT)
+        expect(student.get_by_text(f"Step 1 of {len(STEPS)}")).to_be_visible()
+        expect(student.get_by_role("button", name=re.compile("Run the experiment|Measure again")).filter(
+            visible=True)).to_have_count(0)
+        expect(student.locator(".card").filter(visible=True)).to_have_count(0)
+        student.get_by_label("your prediction (a number)").fill(answer)
+        student.get_by_role("button", name="Send my prediction").click()
+        expect(student.get_by_text(f"Your answer: {answer} x")).to_be_visible(timeout=TIMEOUT)
+        students.append(student)
+    expect(page.get_by_text("3 joined · 3 answered")).to_be_visible(timeout=TIMEOUT)  # the teacher's page's tick
+    page.get_by_role("button", name="Reveal the answers and the evidence").click()
+    for p in (page, *students):
+        expect(p.get_by_text(re.compile(r"^Measured on this server: [\d.]+ x$"))).to_be_visible(timeout=TIMEOUT)
+        expect(p.get_by_text(re.compile(r"The room's 3 answers \(median 10\)"))).to_be_visible()
+        expect(p.locator(".card").filter(visible=True).first).to_be_visible()  # the evidence, unfolded
+    shot(students[0], "room-student-revealed")
+    page.get_by_role("button", name="next →").click()
+    for p in students:  # each follows the teacher's step, the evidence folded for the next prediction
+        expect(p.get_by_text(f"Step 2 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
+        expect(p.locator(".card").filter(visible=True)).to_have_count(0)
+    students[1].get_by_label("your prediction (a number)").fill("1")
+    students[1].get_by_role("button", name="Send my prediction").click()
+    expect(students[1].get_by_text("Your answer: 1 models")).to_be_visible(timeout=TIMEOUT)
+    students[1].reload()  # the same student: the browser kept its token
+    expect(students[1].get_by_text("Your answer: 1 models")).to_be_visible(timeout=TIMEOUT)
+    expect(students[1].get_by_text(re.compile(r"3 joined · 1 answered"))).to_be_visible()
+    assert "teacher" not in page.url and f"room={room}" in page.url  # the projected address holds no token
+    page.reload()  # the teacher's browser kept the token: still the teacher, at the room's step
+    expect(page.get_by_text(f"Room {room} (teacher)")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text(f"Step 2 of {len(STEPS)}")).to_be_visible()
+    page.get_by_role("button", name="Download the room's answers (CSV)").click()
+    expect(page.get_by_text(re.compile(rf"room-{room}-answers"))).to_be_visible(timeout=TIMEOUT)  # (.csv apart)
+    shot(page, "room-teacher")
+    for p in students:
+        p.context.close()

@@ -1,0 +1,218 @@
+"""The Lessons tab's room (explorer/claims/room.py): the teacher opens one and projects its code, address and QR
+code; `?room=CODE` joins a student's page, which follows the teacher's step, asks the step's prediction before the
+evidence, and shows the room's answers beside the measured one when the teacher reveals. Only the teacher's page
+(its browser keeps the teacher's token) moves the room, reveals, re-measures and downloads the answers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import segno
+
+from explorer.claims.room import ROOM_TICK_S, RoomView
+from explorer.core.errors import USER_ERRORS
+from explorer.server import EXPORTS, ROOMS, claim_numbers
+from explorer.ui.claims import LessonPanel
+from explorer.ui.stream import Updates
+from explorer.views.room import distribution_figure, join_address, room_markdown
+
+STORAGE_KEY = "graph-explorer-room"  # the browser's own copy of its student token per room: a reload keeps it
+
+REFRESH_ID = "ge-room-refresh"  # the hidden button the page's pulse presses when the room moved
+
+# The room in the address bar (replaced, not pushed), so that a reload comes back into it; only its code, which the
+# room sees anyway (the teacher's token stays in the browser's storage; read off the page: a State never reaches
+# it). Then the pulse: every tick the page asks the room's version (explorer/serving/room_pulse.py, a few bytes,
+# outside Gradio's events) and presses the refresh button only when it moved.
+ROOM_JS = """() => {
+  const shown = document.querySelector('.ge-room-code')?.textContent;
+  const url = new URL(window.location.href);
+  if (shown) { url.searchParams.set('room', shown); window.history.replaceState(null, '', url); }
+  const code = url.searchParams.get('room');
+  if (!code || window.geRoomPulse) return;
+  let seen = null;
+  window.geRoomPulse = setInterval(async () => {
+    try {
+      const r = await fetch('room/' + encodeURIComponent(code.toUpperCase()) + '/pulse', {cache: 'no-store'});
+      if (!r.ok) return;
+      const version = (await r.json()).version;
+      if (version !== seen) document.getElementById('REFRESH_ID')?.click();  // (once at the start too)
+      seen = version;
+    } catch (e) { /* the server restarting: the next tick asks again */ }
+  }, TICK_MS);
+}""".replace("REFRESH_ID", REFRESH_ID).replace("TICK_MS", str(int(ROOM_TICK_S * 1000)))
+
+
+@dataclass
+class RoomPanel:
+    code: gr.State  # "" outside a room
+    who: gr.State  # the teacher's token, or this page's student's
+    teacher: gr.State  # whether this page is the teacher's
+    kept: gr.BrowserState  # {room code: student token}
+    drawn: gr.State  # what this page last drew (step, revealed, answered, joined): a tick without news sends one value
+    opener: gr.Button
+    join: gr.HTML  # the teacher's: the code, the address and its QR code
+    said: gr.Markdown
+    choice: gr.Radio
+    number: gr.Textbox
+    send: gr.Button
+    reveal: gr.Button
+    download: gr.Button
+    answers: gr.File
+    plot: gr.Plot
+    refresh: gr.Button  # hidden: the page's pulse presses it when the room moved
+    lesson: LessonPanel
+
+    @property
+    def outputs(self) -> list[Any]:
+        card = self.lesson.card
+        return [self.code, self.who, self.teacher, self.drawn, self.opener, self.join, self.said, self.choice,
+                self.number, self.send, self.reveal, self.download, self.plot, card.evidence, card.run, card.again]
+
+    @property
+    def with_lesson(self) -> list[Any]:
+        return [*self.outputs, *self.lesson.outputs]
+
+    def shown(self, v: RoomView) -> Updates:
+        """Everything the room's state sets on this page; the card's evidence folded until the step is revealed, and
+        its experiment's buttons on the teacher's page only."""
+        asking = not v.teacher and not v.revealed
+        card = self.lesson.card
+        return {self.drawn: _drawn(v), self.opener: gr.Button(visible=False), self.said: room_markdown(v),
+                self.choice: gr.Radio(choices=list(v.choices), value=v.mine, visible=asking and bool(v.choices)),
+                self.number: gr.Textbox(visible=asking and not v.choices, value=v.mine if not v.choices else ""),
+                self.send: gr.Button(visible=asking), self.reveal: gr.Button(visible=v.teacher and not v.revealed),
+                self.download: gr.Button(visible=v.teacher), self.plot: gr.Plot(distribution_figure(v),
+                                                                                  visible=v.revealed),
+                card.evidence: gr.Row(visible=v.revealed), card.run: gr.Button(visible=v.teacher),
+                card.again: gr.Button(visible=v.teacher)}
+
+    def entered(self, code: str, who: str, request: gr.Request) -> Updates:
+        """This page in room `code` as `who` (the teacher's token or a student's), at the room's step; the teacher's
+        with the box to project."""
+        v = ROOMS.view(code, who)
+        return {self.code: v.code, self.who: who, self.teacher: v.teacher,
+                self.join: _join_box(v.code, request) if v.teacher else "", **self.lesson.at(v.step), **self.shown(v)}
+
+    def opened(self, number: int, kept: dict | None, request: gr.Request) -> Updates:
+        """A new room at the step on screen, this page its teacher's (this browser keeps the token: a reload, or
+        another tab of it, is the teacher's too; the address shows only the room's code, which the room sees)."""
+        code, token = ROOMS.open()
+        ROOMS.go(code, token, number)
+        return {**self.entered(code, token, request), self.kept: {**(kept or {}), code: token}}
+
+    def loaded(self, kept: dict | None, request: gr.Request) -> Updates:
+        """`?room=CODE` puts this page in the room: as whoever this browser was there (the teacher, a student), else
+        as a new student."""
+        code = (request.query_params.get("room") or "").strip().upper()
+        if not code:
+            return {self.code: gr.skip()}  # (an empty dict would not be read as "no updates")
+        kept = dict(kept or {})
+        try:
+            try:
+                return {**self.entered(code, kept[code], request), self.kept: kept}
+            except (KeyError, *USER_ERRORS):  # never here, or a token of a room that ended (the code reused since)
+                kept[code] = ROOMS.join(code)
+                return {**self.entered(code, kept[code], request), self.kept: kept}
+        except USER_ERRORS as e:
+            gr.Warning(str(e))
+            return {self.code: "", self.said: f"*{e}*"}
+
+    def ticked(self, code: str, who: str, number: int, drawn: list | None) -> Updates:
+        """When the room moved (the page's pulse): a student's page follows the teacher's step; the answers and a
+        reveal appear; nothing is sent when nothing this page shows changed."""
+        if not code:
+            return {self.drawn: drawn}
+        try:
+            v = ROOMS.view(code, who)
+        except USER_ERRORS as e:  # the room ended
+            gr.Warning(str(e))
+            return {self.code: "", self.said: f"*{e}*"}
+        if _drawn(v) == (drawn and tuple(drawn)) and v.step == number:
+            return {self.drawn: drawn}
+        return {**(self.lesson.at(v.step) if v.step != number else {}), **self.shown(v)}
+
+    def answered(self, code: str, who: str, choice: str | None, number: str) -> Updates:
+        v = ROOMS.view(code, who)
+        try:
+            ROOMS.answer(code, who, choice if v.choices else number)
+        except USER_ERRORS as e:
+            gr.Warning(str(e))
+        return self.shown(ROOMS.view(code, who))
+
+    def revealed(self, code: str, who: str) -> Updates:
+        ROOMS.reveal(code, who, claim_numbers)
+        return self.shown(ROOMS.view(code, who))
+
+    def moved(self, code: str, who: str, teacher: bool, number: int) -> Updates:
+        """The teacher's page moved the lesson's step: the room follows."""
+        if not code or not teacher:
+            return {self.drawn: gr.skip()}
+        ROOMS.go(code, who, number)
+        return self.shown(ROOMS.view(code, who))
+
+
+def _join_box(code: str, request: gr.Request) -> str:
+    """The teacher's to project: the room's code, the address students open and its QR code."""
+    url, note = join_address(request.headers.get("host", ""), os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                             int(os.environ.get("GRADIO_SERVER_PORT", "7860")), code)
+    qr = segno.make(url, error="m").svg_inline(scale=5, dark="#000", light="#fff")
+    return (f'<div class="ge-room-join"><div class="ge-room-code">{code}</div><div>Join at <b>{url}</b></div>'
+            f"{qr}{f'<p>{note}</p>' if note else ''}</div>")
+
+
+def _drawn(v: RoomView) -> tuple:
+    return v.step, v.revealed, v.answered, v.students, v.mine
+
+
+PULSE = {"fn": None, "inputs": None, "outputs": None, "js": ROOM_JS, "api_visibility": "private"}  # a .then()
+
+
+def kept_rooms() -> gr.BrowserState:
+    """This browser's tokens, by room: made outside every tab (an unopened tab's components are not on the page,
+    and a BrowserState there would not be read from the browser's storage when the page loads)."""
+    return gr.BrowserState({}, storage_key=STORAGE_KEY)
+
+
+def room_box(kept: gr.BrowserState) -> Callable[[LessonPanel], RoomPanel]:
+    """The room's box, at the top of the Lessons tab (the code and QR code the teacher projects, the question a
+    student answers: on the first screen); returns what wires it to the lesson's step once that is made below it."""
+    with gr.Group(elem_classes="ge-room"):
+        opener = gr.Button("Open a room for this class (students predict, then you reveal)", size="sm",
+                           elem_classes="ge-room-opener")
+        join = gr.HTML()
+        said = gr.Markdown()
+        choice = gr.Radio(label="your prediction", visible=False)
+        number = gr.Textbox(label="your prediction (a number)", visible=False, max_lines=1)
+        send = gr.Button("Send my prediction", variant="primary", visible=False)
+        reveal = gr.Button("Reveal the answers and the evidence", variant="primary", visible=False)
+        download = gr.Button("Download the room's answers (CSV)", size="sm", visible=False)
+        answers = gr.File(label="the room's answers (no names: each answer and its count)", visible=False,
+                          interactive=False)
+        plot = gr.Plot(show_label=False, visible=False)
+        refresh = gr.Button("refresh the room", elem_id=REFRESH_ID, elem_classes="ge-hidden")
+    made = (gr.State(""), gr.State(""), gr.State(False), kept, gr.State(None), opener, join, said, choice, number,
+            send, reveal, download, answers, plot, refresh)
+    return lambda lesson: _wired(RoomPanel(*made, lesson))
+
+
+def _wired(panel: RoomPanel) -> RoomPanel:
+    lesson = panel.lesson
+    quiet = {"api_visibility": "private", "show_progress": "hidden"}
+    panel.opener.click(panel.opened, [lesson.number, panel.kept], [*panel.with_lesson, panel.kept], **quiet).then(
+        **PULSE)
+    asked = [panel.code, panel.who, panel.choice, panel.number]
+    panel.send.click(panel.answered, asked, panel.outputs, **quiet)
+    panel.number.submit(panel.answered, asked, panel.outputs, **quiet)
+    panel.reveal.click(panel.revealed, [panel.code, panel.who], panel.outputs, **quiet)
+    panel.download.click(lambda code, who: gr.File(EXPORTS.save(f"room-{code}-answers.csv",
+                                                                ROOMS.csv(code, who).encode()), visible=True),
+                         [panel.code, panel.who], panel.answers, **quiet)
+    panel.refresh.click(panel.ticked, [panel.code, panel.who, lesson.number, panel.drawn], panel.with_lesson,
+                        queue=False, **quiet)
+    lesson.link.change(panel.moved, [panel.code, panel.who, panel.teacher, lesson.number], panel.outputs, **quiet)
+    return panel

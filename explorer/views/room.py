@@ -1,0 +1,105 @@
+"""A class's room as its pages show it: the step's prediction and who has answered, the room's answers as bars
+beside the measured answer once revealed, and the address students join at (from how the teacher's page reached
+the server, and what the server listens on)."""
+
+from __future__ import annotations
+
+import html
+import ipaddress
+import socket
+
+import plotly.graph_objects as go
+
+from explorer.claims.room import RoomView
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _said(value: float | str | None, unit: str) -> str:
+    if isinstance(value, float):
+        return f"{value:g}{' ' + unit if unit else ''}"
+    return "—" if value is None else str(value)
+
+
+def room_markdown(v: RoomView) -> str:
+    """The room's line, the prediction, this page's answer (a student's), and the measured answer once revealed."""
+    who = "teacher" if v.teacher else "student"
+    lines = [f"**Room {v.code}** ({who}) · step {v.step} · {v.students} joined · **{v.answered} answered**",
+             f"**Predict:** {html.escape(v.question)}" + (f" (a number, {v.unit})" if not v.choices else "")]
+    if not v.teacher:
+        lines.append(f"Your answer: **{_said(v.mine, v.unit)}**" if v.mine is not None else "Not answered yet.")
+    if v.revealed:
+        lines.append(f"**Measured on this server: {_said(v.measured, v.unit)}**" if v.measured is not None else
+                     "**Not measured on this server yet**: the room's answers alone; run the step's experiment.")
+    elif v.teacher:
+        lines.append("The evidence is folded until you reveal it.")
+    else:
+        lines.append("The evidence appears when the teacher reveals it.")
+    return "\n\n".join(lines)
+
+
+def distribution_figure(v: RoomView, height: int = 300) -> go.Figure | None:
+    """The room's answers as bars (the measured answer's bar marked), once revealed; None before."""
+    d = v.distribution
+    if not v.revealed or d is None or not d.answers:
+        return None
+    marked = [_holds(label, v.measured) for label in d.labels]
+    fig = go.Figure(go.Bar(x=list(d.labels), y=list(d.counts), text=[str(c) for c in d.counts], textposition="auto",
+                           marker_color=["#d62728" if m else "#1f77b4" for m in marked],
+                           hovertemplate="%{x}: %{y} answers<extra></extra>"))
+    title = f"The room's {d.answers} answers" + (f" (median {d.median:g})" if d.median is not None else "")
+    if v.measured is not None:
+        title += f"; measured: {_said(v.measured, v.unit)} (red)"
+        at = [label for label, m in zip(d.labels, marked, strict=True) if m]
+        if at:  # marked under its bar, which no answer may have filled
+            fig.add_trace(go.Scatter(x=at[:1], y=[0], mode="markers+text", text=["measured"],
+                                     textposition="top center", marker={"symbol": "triangle-up", "size": 18,
+                                                                         "color": "#d62728"},
+                                     hoverinfo="skip", showlegend=False, cliponaxis=False))
+    fig.update_layout(title=title, height=height, margin={"l": 40, "r": 10, "t": 50, "b": 60}, font={"size": 16},
+                      plot_bgcolor="white",
+                      yaxis={"title": "answers", "dtick": 1 if max(d.counts) <= 10 else None},
+                      xaxis={"title": v.unit or "answer", "type": "category"})
+    return fig
+
+
+def _holds(label: str, measured: float | str | None) -> bool:
+    """Whether a bar's label holds the measured answer (a choice by name, a number by its bin's range)."""
+    if measured is None:
+        return False
+    if isinstance(measured, str):
+        return label == measured
+    lo, sep, hi = label.partition("-") if not label.startswith("-") else ("", "", "")
+    if not sep:
+        return label == f"{measured:g}"
+    try:
+        return float(lo) <= measured <= float(hi)
+    except ValueError:
+        return False
+
+
+def lan_address() -> str | None:
+    """This machine's address on its network (the interface a packet out would leave by; nothing is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if ipaddress.ip_address(address).is_loopback else address
+
+
+def join_address(page_host: str, listens_on: str, port: int, code: str) -> tuple[str, str]:
+    """(the address students open, what to know about it): the address the teacher's page used, unless that is
+    this machine's own loopback, which the room's machines cannot reach."""
+    host = page_host.rsplit(":", 1)[0].strip("[]") if page_host else ""
+    if host and host not in LOOPBACK:
+        return f"http://{page_host}/?room={code}", ""
+    lan = lan_address()
+    if listens_on in LOOPBACK:
+        return (f"http://{page_host or f'127.0.0.1:{port}'}/?room={code}",
+                f"This server listens on {listens_on} only: the room's machines cannot reach it. Start it with "
+                f"GRADIO_SERVER_NAME=0.0.0.0 and students join at http://{lan or 'this-machine'}:{port}/?room={code}.")
+    if lan is None:
+        return f"http://{page_host}/?room={code}", "This machine has no network address the room could reach."
+    return f"http://{lan}:{port}/?room={code}", ""
