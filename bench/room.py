@@ -52,6 +52,7 @@ def _answer(p, rng: random.Random) -> str:
 
 
 def pulse(url: str, code: str) -> int:
+    """The room's moves (a step, a reveal): what a student's page watches."""
     with urllib.request.urlopen(f"{url}room/{code}/pulse", timeout=60) as r:
         return json.loads(r.read())["version"]
 

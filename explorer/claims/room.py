@@ -69,7 +69,8 @@ class _Room:
     students: set[str] = field(default_factory=set)
     answers: dict[int, dict[str, Answer]] = field(default_factory=dict)  # step -> student -> answer
     revealed: dict[int, Answer | None] = field(default_factory=dict)  # step -> the measured answer at the reveal
-    version: int = 0  # counts every change: a page asks for it (cheap) and reads the room only when it moved
+    version: int = 0  # counts the moves every page shows (a step, a reveal): a page asks for it (cheap) and reads
+    # the room only when it moved; the teacher's page also when the answers' count did
 
 
 def _same(a: str, b: str) -> bool:
@@ -147,7 +148,6 @@ class Rooms:
                 raise InputError(f"Room {room.code} is full ({MAX_STUDENTS} students).")
             student = secrets.token_urlsafe(12)
             room.students.add(student)
-            room.version += 1
             return student
 
     def answer(self, code: object, student: object, text: object) -> Answer:
@@ -160,7 +160,6 @@ class Rooms:
                 raise InputError("The answer to this step has been revealed: wait for the next step.")
             value = STEPS[room.step - 1].predict.parse(text)
             room.answers.setdefault(room.step, {})[student] = value
-            room.version += 1
             return value
 
     def go(self, code: object, teacher: object, number: int) -> None:
@@ -182,11 +181,15 @@ class Rooms:
             room.revealed[room.step] = None if numbers is None else s.predict.truth(numbers)
             room.version += 1
 
-    def version(self, code: object) -> int | None:
-        """How many times room `code` has changed (None: no such room open): what a page polls, every tick."""
+    def pulse(self, code: object) -> tuple[int, int, int] | None:
+        """(how many times room `code` moved step or revealed, students joined, answers to its step; None: no such
+        room open): what a page polls, every tick: a student's reads the room when the first moved, the teacher's
+        when any did."""
         with self._lock:
             room = self._rooms.get(str(code or "").strip().upper())
-            return None if room is None or self._clock() - room.touched > self._ttl_s else room.version
+            if room is None or self._clock() - room.touched > self._ttl_s:
+                return None
+            return room.version, len(room.students), len(room.answers.get(room.step, {}))
 
     def view(self, code: object, who: object) -> RoomView:
         """What the page of `who` (the teacher's token or a student's) shows now."""

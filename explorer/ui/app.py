@@ -29,7 +29,6 @@ from explorer.server import (
 from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.api_names import NamedCallGuard
 from explorer.serving.placement import compile_service
-from explorer.serving.room_pulse import RoomPulse
 from explorer.sources.registry import add_model_file
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.code import code_tab
@@ -42,6 +41,7 @@ from explorer.ui.labs import cancel_runs_of, lab_tab
 from explorer.ui.panels import downloads_panel, header, limits_panel
 from explorer.ui.playground import playground_tab, wire_playground
 from explorer.ui.room import PULSE, kept_rooms, room_box
+from explorer.ui.room_pulse import RoomPulse
 from explorer.ui.theme import CSS, PAGE_JS, PRESENT_JS
 
 log = logging.getLogger("graph_explorer")

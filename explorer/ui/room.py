@@ -26,8 +26,8 @@ REFRESH_ID = "ge-room-refresh"  # the hidden button the page's pulse presses whe
 
 # The room in the address bar (replaced, not pushed), so that a reload comes back into it; only its code, which the
 # room sees anyway (the teacher's token stays in the browser's storage; read off the page: a State never reaches
-# it). Then the pulse: every tick the page asks the room's version (explorer/serving/room_pulse.py, a few bytes,
-# outside Gradio's events) and presses the refresh button only when it moved.
+# it). Then the pulse: every tick the page asks the room's counts (explorer/ui/room_pulse.py, a few bytes,
+# outside Gradio's events) and presses the refresh button only when what it shows moved.
 ROOM_JS = """() => {
   const shown = document.querySelector('.ge-room-code')?.textContent;
   const url = new URL(window.location.href);
@@ -39,9 +39,10 @@ ROOM_JS = """() => {
     try {
       const r = await fetch('room/' + encodeURIComponent(code.toUpperCase()) + '/pulse', {cache: 'no-store'});
       if (!r.ok) return;
-      const version = (await r.json()).version;
-      if (version !== seen) document.getElementById('REFRESH_ID')?.click();  // (once at the start too)
-      seen = version;
+      const p = await r.json();  // a student's page: a step or a reveal; the teacher's (the code on it): counts too
+      const now = document.querySelector('.ge-room-code') ? `${p.version}/${p.joined}/${p.answered}` : `${p.version}`;
+      if (now !== seen) document.getElementById('REFRESH_ID')?.click();  // (once at the start too)
+      seen = now;
     } catch (e) { /* the server restarting: the next tick asks again */ }
   }, TICK_MS);
 }""".replace("REFRESH_ID", REFRESH_ID).replace("TICK_MS", str(int(ROOM_TICK_S * 1000)))

@@ -127,3 +127,17 @@ def test_each_steps_prediction_is_answered_by_its_claims_numbers_and_by_nothing_
     assert s.predict.truth({}) is None  # not measured: no answer made up
     if s.predict.choices:
         assert expected in s.predict.choices
+
+
+def test_the_pulse_moves_for_every_page_on_a_step_or_a_reveal_and_counts_joins_and_answers_apart():
+    rooms = Rooms()
+    code, teacher = rooms.open()
+    start = rooms.pulse(code)
+    student = rooms.join(code)
+    rooms.answer(code, student, "4")
+    version, joined, answered = rooms.pulse(code.lower())
+    assert (version, joined, answered) == (start[0], 1, 1)  # a student's page is not sent back for another's answer
+    rooms.go(code, teacher, 2)
+    assert rooms.pulse(code) == (version + 1, 1, 0)  # the new step: no answers yet
+    rooms.reveal(code, teacher, {}.get)
+    assert rooms.pulse(code)[0] == version + 2 and rooms.pulse("NOPE1") is None
