@@ -113,10 +113,11 @@ class Rooms:
 
     def _room(self, code: object) -> _Room:
         self._expire()
-        key = str(code or "").strip().upper()
+        key = str(code).strip().upper() if isinstance(code, str) else ""
         room = self._rooms.get(key)
         if room is None:
-            raise InputError(f"No room {key!r} is open on this server (a room ends {self._ttl_s / 3600:g} h after "
+            said = f"{key!r}" if 0 < len(key) <= CODE_LENGTH else "with that code"  # never a long value echoed
+            raise InputError(f"No room {said} is open on this server (a room ends {self._ttl_s / 3600:g} h after "
                              "its teacher's last action): check the code on the board.")
         return room
 
@@ -162,8 +163,12 @@ class Rooms:
             room.answers.setdefault(room.step, {})[student] = value
             return value
 
-    def go(self, code: object, teacher: object, number: int) -> None:
-        """The teacher moves the room to step `number`."""
+    def go(self, code: object, teacher: object, number: object) -> None:
+        """The teacher moves the room to step `number` (a whole number, or its digits)."""
+        if isinstance(number, str) and number.strip().isdigit():
+            number = int(number)
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise InputError(f"step must be a whole number from 1 to {len(STEPS)}; got {str(number)[:20]!r}")
         with self._lock:
             room = self._teachers(code, teacher)
             step(number)  # refuses a step the lesson has not
@@ -186,7 +191,7 @@ class Rooms:
         room open): what a page polls, every tick: a student's reads the room when the first moved, the teacher's
         when any did."""
         with self._lock:
-            room = self._rooms.get(str(code or "").strip().upper())
+            room = self._rooms.get(code.strip().upper()) if isinstance(code, str) else None
             if room is None or self._clock() - room.touched > self._ttl_s:
                 return None
             return room.version, len(room.students), len(room.answers.get(room.step, {}))

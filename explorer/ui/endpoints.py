@@ -91,7 +91,7 @@ def room_view(code: str, token: str) -> dict:
 
 def room_step(code: str, teacher: str, step: int) -> dict:
     """The teacher moves the room to lesson step `step`."""
-    ROOMS.go(code, teacher, int(step))
+    ROOMS.go(code, teacher, step)
     return asdict(ROOMS.view(code, teacher))
 
 

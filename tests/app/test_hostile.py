@@ -58,6 +58,15 @@ PARAMS: dict[str, list[Knob]] = {
                 Knob("dynamic", "choice", "auto", "", choices=tuple(DYNAMIC_MODES)), _switch("mark"),
                 _switch("fullgraph")],
     "load": [],
+    # a class's room: a code not open is refused first, so each of these checks the refusal's one line
+    "room_open": [],
+    "room_join": [Knob("code", "text", "ABCDE", "", most=12)],
+    "room_answer": [Knob("code", "text", "ABCDE", "", most=12), Knob("student", "text", "x", "", most=64),
+                    Knob("answer", "text", "3", "", most=40)],
+    "room_view": [Knob("code", "text", "ABCDE", "", most=12), Knob("token", "text", "x", "", most=64)],
+    "room_step": [Knob("code", "text", "ABCDE", "", most=12), Knob("teacher", "text", "x", "", most=64),
+                  Knob("step", "int", 1, "", min=1, max=9)],
+    "room_reveal": [Knob("code", "text", "ABCDE", "", most=12), Knob("teacher", "text", "x", "", most=64)],
 }
 PAGE_EVENTS = {"edit", "select_model", "example", "compile", "load"}
 REQUIRED = {"text": "hi"}  # valid values where a declaration's default is not one a request may send

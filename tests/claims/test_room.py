@@ -141,3 +141,19 @@ def test_the_pulse_moves_for_every_page_on_a_step_or_a_reveal_and_counts_joins_a
     assert rooms.pulse(code) == (version + 1, 1, 0)  # the new step: no answers yet
     rooms.reveal(code, teacher, {}.get)
     assert rooms.pulse(code)[0] == version + 2 and rooms.pulse("NOPE1") is None
+
+
+def test_a_hostile_code_or_step_is_refused_in_a_line_that_echoes_nothing_long():
+    rooms = Rooms()
+    code, teacher = rooms.open()
+    for bad in (None, 7, ["A"], "x" * 10_000):
+        with pytest.raises(InputError, match=r"^No room (with that code|'[^']{1,5}') is open") as e:
+            rooms.join(bad)
+        assert len(str(e.value)) < 200
+    for bad in (True, 2.5, None, "two", [3]):
+        with pytest.raises(InputError, match="step must be a whole number from 1 to"):
+            rooms.go(code, teacher, bad)
+    with pytest.raises(InputError, match="the lesson has steps 1 to"):
+        rooms.go(code, teacher, "9" * 50)
+    rooms.go(code, teacher, "3")  # digits, as a form sends them
+    assert rooms.view(code, teacher).step == 3
