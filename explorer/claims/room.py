@@ -28,7 +28,8 @@ CODE_LENGTH = 5
 ROOM_TTL_S = 3 * 3600.0  # a room lives this long after its teacher's last action: a double lesson and a break
 MAX_ROOMS = 50  # open at once on a server
 MAX_STUDENTS = 500  # in one room
-ROOM_TICK_S = 1.0  # how often a room's page asks for its state: a student's page follows the step this soon
+ROOM_HOLD_S = 20.0  # a page's question "has the room moved?" is held this long when it has not (then asked again)
+ROOM_RETRY_S = 1.0  # a page asks again this soon after its question failed (the server restarting)
 BINS = 8  # a number question's distribution: equal-width bins over the answers and the measured value
 
 
@@ -105,6 +106,16 @@ class Rooms:
         self._lock = threading.Lock()
         self._ttl_s = ttl_s
         self._clock = clock
+        self._listeners: list[Callable[[str], None]] = []
+
+    def listen(self, moved: Callable[[str], None]) -> None:
+        """`moved(code)` is called (from the thread that moved it, outside the lock) whenever room `code`'s pulse
+        changed: its step, a reveal, a student joining or answering."""
+        self._listeners.append(moved)
+
+    def _moved(self, code: str) -> None:
+        for moved in self._listeners:
+            moved(code)
 
     def _expire(self) -> None:
         now = self._clock()
@@ -149,7 +160,8 @@ class Rooms:
                 raise InputError(f"Room {room.code} is full ({MAX_STUDENTS} students).")
             student = secrets.token_urlsafe(12)
             room.students.add(student)
-            return student
+        self._moved(room.code)
+        return student
 
     def answer(self, code: object, student: object, text: object) -> Answer:
         """A student's answer to the room's current step (again replaces it), until the teacher reveals."""
@@ -161,7 +173,8 @@ class Rooms:
                 raise InputError("The answer to this step has been revealed: wait for the next step.")
             value = STEPS[room.step - 1].predict.parse(text)
             room.answers.setdefault(room.step, {})[student] = value
-            return value
+        self._moved(room.code)
+        return value
 
     def go(self, code: object, teacher: object, number: object) -> None:
         """The teacher moves the room to step `number` (a whole number, or its digits)."""
@@ -174,6 +187,7 @@ class Rooms:
             step(number)  # refuses a step the lesson has not
             room.step = number
             room.version += 1
+        self._moved(room.code)
 
     def reveal(self, code: object, teacher: object, numbers_of: Callable[[str], dict[str, float] | None]) -> None:
         """The teacher reveals the current step: its measured answer read from its claim's numbers as they are now
@@ -185,11 +199,12 @@ class Rooms:
             numbers = numbers_of(s.claim)
             room.revealed[room.step] = None if numbers is None else s.predict.truth(numbers)
             room.version += 1
+        self._moved(room.code)
 
     def pulse(self, code: object) -> tuple[int, int, int] | None:
         """(how many times room `code` moved step or revealed, students joined, answers to its step; None: no such
-        room open): what a page polls, every tick: a student's reads the room when the first moved, the teacher's
-        when any did."""
+        room open): what a page watches: a student's reads the room when the first moved, the teacher's when any
+        did."""
         with self._lock:
             room = self._rooms.get(code.strip().upper()) if isinstance(code, str) else None
             if room is None or self._clock() - room.touched > self._ttl_s:

@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 import segno
 
-from explorer.claims.room import ROOM_TICK_S, RoomView
+from explorer.claims.room import ROOM_RETRY_S, RoomView
 from explorer.core.errors import USER_ERRORS
 from explorer.server import EXPORTS, ROOMS, claim_numbers
 from explorer.ui.claims import LessonPanel
@@ -23,29 +23,39 @@ from explorer.views.room import distribution_figure, join_address, room_markdown
 STORAGE_KEY = "graph-explorer-room"  # the browser's own copy of its student token per room: a reload keeps it
 
 REFRESH_ID = "ge-room-refresh"  # the hidden button the page's pulse presses when the room moved
+SEND_ID = "ge-room-send"  # a student's prediction goes with it (bench/room.py's pages find the event by these)
 
 # The room in the address bar (replaced, not pushed), so that a reload comes back into it; only its code, which the
 # room sees anyway (the teacher's token stays in the browser's storage; read off the page: a State never reaches
-# it). Then the pulse: every tick the page asks the room's counts (explorer/ui/room_pulse.py, a few bytes,
-# outside Gradio's events) and presses the refresh button only when what it shows moved.
+# it). Then the pulse: the page asks whether the room moved since what it shows (explorer/ui/room_pulse.py, a few
+# bytes, outside Gradio's events, answered when it moves) and presses the refresh button when it did; a room that
+# ended is refreshed once (the page says so) and no longer asked.
 ROOM_JS = """() => {
   const shown = document.querySelector('.ge-room-code')?.textContent;
   const url = new URL(window.location.href);
   if (shown) { url.searchParams.set('room', shown); window.history.replaceState(null, '', url); }
   const code = url.searchParams.get('room');
   if (!code || window.geRoomPulse) return;
-  let seen = null;
-  window.geRoomPulse = setInterval(async () => {
-    try {
-      const r = await fetch('room/' + encodeURIComponent(code.toUpperCase()) + '/pulse', {cache: 'no-store'});
-      if (!r.ok) return;
-      const p = await r.json();  // a student's page: a step or a reveal; the teacher's (the code on it): counts too
-      const now = document.querySelector('.ge-room-code') ? `${p.version}/${p.joined}/${p.answered}` : `${p.version}`;
-      if (now !== seen) document.getElementById('REFRESH_ID')?.click();  // (once at the start too)
-      seen = now;
-    } catch (e) { /* the server restarting: the next tick asks again */ }
-  }, TICK_MS);
-}""".replace("REFRESH_ID", REFRESH_ID).replace("TICK_MS", str(int(ROOM_TICK_S * 1000)))
+  window.geRoomPulse = true;
+  const refresh = () => document.getElementById('REFRESH_ID')?.click();
+  const pause = () => new Promise(done => setTimeout(done, RETRY_MS));
+  (async () => {
+    let seen = '';
+    for (;;) {
+      const teacher = !!document.querySelector('.ge-room-code');  // its page watches the counts too
+      try {
+        const r = await fetch(`room/${encodeURIComponent(code.toUpperCase())}/pulse?counts=${teacher ? 1 : 0}` +
+                              `&seen=${encodeURIComponent(seen)}`, {cache: 'no-store'});
+        if (r.status === 404) { refresh(); window.geRoomPulse = false; return; }
+        if (!r.ok) { await pause(); continue; }
+        const p = await r.json();
+        const now = teacher ? `${p.version}/${p.joined}/${p.answered}` : `${p.version}`;
+        if (now !== seen) refresh();  // (once at the start too)
+        seen = now;
+      } catch (e) { await pause(); }  // the server restarting: ask again
+    }
+  })();
+}""".replace("REFRESH_ID", REFRESH_ID).replace("RETRY_MS", str(int(ROOM_RETRY_S * 1000)))
 
 
 @dataclass
@@ -58,6 +68,7 @@ class RoomPanel:
     opener: gr.Button
     join: gr.HTML  # the teacher's: the code, the address and its QR code
     said: gr.Markdown
+    asking: gr.Group  # a student's, until the reveal: the prediction's field and its button
     choice: gr.Radio
     number: gr.Textbox
     send: gr.Button
@@ -71,33 +82,43 @@ class RoomPanel:
     @property
     def outputs(self) -> list[Any]:
         card = self.lesson.card
-        return [self.code, self.who, self.teacher, self.drawn, self.opener, self.join, self.said, self.choice,
-                self.number, self.send, self.reveal, self.download, self.plot, card.evidence, card.run, card.again]
+        return [self.code, self.who, self.teacher, self.drawn, self.opener, self.join, self.said, self.asking,
+                self.choice, self.number, self.reveal, self.download, self.plot, card.evidence, card.run, card.again]
 
     @property
     def with_lesson(self) -> list[Any]:
         return [*self.outputs, *self.lesson.outputs]
 
-    def shown(self, v: RoomView) -> Updates:
-        """Everything the room's state sets on this page; the card's evidence folded until the step is revealed, and
-        its experiment's buttons on the teacher's page only."""
+    def shown(self, v: RoomView, before: tuple | None = None) -> Updates:
+        """What the room's state sets on this page, less what it already shows (`before`, what it drew last): the
+        room's line always; on a reveal the question folded away, the room's answers and the card's evidence
+        unfolded; on a new step its question too. Every property update costs Gradio a new component, on every page
+        at once at a reveal: none is sent unchanged (a hundred pages' refreshes at a reveal took 1.28 s with every
+        update sent, 0.69 s with only the changed ones; bench/RESULTS-room.md)."""
+        out: Updates = {self.drawn: _drawn(v), self.said: room_markdown(v)}
+        same_step = before is not None and before[0] == v.step
+        if same_step and before[1] == v.revealed:  # type: ignore[index]
+            return out
         asking = not v.teacher and not v.revealed
-        card = self.lesson.card
-        return {self.drawn: _drawn(v), self.opener: gr.Button(visible=False), self.said: room_markdown(v),
-                self.choice: gr.Radio(choices=list(v.choices), value=v.mine, visible=asking and bool(v.choices)),
-                self.number: gr.Textbox(visible=asking and not v.choices, value=v.mine if not v.choices else ""),
-                self.send: gr.Button(visible=asking), self.reveal: gr.Button(visible=v.teacher and not v.revealed),
-                self.download: gr.Button(visible=v.teacher), self.plot: gr.Plot(distribution_figure(v),
-                                                                                  visible=v.revealed),
-                card.evidence: gr.Row(visible=v.revealed), card.run: gr.Button(visible=v.teacher),
-                card.again: gr.Button(visible=v.teacher)}
+        out |= {self.asking: gr.update(visible=asking),
+                self.plot: gr.update(value=distribution_figure(v), visible=v.revealed),
+                self.lesson.card.evidence: gr.update(visible=v.revealed)}
+        if v.teacher:
+            out[self.reveal] = gr.update(visible=not v.revealed)
+        if not same_step:  # the step's question
+            out |= {self.choice: gr.update(choices=list(v.choices), value=v.mine, visible=bool(v.choices)),
+                    self.number: gr.update(visible=not v.choices, value=v.mine if not v.choices else "")}
+        return out
 
     def entered(self, code: str, who: str, request: gr.Request) -> Updates:
         """This page in room `code` as `who` (the teacher's token or a student's), at the room's step; the teacher's
         with the box to project."""
         v = ROOMS.view(code, who)
+        card = self.lesson.card  # its experiment's buttons on the teacher's page only
         return {self.code: v.code, self.who: who, self.teacher: v.teacher,
-                self.join: _join_box(v.code, request) if v.teacher else "", **self.lesson.at(v.step), **self.shown(v)}
+                self.join: _join_box(v.code, request) if v.teacher else "", self.opener: gr.update(visible=False),
+                self.download: gr.update(visible=v.teacher), card.run: gr.update(visible=v.teacher),
+                card.again: gr.update(visible=v.teacher), **self.lesson.at(v.step), **self.shown(v)}
 
     def opened(self, number: int, kept: dict | None, request: gr.Request) -> Updates:
         """A new room at the step on screen, this page its teacher's (this browser keeps the token: a reload, or
@@ -135,7 +156,9 @@ class RoomPanel:
             return {self.code: "", self.said: f"*{e}*"}
         if _drawn(v) == (drawn and tuple(drawn)) and v.step == number:
             return {self.drawn: drawn}
-        return {**(self.lesson.at(v.step) if v.step != number else {}), **self.shown(v)}
+        if v.step != number:  # the page's step is not the room's: all of it again
+            return {**self.lesson.at(v.step), **self.shown(v)}
+        return self.shown(v, drawn)
 
     def answered(self, code: str, who: str, choice: str | None, number: str) -> Updates:
         v = ROOMS.view(code, who)
@@ -187,17 +210,18 @@ def room_box(kept: gr.BrowserState) -> Callable[[LessonPanel], RoomPanel]:
                            elem_classes="ge-room-opener")
         join = gr.HTML()
         said = gr.Markdown()
-        choice = gr.Radio(label="your prediction", visible=False)
-        number = gr.Textbox(label="your prediction (a number)", visible=False, max_lines=1)
-        send = gr.Button("Send my prediction", variant="primary", visible=False)
+        with gr.Group(visible=False) as asking:
+            choice = gr.Radio(label="your prediction", visible=False)
+            number = gr.Textbox(label="your prediction (a number)", visible=False, max_lines=1)
+            send = gr.Button("Send my prediction", variant="primary", elem_id=SEND_ID)
         reveal = gr.Button("Reveal the answers and the evidence", variant="primary", visible=False)
         download = gr.Button("Download the room's answers (CSV)", size="sm", visible=False)
         answers = gr.File(label="the room's answers (no names: each answer and its count)", visible=False,
                           interactive=False)
         plot = gr.Plot(show_label=False, visible=False)
         refresh = gr.Button("refresh the room", elem_id=REFRESH_ID, elem_classes="ge-hidden")
-    made = (gr.State(""), gr.State(""), gr.State(False), kept, gr.State(None), opener, join, said, choice, number,
-            send, reveal, download, answers, plot, refresh)
+    made = (gr.State(""), gr.State(""), gr.State(False), kept, gr.State(None), opener, join, said, asking, choice,
+            number, send, reveal, download, answers, plot, refresh)
     return lambda lesson: _wired(RoomPanel(*made, lesson))
 
 
@@ -207,13 +231,14 @@ def _wired(panel: RoomPanel) -> RoomPanel:
     panel.opener.click(panel.opened, [lesson.number, panel.kept], [*panel.with_lesson, panel.kept], **quiet).then(
         **PULSE)
     asked = [panel.code, panel.who, panel.choice, panel.number]
-    panel.send.click(panel.answered, asked, panel.outputs, **quiet)
-    panel.number.submit(panel.answered, asked, panel.outputs, **quiet)
-    panel.reveal.click(panel.revealed, [panel.code, panel.who], panel.outputs, **quiet)
+    # a room's calls are a dict's read or write: none waits in a queue behind a long run
+    panel.send.click(panel.answered, asked, panel.outputs, queue=False, **quiet)
+    panel.number.submit(panel.answered, asked, panel.outputs, queue=False, **quiet)
+    panel.reveal.click(panel.revealed, [panel.code, panel.who], panel.outputs, queue=False, **quiet)
     panel.download.click(lambda code, who: gr.File(EXPORTS.save(f"room-{code}-answers.csv",
                                                                 ROOMS.csv(code, who).encode()), visible=True),
                          [panel.code, panel.who], panel.answers, **quiet)
     panel.refresh.click(panel.ticked, [panel.code, panel.who, lesson.number, panel.drawn], panel.with_lesson,
-                        queue=False, **quiet)
+                        queue=False, trigger_mode="always_last", **quiet)  # a move during a refresh: once more
     lesson.link.change(panel.moved, [panel.code, panel.who, panel.teacher, lesson.number], panel.outputs, **quiet)
     return panel

@@ -4,13 +4,14 @@ the server, and what the server listens on)."""
 
 from __future__ import annotations
 
+import functools
 import html
 import ipaddress
 import socket
 
 import plotly.graph_objects as go
 
-from explorer.claims.room import RoomView
+from explorer.claims.room import Distribution, RoomView
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -39,17 +40,22 @@ def room_markdown(v: RoomView) -> str:
 
 
 def distribution_figure(v: RoomView, height: int = 300) -> go.Figure | None:
-    """The room's answers as bars (the measured answer's bar marked), once revealed; None before."""
-    d = v.distribution
-    if not v.revealed or d is None or not d.answers:
+    """The room's answers as bars (the measured answer's bar marked), once revealed; None before. The same figure
+    for every page of the room (made once: a reveal has every page ask for it at once; nobody changes it)."""
+    if not v.revealed or v.distribution is None or not v.distribution.answers:
         return None
-    marked = [_holds(label, v.measured) for label in d.labels]
+    return _bars(v.distribution, v.measured, v.unit, height)
+
+
+@functools.lru_cache(maxsize=64)
+def _bars(d: Distribution, measured: float | str | None, unit: str, height: int) -> go.Figure:
+    marked = [_holds(label, measured) for label in d.labels]
     fig = go.Figure(go.Bar(x=list(d.labels), y=list(d.counts), text=[str(c) for c in d.counts], textposition="auto",
                            marker_color=["#d62728" if m else "#1f77b4" for m in marked],
                            hovertemplate="%{x}: %{y} answers<extra></extra>"))
     title = f"The room's {d.answers} answers" + (f" (median {d.median:g})" if d.median is not None else "")
-    if v.measured is not None:
-        title += f"; measured: {_said(v.measured, v.unit)} (red)"
+    if measured is not None:
+        title += f"; measured: {_said(measured, unit)} (red)"
         at = [label for label, m in zip(d.labels, marked, strict=True) if m]
         if at:  # marked under its bar, which no answer may have filled
             fig.add_trace(go.Scatter(x=at[:1], y=[0], mode="markers+text", text=["measured"],
@@ -59,7 +65,7 @@ def distribution_figure(v: RoomView, height: int = 300) -> go.Figure | None:
     fig.update_layout(title=title, height=height, margin={"l": 40, "r": 10, "t": 50, "b": 60}, font={"size": 16},
                       plot_bgcolor="white",
                       yaxis={"title": "answers", "dtick": 1 if max(d.counts) <= 10 else None},
-                      xaxis={"title": v.unit or "answer", "type": "category"})
+                      xaxis={"title": unit or "answer", "type": "category"})
     return fig
 
 
