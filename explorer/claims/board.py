@@ -26,6 +26,7 @@ from explorer.claims import (
 )
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Claim, ClaimResult, run_claim
+from explorer.claims.turns import Turn, Turns
 from explorer.core.errors import InputError
 from explorer.core.limits import CLAIMS_TTL_S
 from explorer.core.machine import Machine, this_machine
@@ -81,6 +82,7 @@ class ClaimBoard:
         self._locks = {c: threading.Lock() for c in CLAIMS}
         self._doing: dict[str, tuple[float, str]] = {}  # a running experiment's start (monotonic) and latest step
         self._writing = threading.Lock()
+        self.turns = Turns()  # one experiment asked for by a person at a time, a room's teacher's first
 
     def restore(self) -> list[str]:
         """The results in `path` that this server measured (same host, torch and threads) with this code, within
@@ -137,16 +139,20 @@ class ClaimBoard:
         """Whether the claim's experiment is running on this server now (for the board)."""
         return self._locks[claim(claim_id).id].locked()
 
-    def run(self, claim_id: str, workers: Workers, again: bool = False,
-            model: Chosen | None = None) -> Iterator[Progress | ClaimResult]:
+    def run(self, claim_id: str, workers: Workers, again: bool = False, model: Chosen | None = None,
+            turn: Turn = Turn.VISITOR) -> Iterator[Progress | ClaimResult]:
         """The cached result, or progress messages and a new one. `again` measures anew unless a run that started
         after this call (another visitor's) has just finished. On a person's `model`, always anew and not shown
-        to others."""
+        to others. A new run waits for its `turn` (explorer/claims/turns.py), saying where the one ahead is."""
         asked = time.time()
         c = claim(claim_id)
         workers = replace(workers, quick=self.quick)  # the board's kind decides what it measures
         if model is not None:
-            yield from run_claim(c, workers, checked(c, model))
+            yield from self._turn_taken(c.id, turn)
+            try:
+                yield from run_claim(c, workers, checked(c, model))
+            finally:
+                self._given(turn)
             return
         if not again and (r := self.cached(c.id)):
             yield r
@@ -159,16 +165,40 @@ class ClaimBoard:
             if r is not None and (not again or r.measured_at >= asked):
                 yield r
                 return
-            began = time.monotonic()
-            for item in run_claim(c, workers):
-                if isinstance(item, ClaimResult):
-                    self._keep(item)
-                else:
-                    self._doing[c.id] = (began, item.phase)
-                yield item
+            yield from self._turn_taken(c.id, turn)
+            try:
+                began = time.monotonic()
+                for item in run_claim(c, workers):
+                    if isinstance(item, ClaimResult):
+                        self._keep(item)
+                    else:
+                        self._doing[c.id] = (began, item.phase)
+                    yield item
+            finally:
+                self._given(turn)
         finally:
             self._doing.pop(c.id, None)
             lock.release()
+
+    def _turn_taken(self, claim_id: str, turn: Turn) -> Iterator[Progress]:
+        """Until the experiment of `claim_id` holds the turn (at once for the background's): every `wait_tick_s`,
+        how long it has waited and where the experiment ahead is."""
+        if turn is Turn.BACKGROUND:
+            return
+        start, tick = time.monotonic(), 0.0  # at once if no one is ahead
+        with self.turns.line(turn) as take:
+            while not take(claim_id, tick):
+                tick = self.wait_tick_s
+                ahead = self.turns.holder
+                doing = self.doing(ahead) if ahead is not None else None
+                where = f"{ahead}: {doing.phase}" if doing else f"{ahead}"
+                yield Progress(time.monotonic() - start, f"Another experiment is running on this server ({where}): "
+                               + ("yours runs next, ahead of any visitor's" if turn is Turn.FIRST else
+                                  "this one starts after it (a room's teacher's goes first)"))
+
+    def _given(self, turn: Turn) -> None:
+        if turn is not Turn.BACKGROUND:
+            self.turns.give()
 
     def _waiting(self, claim_id: str, lock: threading.Lock) -> Iterator[Progress]:
         """Until `lock` is ours: every `wait_tick_s`, how long this visitor has waited and where the running
@@ -191,7 +221,7 @@ def warm(board: ClaimBoard, workers: Workers, between: Callable[[], object] = la
         between()  # the start-up warm-up yields to visitors (explorer/serving/background.py)
         start = time.monotonic()
         try:
-            *_, result = board.run(c.id, workers)
+            *_, result = board.run(c.id, workers, turn=Turn.BACKGROUND)
             lines.append(f"{c.id}: {result.verdict.kind.value} ({time.monotonic() - start:.0f} s)")
         except Exception as e:  # the card's button will say why, when someone presses it
             lines.append(f"{c.id}: failed ({type(e).__name__}: {e})")
@@ -217,7 +247,7 @@ def keep_fresh(board: ClaimBoard, workers: Callable[[], Workers], done: Callable
             return
         between()
         try:
-            *_, result = board.run(claim_id, workers(), again=True)
+            *_, result = board.run(claim_id, workers(), again=True, turn=Turn.BACKGROUND)
             log.info("claim %s measured again for the board: %s", claim_id, result.verdict.kind.value)
         except Exception as e:  # the next claim still runs; the card's button says why when pressed
             log.warning("claim %s not measured again: %s: %s", claim_id, type(e).__name__, e)

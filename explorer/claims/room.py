@@ -139,6 +139,11 @@ class Rooms:
         room.touched = self._clock()
         return room
 
+    def teacher(self, code: object, token: object) -> None:
+        """Refuses (InputError) anyone but room `code`'s teacher: what only the teacher's page may do."""
+        with self._lock:
+            self._teachers(code, token)
+
     def open(self) -> tuple[str, str]:
         """A new room: (its code, the teacher's token)."""
         with self._lock:

@@ -9,6 +9,7 @@ class Queue(Enum):
     MEASURE = "measure"  # timings: every event may wait here, the measurement queue shows the wait
     COMPILE = "compile"  # the compile worker's jobs
     CLAIMS = "claims"  # a claim's experiment
+    TEACHER = "teacher"  # a room's teacher's experiment: not behind the visitors' (and first on the board)
     EXPORT = "export"  # writing a session's downloads
     DRAW = "draw"  # redraws that time nothing (the generation step slider): never behind a measurement
     STEPS = "steps"  # a lesson's previous/next: one at a time, each reading the step the one before left

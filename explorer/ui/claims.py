@@ -16,6 +16,7 @@ from explorer.claims.board import CLAIMS
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Claim
 from explorer.claims.lessons import STEPS, readiness, step, step_markdown
+from explorer.claims.turns import Turn
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS
 from explorer.core.queues import Queue
@@ -65,15 +66,21 @@ class ClaimCard:
         return {self.status: view.status, self.figure: figure, self.numbers: cards_html(view.numbers),
                 self.verdict: view.verdict, self.raw: view.report}
 
-    def wire(self, claim_id: Callable[..., str], inputs: list[Any]) -> None:
-        """Both buttons run the card's claim (from `inputs`: a fixed one, or the lesson's step); one at a time."""
-        for button, again in ((self.run, False), (self.again, True)):
+    def wire(self, claim_id: Callable[..., str], inputs: list[Any], buttons: tuple[gr.Button, gr.Button] | None = None,
+             queue: Queue = Queue.CLAIMS, turn: Turn = Turn.VISITOR) -> None:
+        """Both buttons (the card's own, or `buttons`: run, measure again) run the card's claim (from `inputs`: a
+        fixed one, or the lesson's step), one at a time in `queue`, each experiment in its `turn` on the board."""
+        for button, again in zip(buttons or (self.run, self.again), (False, True), strict=True):
             def go(*values: Any, again: bool = again) -> Iterator[Updates]:
-                c = claim_id(*values)
-                items = claim_update(CLAIM_BOARD, workers(), c, again)
+                try:
+                    c = claim_id(*values)
+                except USER_ERRORS as e:  # not this page's to run (a room's experiment, from a student's page)
+                    yield {self.status: f"*{e}*"}
+                    return
+                items = claim_update(CLAIM_BOARD, workers(), c, again, turn=turn)
                 yield from streamed(items, self.shown, self.status, "The experiment stopped", took=CLAIM_BOARD.took(c))
             # the status line says what runs, every second: Gradio's own estimate (from other events) would not
-            button.click(go, inputs, self.outputs, api_visibility="private", concurrency_id=Queue.CLAIMS.value,
+            button.click(go, inputs, self.outputs, api_visibility="private", concurrency_id=queue.value,
                          concurrency_limit=1, show_progress="hidden")
 
     def wire_mine(self, c: Claim, session: gr.State) -> None:

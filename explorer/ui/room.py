@@ -13,8 +13,11 @@ from typing import Any
 import gradio as gr
 import segno
 
+from explorer.claims.lessons import step
 from explorer.claims.room import ROOM_RETRY_S, RoomView
+from explorer.claims.turns import Turn
 from explorer.core.errors import USER_ERRORS
+from explorer.core.queues import Queue
 from explorer.server import EXPORTS, ROOMS, claim_numbers
 from explorer.ui.claims import LessonPanel
 from explorer.ui.stream import Updates
@@ -73,6 +76,8 @@ class RoomPanel:
     number: gr.Textbox
     send: gr.Button
     reveal: gr.Button
+    run: gr.Button  # the teacher's: the step's experiment, ahead of any visitor's (explorer/claims/turns.py)
+    again: gr.Button
     download: gr.Button
     answers: gr.File
     plot: gr.Plot
@@ -83,7 +88,8 @@ class RoomPanel:
     def outputs(self) -> list[Any]:
         card = self.lesson.card
         return [self.code, self.who, self.teacher, self.drawn, self.opener, self.join, self.said, self.asking,
-                self.choice, self.number, self.reveal, self.download, self.plot, card.evidence, card.run, card.again]
+                self.choice, self.number, self.reveal, self.run, self.again, self.download, self.plot, card.evidence,
+                card.run, card.again]
 
     @property
     def with_lesson(self) -> list[Any]:
@@ -114,11 +120,12 @@ class RoomPanel:
         """This page in room `code` as `who` (the teacher's token or a student's), at the room's step; the teacher's
         with the box to project."""
         v = ROOMS.view(code, who)
-        card = self.lesson.card  # its experiment's buttons on the teacher's page only
+        card = self.lesson.card  # in a room, the experiment runs from the teacher's buttons only, first in line
         return {self.code: v.code, self.who: who, self.teacher: v.teacher,
                 self.join: _join_box(v.code, request) if v.teacher else "", self.opener: gr.update(visible=False),
-                self.download: gr.update(visible=v.teacher), card.run: gr.update(visible=v.teacher),
-                card.again: gr.update(visible=v.teacher), **self.lesson.at(v.step), **self.shown(v)}
+                self.download: gr.update(visible=v.teacher), self.run: gr.update(visible=v.teacher),
+                self.again: gr.update(visible=v.teacher), card.run: gr.update(visible=False),
+                card.again: gr.update(visible=False), **self.lesson.at(v.step), **self.shown(v)}
 
     def opened(self, number: int, kept: dict | None, request: gr.Request) -> Updates:
         """A new room at the step on screen, this page its teacher's (this browser keeps the token: a reload, or
@@ -189,6 +196,13 @@ def _join_box(code: str, request: gr.Request) -> str:
             f"{qr}{f'<p>{note}</p>' if note else ''}</div>")
 
 
+def _teachers_claim(number: int, code: str, who: str) -> str:
+    """The step's claim, for the room's teacher only (a page's States are the server's: a student's page, even one
+    calling the event by its number, holds a student's token)."""
+    ROOMS.teacher(code, who)
+    return step(number).claim
+
+
 def _drawn(v: RoomView) -> tuple:
     return v.step, v.revealed, v.answered, v.students, v.mine
 
@@ -215,13 +229,16 @@ def room_box(kept: gr.BrowserState) -> Callable[[LessonPanel], RoomPanel]:
             number = gr.Textbox(label="your prediction (a number)", visible=False, max_lines=1)
             send = gr.Button("Send my prediction", variant="primary", elem_id=SEND_ID)
         reveal = gr.Button("Reveal the answers and the evidence", variant="primary", visible=False)
+        with gr.Row():
+            run = gr.Button("Run this step's experiment (ahead of other visitors')", size="sm", visible=False)
+            again = gr.Button("Measure it again", size="sm", visible=False)
         download = gr.Button("Download the room's answers (CSV)", size="sm", visible=False)
         answers = gr.File(label="the room's answers (no names: each answer and its count)", visible=False,
                           interactive=False)
         plot = gr.Plot(show_label=False, visible=False)
         refresh = gr.Button("refresh the room", elem_id=REFRESH_ID, elem_classes="ge-hidden")
     made = (gr.State(""), gr.State(""), gr.State(False), kept, gr.State(None), opener, join, said, asking, choice,
-            number, send, reveal, download, answers, plot, refresh)
+            number, send, reveal, run, again, download, answers, plot, refresh)
     return lambda lesson: _wired(RoomPanel(*made, lesson))
 
 
@@ -235,6 +252,8 @@ def _wired(panel: RoomPanel) -> RoomPanel:
     panel.send.click(panel.answered, asked, panel.outputs, queue=False, **quiet)
     panel.number.submit(panel.answered, asked, panel.outputs, queue=False, **quiet)
     panel.reveal.click(panel.revealed, [panel.code, panel.who], panel.outputs, queue=False, **quiet)
+    lesson.card.wire(_teachers_claim, [lesson.number, panel.code, panel.who], buttons=(panel.run, panel.again),
+                     queue=Queue.TEACHER, turn=Turn.FIRST)
     panel.download.click(lambda code, who: gr.File(EXPORTS.save(f"room-{code}-answers.csv",
                                                                 ROOMS.csv(code, who).encode()), visible=True),
                          [panel.code, panel.who], panel.answers, **quiet)

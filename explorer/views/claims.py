@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from explorer.claims.board import ClaimBoard, claim
 from explorer.claims.chosen import Chosen
 from explorer.claims.evidence import Chart, ClaimResult, Series
+from explorer.claims.turns import Turn
 from explorer.core.progress import Progress
 from explorer.draw.style import PALETTE, category, headed, iqr_bars, wrapped
 from explorer.workers.protocol import Workers
@@ -84,10 +85,10 @@ def view_of(result: ClaimResult) -> ClaimView:
 
 
 def claim_update(board: ClaimBoard, workers: Workers, claim_id: str, again: bool = False,
-                 model: Chosen | None = None) -> Iterator[Progress | ClaimView]:
-    """Progress messages while the experiment runs (or waits for another visitor's run), then the view; on a
-    person's `model`, where the claim's experiment runs model by model."""
-    for item in board.run(claim_id, workers, again, model):
+                 model: Chosen | None = None, turn: Turn = Turn.VISITOR) -> Iterator[Progress | ClaimView]:
+    """Progress messages while the experiment runs (or waits for another visitor's run, or its `turn`), then the
+    view; on a person's `model`, where the claim's experiment runs model by model."""
+    for item in board.run(claim_id, workers, again, model, turn):
         yield item if isinstance(item, Progress) else view_of(item)
 
 

@@ -162,6 +162,11 @@ def test_a_room_asks_three_students_then_the_teacher_reveals_on_every_page(page:
     expect(page.get_by_text(re.compile(r"^This server listens on 127\.0\.0\.1 only"))).to_be_visible()
     expect(page.locator(".ge-room-join svg")).to_have_count(1)  # the QR code
     expect(page.locator(".card").filter(visible=True)).to_have_count(0)  # the question comes before the evidence
+    # the teacher's experiment buttons are the room's (first in line on the board), the card's own are hidden
+    expect(page.get_by_role("button", name=re.compile(r"^Run this step's experiment \(ahead"))).to_be_visible()
+    expect(page.get_by_role("button", name="Measure it again")).to_be_visible()
+    expect(page.get_by_role("button", name=re.compile("^(Run the experiment|Measure again)$")).filter(
+        visible=True)).to_have_count(0)
     students = []
     for answer in ("8", "10", "12"):
         context = browser.new_context(**browser_context_args)  # a browser of their own: no shared storage
@@ -169,8 +174,9 @@ def test_a_room_asks_three_students_then_the_teacher_reveals_on_every_page(page:
         student.goto(f"{restarted_url}?room={room.lower()}")  # typed as read off the board
         expect(student.get_by_text(f"Room {room} (student)")).to_be_visible(timeout=TIMEOUT)
         expect(student.get_by_text(f"Step 1 of {len(STEPS)}")).to_be_visible()
-        expect(student.get_by_role("button", name=re.compile("Run the experiment|Measure again")).filter(
-            visible=True)).to_have_count(0)
+        expect(student.get_by_role("button", name=re.compile("Run the experiment|Measure again|Run this step|"
+                                                                    "Measure it again")).filter(visible=True)
+               ).to_have_count(0)
         expect(student.locator(".card").filter(visible=True)).to_have_count(0)
         student.get_by_label("your prediction (a number)").fill(answer)
         student.get_by_role("button", name="Send my prediction").click()
