@@ -1,18 +1,20 @@
 """How the per-node times of a train step add up against the cards: `python -m bench.costs` -> bench/RESULTS-costs.md.
 
-For each zoo model at 100 tokens, the Playground's run, then rounds of two: the cards' timings again (the
-measurement process's job, as the Playground's run sends it: forward and train step without the profiler, on the
-measuring core) and the costs pass (explorer/eager/costs.py: five pairs of steps, the profiler collecting in one
-and off in the other, every operator and the Python before it charged to a graph node, the profiler's cost taken
-off in proportion). Read, per round: the nodes' sums forward and backward, what the step spent outside every node,
-the pass's plain step, and the cards; the nodes' sum over the card's train step is what the Playground says beside
-the figure ("the nodes' sum is N% of it"). The rounds show how far the cards themselves move from one timing to the
-next on this machine."""
+For each zoo model, each library architecture, both examples and two models this project did not write
+(tests/outside: a mixture of experts, someone else's GPT block), at 100 tokens: the Playground's run, then rounds of
+two: the cards' timings again (the measurement process's job, as the Playground's run sends it: forward and train
+step without the profiler, on the measuring core) and the costs pass (explorer/eager/costs.py: five pairs of steps,
+the profiler collecting in one and off in the other, every operator and the Python before it charged to a graph
+node, the profiler's cost taken off in proportion). Read, per round: the nodes' sums forward and backward, what the
+step spent outside every node, the pass's plain step, and the cards; the nodes' sum over the card's train step is
+what the Playground says beside the figure ("the nodes' sum is N% of it"). The rounds show how far the cards
+themselves move from one timing to the next on this machine."""
 
 from __future__ import annotations
 
 import statistics
 
+from bench.appserver import ROOT
 from bench.common import measured_by, parser
 from explorer.core import machine
 from explorer.core.examples import DEFAULT_TEXT
@@ -20,24 +22,29 @@ from explorer.core.inputs import text_of_length
 from explorer.runs.session import Session
 from explorer.serving.plan import FORWARD_BUDGET_S, TRAIN_BUDGET_S
 from explorer.serving.pool import MeasurePool, Timed, TimingJob
+from explorer.sources.library import ARCHITECTURES
+from explorer.sources.registry import add_model_file
 from explorer.views.playground import update
 from models import ZOO
 
 TOKENS = 100
 ROUNDS = 3
+FILES = ("examples/image_cnn.py", "examples/lstm_tagger.py", "tests/outside/moe_top1.py", "tests/outside/block_gpt.py")
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-costs.md").parse_args(argv)
     machine.keep_off_measure_cores()  # as the app's server threads: the measuring core is the pool's
     machine.pin_threads()  # and as the app's: its torch threads fit the cores it keeps
+    files = [] if args.quick else [add_model_file(str(ROOT / f)) for f in FILES]  # before the pool's processes
     pool = MeasurePool()
     pool.start()
-    models = list(ZOO)[:1] if args.quick else list(ZOO)
+    models = list(ZOO)[:1] if args.quick else [*ZOO, *(a.name for a in ARCHITECTURES), *files]
     rounds = 1 if args.quick else ROUNDS
     train, fwd, spread = [], [], []
     out = ["# The nodes' times against the cards", "",
-           f"{measured_by('costs', args.quick)}: each zoo model at {TOKENS} tokens, {rounds} round(s) of its cards "
+           f"{measured_by('costs', args.quick)}: each of {len(models)} models (the zoo, the library's architectures, "
+           f"the examples, two models from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its cards "
            "timed as the Playground's run times them and its train step profiled node by node right after (five "
            "pairs of steps, the profiler on and off; each node's mean, the profiler's cost taken off in proportion). "
            "Each cell: the median over the rounds (min-max).", "",

@@ -158,8 +158,10 @@ def step_markdown(number: int, took_s: float | None = None) -> str:
     minutes before anyone presses the button."""
     s = step(number)
     c = CLAIMS[s.claim]
+    # what to notice, the question and the timing are the teacher's: projected, the step shows its claim and its Do
     return (f"### Step {number} of {len(STEPS)} (about {s.minutes} min)\n\n**“{c.statement}”**\n\n"
-            f"**Do:** {s.do}\n\n**Notice:** {s.notice}\n\n**Ask the room:** {s.question}\n\n{_fits(s, took_s)}")
+            f"**Do:** {s.do}\n\n<div class=\"ge-teachers\">\n\n**Notice:** {s.notice}\n\n**Ask the room:** "
+            f"{s.question}\n\n{_fits(s, took_s)}\n\n</div>")
 
 
 def _fits(s: Step, took_s: float | None) -> str:

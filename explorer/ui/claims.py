@@ -49,22 +49,23 @@ class ClaimCard:
     figure: gr.Plot
     numbers: gr.HTML
     verdict: gr.Markdown
+    headline: gr.Markdown  # the verdict in one line: shown projected in a lesson, where the paragraph is not
     raw: gr.JSON
     evidence: gr.Row  # the figure, the numbers and the verdict: a room's step keeps them folded until the reveal
     chart_height: int  # px: a lesson's is shorter, so that it fits the first screen beside the step
 
     @property
     def outputs(self) -> list[Any]:
-        return [self.status, self.figure, self.numbers, self.verdict, self.raw]
+        return [self.status, self.figure, self.numbers, self.verdict, self.headline, self.raw]
 
     def shown(self, view: ClaimView | None) -> Updates:
         """The card's outputs for a result (None: not measured on this server lately)."""
         if view is None:
             return {self.status: "Not measured on this server lately: run the experiment.", self.figure: None,
-                    self.numbers: "", self.verdict: "", self.raw: None}
+                    self.numbers: "", self.verdict: "", self.headline: "", self.raw: None}
         figure = view.figure.update_layout(height=self.chart_height)
         return {self.status: view.status, self.figure: figure, self.numbers: cards_html(view.numbers),
-                self.verdict: view.verdict, self.raw: view.report}
+                self.verdict: view.verdict, self.headline: view.headline, self.raw: view.report}
 
     def wire(self, claim_id: Callable[..., str], inputs: list[Any], buttons: tuple[gr.Button, gr.Button] | None = None,
              queue: Queue = Queue.CLAIMS, turn: Turn = Turn.VISITOR) -> None:
@@ -103,15 +104,16 @@ def claim_card(c: Claim, number: int | None) -> ClaimCard:
         mine = gr.Button("Run it on the Playground's model", scale=0, min_width=240,
                          visible=c.on_model is not None and number is not None)  # not in a lesson
     status = gr.Markdown(elem_classes="ge-claim-status")
-    with gr.Row() as evidence:
+    with gr.Row(elem_classes="ge-evidence") as evidence:
         with gr.Column(scale=3):
             figure = gr.Plot(show_label=False)
         with gr.Column(scale=2, min_width=280):
+            headline = gr.Markdown(elem_classes="ge-verdict-head")
             numbers = gr.HTML()  # the figures a lesson step names, above the verdict's paragraph: on the first screen
-            verdict = gr.Markdown()
+            verdict = gr.Markdown(elem_classes="ge-verdict")
     with gr.Accordion("raw numbers (the same as `python -m explorer claim --json`)", open=False):
         raw = gr.JSON(show_label=False)
-    return ClaimCard(header, run, again, mine, status, figure, numbers, verdict, raw, evidence,
+    return ClaimCard(header, run, again, mine, status, figure, numbers, verdict, headline, raw, evidence,
                      380 if number else 330)
 
 
@@ -207,15 +209,16 @@ def lessons_tab(tab: str) -> LessonPanel:
     gr.Markdown(f"A {sum(s.minutes for s in STEPS)}-minute class over the claims, one card per step: what to do, "
                 "what to notice, one question for the room. Each step has a link of its own.", elem_classes="explain")
     number = gr.State(1)
-    with gr.Row():
+    with gr.Row(elem_classes="ge-lesson"):  # projected, in large type (theme.CSS)
         with gr.Column(scale=2, min_width=300):
-            text = gr.Markdown(step_markdown(1))
+            text = gr.Markdown(step_markdown(1), elem_classes="ge-step")
             with gr.Row():  # one line, in presentation mode too; a clicker's keys press them (theme.PAGE_JS)
                 prev = gr.Button("← previous", scale=0, min_width=160, elem_id=LESSON_PREV_ID)
                 nxt = gr.Button("next →", variant="primary", scale=0, min_width=160, elem_id=LESSON_NEXT_ID)
-            link = gr.HTML(_lesson_link(1))
-            ready = gr.Markdown(readiness(CLAIM_BOARD))  # beside the step: the card keeps the first screen
-            notebook_btn = gr.Button("this step as a notebook", size="sm", scale=0, min_width=160)
+            link = gr.HTML(_lesson_link(1), elem_classes="ge-teachers")
+            ready = gr.Markdown(readiness(CLAIM_BOARD), elem_classes="ge-ready")  # beside the step
+            notebook_btn = gr.Button("this step as a notebook", size="sm", scale=0, min_width=160,
+                                     elem_classes="ge-teachers")
             notebook = gr.File(label="the step's notebook (its experiment runs on your machine)", visible=False,
                                interactive=False)
         with gr.Column(scale=3):

@@ -71,6 +71,29 @@ body.ge-presentation .ge-claim-status, body.ge-presentation .ge-claim-status * {
 /* Projected, the room's box shows only once a room is open (open it before presenting): the step's card keeps the
    first screen. */
 body.ge-presentation .ge-room:has(.ge-room-opener) { display: none !important; }
+/* A lesson projected (issue #50: a projected slide's minimum is ~24 pt, 32 px at 720 lines): the step's claim and its
+   Do at 28-30 px, the verdict in one line at 30 px above the cards, the cards' values at 28 px; what to notice, the
+   question, the timing note, the step's link and notebook are the teacher's (presentation off shows them), and so
+   is the verdict's paragraph: its one line stays. The step's card and verdict reach the first screen at 1280x720
+   (tests/app/test_browser_lessons.py measures every step). */
+.ge-verdict-head { display: none; }
+body.ge-presentation .ge-lesson .ge-verdict-head { display: block !important; }
+body.ge-presentation .ge-lesson .ge-verdict-head * { font-size: 30px !important; line-height: 1.2 !important;
+  margin: 0 !important; }
+body.ge-presentation .ge-lesson .ge-verdict, body.ge-presentation .ge-lesson .ge-teachers { display: none !important; }
+body.ge-presentation .ge-lesson .ge-step h3 { font-size: 24px !important; margin-bottom: 4px !important; }
+body.ge-presentation .ge-lesson .ge-step p, body.ge-presentation .ge-lesson .ge-step strong {
+  font-size: 28px !important; line-height: 1.3 !important; }
+body.ge-presentation .ge-lesson .ge-step p:nth-of-type(1) strong { font-size: 30px !important; }
+body.ge-presentation .ge-lesson .card .value { font-size: 28px !important; line-height: 1.15 !important; }
+body.ge-presentation .ge-lesson .card .label { font-size: 20px !important; }
+body.ge-presentation .ge-lesson .card .detail { font-size: 17px !important; line-height: 1.25 !important; }
+body.ge-presentation .ge-lesson .ge-ready * { font-size: 16px !important; }
+/* the verdict and the cards above the chart, the cards across the card's width */
+body.ge-presentation .ge-lesson .ge-evidence { flex-direction: column-reverse !important; gap: 8px !important; }
+body.ge-presentation .ge-lesson .ge-evidence > * { width: 100% !important; }
+body.ge-presentation .ge-lesson .ge-evidence .cards {
+  grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)) !important; }
 .ge-room-code { font-size: 64px; font-weight: 700; letter-spacing: 0.12em; font-family: monospace; }
 """
 # The page's figures are Plotly's, with `responsive` on: after the class changes the layout, each one is re-fitted

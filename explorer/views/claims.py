@@ -25,6 +25,7 @@ class ClaimView:
     numbers: list[tuple[str, str, str]]  # (label, value, detail): the card's three or four figures
     verdict: str  # markdown: the verdict, then what the figures are
     report: dict[str, Any]
+    headline: str = ""  # markdown, one line: the verdict's kind, where it was measured (projected in large type)
 
 
 AXIS_TITLE_CHARS = 26  # a side axis's title runs along a plot about 170 px high (a lesson's): in lines of this
@@ -56,7 +57,8 @@ def chart_figure(chart: Chart, height: int = 380) -> go.Figure:
         xaxis={"title": wrapped(chart.x_title), "type": "category", "tickangle": 0,
                "tickfont": {"size": 12}},
         # a log axis labels powers of ten only: plotly's 2s and 5s between them are drawn below the body's size
-        yaxis={"title": wrapped(chart.y_title, AXIS_TITLE_CHARS), "gridcolor": "#eee",
+        # tick labels set off the axis: a first bar's label, wider than its bar, ran into the "100" beside it
+        yaxis={"title": wrapped(chart.y_title, AXIS_TITLE_CHARS), "gridcolor": "#eee", "ticklabelstandoff": 10,
                "type": "log" if chart.log_y else "linear", **({"dtick": 1} if chart.log_y else {})},
         font={"size": 13})
     if chart.y2_title:
@@ -80,8 +82,10 @@ def _error_bars(s: Series) -> dict[str, Any] | None:
 def view_of(result: ClaimResult) -> ClaimView:
     report = result.as_dict()
     notes = " ".join(f"{n[0].upper()}{n[1:]}." for n in result.evidence.notes[:1])
+    kind = result.verdict.kind.value
     return ClaimView(result.label(), chart_figure(result.evidence.chart), result.evidence.shown,
-                     f"{result.verdict.text()}\n\n<small>{notes}</small>", report)
+                     f"{result.verdict.text()}\n\n<small>{notes}</small>", report,
+                     f"**{kind[0].upper() + kind[1:]}** on this server")
 
 
 def claim_update(board: ClaimBoard, workers: Workers, claim_id: str, again: bool = False,

@@ -61,6 +61,42 @@ def plot_texts(page: Page, plot: Locator) -> list[dict]:
     return page.evaluate(_PLOT_TEXTS, plot.element_handle())
 
 
+# Every line of every text on the page under `root` outside plots: a text node's boxes, one per line it takes, each
+# cut to the middle half of its height (an inline box is taller than its line when the line height is under ~1.2:
+# neighbouring lines' boxes touch where their letters do not).
+_TEXT_LINES = """(root) => {
+  const out = [];
+  let node = 0;
+  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const e = n.parentElement;
+    if (!n.textContent.trim() || e.closest('svg') || !e.getClientRects().length) continue;
+    const style = getComputedStyle(e);
+    if (style.visibility === 'hidden' || style.opacity === '0') continue;
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    node += 1;
+    for (const r of range.getClientRects()) {
+      if (r.width < 1 || r.height < 1) continue;
+      out.push({text: n.textContent.trim().slice(0, 40), x: r.x, y: r.y + r.height / 4, w: r.width, h: r.height / 2,
+                size: parseFloat(style.fontSize), node});
+    }
+  }
+  return out;
+}"""
+
+
+def text_lines(page: Page, root: Locator) -> list[dict]:
+    """Every line of text under `root` (plots apart: `plot_texts`), with its box, font size and text node."""
+    return page.evaluate(_TEXT_LINES, root.element_handle())
+
+
+def lines_over_lines(lines: list[dict]) -> list[tuple[str, str]]:
+    """Pairs of `text_lines` of different texts whose letters overlap."""
+    return [(a["text"], b["text"]) for i, a in enumerate(lines) for b in lines[i + 1:]
+            if a["node"] != b["node"] and overlaps([a, b])]
+
+
 def overlaps(texts: list[dict]) -> list[tuple[str, str]]:
     """Pairs of texts whose boxes overlap by more than a pixel each way (a label over a label, a legend over a
     title)."""
