@@ -1,7 +1,7 @@
 """How the per-node times of a train step add up against the cards: `python -m bench.costs` -> bench/RESULTS-costs.md.
 
-For each zoo model, each library architecture, both examples and two models this project did not write
-(tests/outside: a mixture of experts, someone else's GPT block), at 100 tokens: the Playground's run, then rounds of
+For each zoo model, each library architecture, both examples and a model this project did not write
+(tests/outside/moe_top1.py, a mixture of experts), at 100 tokens: the Playground's run, then rounds of
 two: the cards' timings again (the measurement process's job, as the Playground's run sends it: forward and train
 step without the profiler, on the measuring core) and the costs pass (explorer/eager/costs.py: five pairs of steps,
 the profiler collecting in one and off in the other, every operator and the Python before it charged to a graph
@@ -29,7 +29,7 @@ from models import ZOO
 
 TOKENS = 100
 ROUNDS = 3
-FILES = ("examples/image_cnn.py", "examples/lstm_tagger.py", "tests/outside/moe_top1.py", "tests/outside/block_gpt.py")
+FILES = ("examples/image_cnn.py", "examples/lstm_tagger.py", "tests/outside/moe_top1.py")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     train, fwd, spread = [], [], []
     out = ["# The nodes' times against the cards", "",
            f"{measured_by('costs', args.quick)}: each of {len(models)} models (the zoo, the library's architectures, "
-           f"the examples, two models from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its cards "
+           f"the examples, a mixture of experts from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its cards "
            "timed as the Playground's run times them and its train step profiled node by node right after (five "
            "pairs of steps, the profiler on and off; each node's mean, the profiler's cost taken off in proportion). "
            "Each cell: the median over the rounds (min-max).", "",
