@@ -68,6 +68,7 @@ class Events:
     """A room page's events, by the numbers the page calls them by (from the page's config)."""
 
     load: int  # `?room=CODE` puts the page in the room (queued, as the page's load events are)
+    load_inputs: int  # how many values it takes (the browser's kept tokens, then the page's States)
     refresh: int  # what the pulse presses when the room moved (un-queued)
     send: int  # the student's prediction (un-queued)
     answer: tuple[int, int]  # the send event's inputs that carry the answer: (choice, number)
@@ -85,7 +86,7 @@ class Events:
         refresh, send = triggered_by(REFRESH_ID), triggered_by(SEND_ID)
         load = next(i for i, d in enumerate(deps) if d["api_name"] == "open_room")
         kinds = {c["id"]: c["type"] for c in config["components"]}
-        return cls(load, refresh, send, tuple(i for i, c in enumerate(deps[send]["inputs"])  # type: ignore[arg-type]
+        return cls(load, len(deps[load]["inputs"]), refresh, send, tuple(i for i, c in enumerate(deps[send]["inputs"])  # type: ignore[arg-type]
                                               if kinds[c] in ("radio", "textbox")),
                    next(i for i, c in enumerate(deps[refresh]["outputs"]) if kinds[c] == "plot"))
 
@@ -99,8 +100,8 @@ class Page:
         self.session = secrets.token_hex(8)
 
     def open(self) -> None:
-        body = {"data": [{}], "fn_index": self.events.load, "session_hash": self.session, "event_data": None,
-                "trigger_id": None}
+        body = {"data": [{}] + [None] * (self.events.load_inputs - 1), "fn_index": self.events.load,
+                "session_hash": self.session, "event_data": None, "trigger_id": None}
         request = urllib.request.Request(f"{self.url}gradio_api/queue/join?room={self.code}",
                                          data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
         urllib.request.urlopen(request, timeout=60).read()

@@ -15,7 +15,7 @@ import secrets
 import statistics
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,6 +31,7 @@ MAX_STUDENTS = 500  # in one room
 ROOM_HOLD_S = 20.0  # a page's question "has the room moved?" is held this long when it has not (then asked again)
 ROOM_RETRY_S = 1.0  # a page asks again this soon after its question failed (the server restarting)
 BINS = 8  # a number question's distribution: equal-width bins over the answers and the measured value
+RUNS_KEPT = 20  # each page's latest runs of its own input, per step: the room's plot, not anyone's history
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,15 @@ class Distribution:
     counts: tuple[int, ...]
     answers: int
     median: float | None = None  # a number question's
+
+
+@dataclass(frozen=True)
+class RoomRun:
+    """One run of a page's own input during a step: the architecture, the input's tokens and the graph's nodes."""
+
+    arch: str
+    tokens: int
+    nodes: int
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,7 @@ class RoomView:
     revealed: bool
     measured: Answer | None  # the step's measured answer, once revealed (None: not measured when revealed)
     distribution: Distribution | None  # once revealed
+    runs: tuple[RoomRun, ...] = ()  # the room's runs of their own inputs during this step, once revealed
 
 
 @dataclass
@@ -70,6 +81,7 @@ class _Room:
     students: set[str] = field(default_factory=set)
     answers: dict[int, dict[str, Answer]] = field(default_factory=dict)  # step -> student -> answer
     revealed: dict[int, Answer | None] = field(default_factory=dict)  # step -> the measured answer at the reveal
+    runs: dict[int, dict[str, deque[RoomRun]]] = field(default_factory=dict)  # step -> page token -> its runs
     version: int = 0  # counts the moves every page shows (a step, a reveal): a page asks for it (cheap) and reads
     # the room only when it moved; the teacher's page also when the answers' count did
 
@@ -206,6 +218,15 @@ class Rooms:
             room.version += 1
         self._moved(room.code)
 
+    def ran(self, code: str, who: str, run: RoomRun) -> None:
+        """A page of room `code` (the teacher's or a student's token) ran its own input in the Playground during the
+        room's step: kept for the room's plot (RUNS_KEPT per page and step). A room that ended keeps nothing."""
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None or not (who in room.students or _same(who, room.teacher)):
+                return
+            room.runs.setdefault(room.step, {}).setdefault(who, deque(maxlen=RUNS_KEPT)).append(run)
+
     def pulse(self, code: object) -> tuple[int, int, int] | None:
         """(how many times room `code` moved step or revealed, students joined, answers to its step; None: no such
         room open): what a page watches: a student's reads the room when the first moved, the teacher's when any
@@ -230,7 +251,8 @@ class Rooms:
             return RoomView(room.code, room.step, p.question, p.choices, p.unit, teacher, len(room.students),
                             len(answers), None if teacher else answers.get(who),  # type: ignore[call-overload]
                             shown, measured if shown else None,
-                            distribution(p, list(answers.values()), measured) if shown else None)
+                            distribution(p, list(answers.values()), measured) if shown else None,
+                            tuple(r for runs in room.runs.get(room.step, {}).values() for r in runs) if shown else ())
 
     def csv(self, code: object, teacher: object) -> str:
         """Every answered step's answers, counted (no student in it), with the measured answer where revealed."""

@@ -154,6 +154,7 @@ class Session:
     labs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each lab's latest report, by lab name
     profiled: tuple[str, Costs] | None = field(default=None, repr=False)  # the latest costs, with their run's key
     picked: tuple[str, int] | None = None  # the graph node a person clicked last, with its run's key
+    room: tuple[str, str] | None = None  # (a class's room code, this page's token there): its runs are the room's
     residency: Residency | None = field(default=None, repr=False)  # the server's bound on built models, if any
     run_lock: RunLock = field(default_factory=RunLock, repr=False)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)

@@ -77,7 +77,7 @@ def build_app(code: bool = False) -> gr.Blocks:
             with gr.Tab("Claims", id="claims") as claims:
                 cards = claims_tab(session)
             with gr.Tab("Lessons", id="lessons") as lessons:
-                wire_room = room_box(kept)  # above the lesson: on the first screen
+                wire_room = room_box(kept, session)  # above the lesson: on the first screen
                 lesson = lessons_tab("lessons")
                 room = wire_room(lesson)
             if code:  # the operator allowed visitors' code (explorer/code/allowed.py)
@@ -102,13 +102,13 @@ def build_app(code: bool = False) -> gr.Blocks:
         demo.load(open_lesson, None, [tabs, *lesson.outputs, present], api_visibility="private",
                   concurrency_limit=None, show_progress="hidden")  # queued: a bad step's warning reaches the page
 
-        def open_room(kept: dict | None, request: gr.Request) -> dict:
+        def open_room(kept: dict | None, s: Session, request: gr.Request) -> dict:
             """`?room=CODE` opens the Lessons tab in that room (explorer/ui/room.py)."""
-            shown = room.loaded(kept, request)
+            shown = room.loaded(kept, s, request)
             inside = isinstance(shown.get(room.code), str) and shown[room.code]
             return {**shown, tabs: gr.Tabs(selected="lessons") if inside else gr.skip()}
 
-        demo.load(open_room, room.kept, [tabs, *room.with_lesson, room.kept], api_visibility="private",
+        demo.load(open_room, [room.kept, session], [tabs, *room.with_lesson, room.kept], api_visibility="private",
                   concurrency_limit=None, show_progress="hidden").then(**PULSE)
         downloads_panel(session)
         limits_panel()

@@ -12,13 +12,14 @@ from typing import Any
 import gradio as gr
 
 from explorer.api import config_values
+from explorer.claims.room import RoomRun
 from explorer.compile.options import BACKENDS, CompileOptions
 from explorer.core import limits
 from explorer.core.errors import USER_ERRORS, InputError
 from explorer.core.examples import DEFAULT_TEXT, EXAMPLES
 from explorer.core.queues import Queue
 from explorer.runs.session import DEFAULT_MODEL, Session
-from explorer.server import MEASURE_EVENTS, RESIDENCY
+from explorer.server import MEASURE_EVENTS, RESIDENCY, ROOMS
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.statelink import LinkState, read_link
 from explorer.sources.registry import SOURCES, source
@@ -203,9 +204,14 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         text came from typing (a partial sentence is replaced in the history by the next, see Session.typing)."""
         RESIDENCY.attach(request.session_hash, s)
         drawn, groups = [False], openable(s.last) if s.last else []  # the menu as the last run left it
+        before = s.last
         items = update(s, model, text, compare, values, measure_pool(), fresh, keyed)
         yield from streamed(items, lambda item: shown(s, item, drawn, groups), p.status, "Cannot run this input",
                             toast=True)
+        # a page in a class's room: its inputs go to the room's plot (not the page's own first text, a link's or the
+        # default, which nobody typed)
+        if s.room and before is not None and s.last is not None and s.last is not before:
+            ROOMS.ran(*s.room, RoomRun(s.last.arch, s.last.tokens, len(s.last.capture.graph.nodes)))
 
     def run(request: gr.Request, s: Session, model: str, text: str, compare: str, *flat: Any) -> Iterator[Updates]:
         """The page's edits: every control's value, of which the chosen model's are its config."""

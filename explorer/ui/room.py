@@ -18,10 +18,11 @@ from explorer.claims.room import ROOM_RETRY_S, RoomView
 from explorer.claims.turns import Turn
 from explorer.core.errors import USER_ERRORS
 from explorer.core.queues import Queue
+from explorer.runs.session import Session
 from explorer.server import EXPORTS, ROOMS, claim_numbers
 from explorer.ui.claims import LessonPanel
 from explorer.ui.stream import Updates
-from explorer.views.room import distribution_figure, join_address, room_markdown
+from explorer.views.room import distribution_figure, join_address, room_markdown, runs_figure
 
 STORAGE_KEY = "graph-explorer-room"  # the browser's own copy of its student token per room: a reload keeps it
 
@@ -81,15 +82,17 @@ class RoomPanel:
     download: gr.Button
     answers: gr.File
     plot: gr.Plot
+    runs: gr.Plot  # the room's runs of their own inputs during the step, on the reveal
     refresh: gr.Button  # hidden: the page's pulse presses it when the room moved
+    session: gr.State  # the page's: in a room, its Playground's runs are the room's too
     lesson: LessonPanel
 
     @property
     def outputs(self) -> list[Any]:
         card = self.lesson.card
         return [self.code, self.who, self.teacher, self.drawn, self.opener, self.join, self.said, self.asking,
-                self.choice, self.number, self.reveal, self.run, self.again, self.download, self.plot, card.evidence,
-                card.run, card.again]
+                self.choice, self.number, self.reveal, self.run, self.again, self.download, self.plot, self.runs,
+                card.evidence, card.run, card.again]
 
     @property
     def with_lesson(self) -> list[Any]:
@@ -108,6 +111,7 @@ class RoomPanel:
         asking = not v.teacher and not v.revealed
         out |= {self.asking: gr.update(visible=asking),
                 self.plot: gr.update(value=distribution_figure(v), visible=v.revealed),
+                self.runs: gr.update(value=runs_figure(v), visible=v.revealed and bool(v.runs)),
                 self.lesson.card.evidence: gr.update(visible=v.revealed)}
         if v.teacher:
             out[self.reveal] = gr.update(visible=not v.revealed)
@@ -116,10 +120,11 @@ class RoomPanel:
                     self.number: gr.update(visible=not v.choices, value=v.mine if not v.choices else "")}
         return out
 
-    def entered(self, code: str, who: str, request: gr.Request) -> Updates:
+    def entered(self, code: str, who: str, session: Session, request: gr.Request) -> Updates:
         """This page in room `code` as `who` (the teacher's token or a student's), at the room's step; the teacher's
-        with the box to project."""
+        with the box to project. Its Playground's runs go to the room's plot from now on."""
         v = ROOMS.view(code, who)
+        session.room = (v.code, who)
         card = self.lesson.card  # in a room, the experiment runs from the teacher's buttons only, first in line
         return {self.code: v.code, self.who: who, self.teacher: v.teacher,
                 self.join: _join_box(v.code, request) if v.teacher else "", self.opener: gr.update(visible=False),
@@ -127,14 +132,14 @@ class RoomPanel:
                 self.again: gr.update(visible=v.teacher), card.run: gr.update(visible=False),
                 card.again: gr.update(visible=False), **self.lesson.at(v.step), **self.shown(v)}
 
-    def opened(self, number: int, kept: dict | None, request: gr.Request) -> Updates:
+    def opened(self, number: int, kept: dict | None, session: Session, request: gr.Request) -> Updates:
         """A new room at the step on screen, this page its teacher's (this browser keeps the token: a reload, or
         another tab of it, is the teacher's too; the address shows only the room's code, which the room sees)."""
         code, token = ROOMS.open()
         ROOMS.go(code, token, number)
-        return {**self.entered(code, token, request), self.kept: {**(kept or {}), code: token}}
+        return {**self.entered(code, token, session, request), self.kept: {**(kept or {}), code: token}}
 
-    def loaded(self, kept: dict | None, request: gr.Request) -> Updates:
+    def loaded(self, kept: dict | None, session: Session, request: gr.Request) -> Updates:
         """`?room=CODE` puts this page in the room: as whoever this browser was there (the teacher, a student), else
         as a new student."""
         code = (request.query_params.get("room") or "").strip().upper()
@@ -143,10 +148,10 @@ class RoomPanel:
         kept = dict(kept or {})
         try:
             try:
-                return {**self.entered(code, kept[code], request), self.kept: kept}
+                return {**self.entered(code, kept[code], session, request), self.kept: kept}
             except (KeyError, *USER_ERRORS):  # never here, or a token of a room that ended (the code reused since)
                 kept[code] = ROOMS.join(code)
-                return {**self.entered(code, kept[code], request), self.kept: kept}
+                return {**self.entered(code, kept[code], session, request), self.kept: kept}
         except USER_ERRORS as e:
             gr.Warning(str(e))
             return {self.code: "", self.said: f"*{e}*"}
@@ -216,7 +221,7 @@ def kept_rooms() -> gr.BrowserState:
     return gr.BrowserState({}, storage_key=STORAGE_KEY)
 
 
-def room_box(kept: gr.BrowserState) -> Callable[[LessonPanel], RoomPanel]:
+def room_box(kept: gr.BrowserState, session: gr.State) -> Callable[[LessonPanel], RoomPanel]:
     """The room's box, at the top of the Lessons tab (the code and QR code the teacher projects, the question a
     student answers: on the first screen); returns what wires it to the lesson's step once that is made below it."""
     with gr.Group(elem_classes="ge-room"):
@@ -236,16 +241,18 @@ def room_box(kept: gr.BrowserState) -> Callable[[LessonPanel], RoomPanel]:
         answers = gr.File(label="the room's answers (no names: each answer and its count)", visible=False,
                           interactive=False)
         plot = gr.Plot(show_label=False, visible=False)
+        runs = gr.Plot(show_label=False, visible=False)
         refresh = gr.Button("refresh the room", elem_id=REFRESH_ID, elem_classes="ge-hidden")
     made = (gr.State(""), gr.State(""), gr.State(False), kept, gr.State(None), opener, join, said, asking, choice,
-            number, send, reveal, run, again, download, answers, plot, refresh)
+            number, send, reveal, run, again, download, answers, plot, runs, refresh, session)
     return lambda lesson: _wired(RoomPanel(*made, lesson))
 
 
 def _wired(panel: RoomPanel) -> RoomPanel:
     lesson = panel.lesson
     quiet = {"api_visibility": "private", "show_progress": "hidden"}
-    panel.opener.click(panel.opened, [lesson.number, panel.kept], [*panel.with_lesson, panel.kept], **quiet).then(
+    panel.opener.click(panel.opened, [lesson.number, panel.kept, panel.session], [*panel.with_lesson, panel.kept],
+                       **quiet).then(
         **PULSE)
     asked = [panel.code, panel.who, panel.choice, panel.number]
     # a room's calls are a dict's read or write: none waits in a queue behind a long run

@@ -69,6 +69,25 @@ def _bars(d: Distribution, measured: float | str | None, unit: str, height: int)
     return fig
 
 
+def runs_figure(v: RoomView, height: int = 320) -> go.Figure | None:
+    """The room's runs of their own inputs during the step, once revealed: each input's tokens against its graph's
+    nodes, one series per architecture (a page's latest runs only; no one named). None when nobody ran one."""
+    if not v.revealed or not v.runs:
+        return None
+    fig = go.Figure()
+    for arch in sorted({r.arch for r in v.runs}):
+        mine = [r for r in v.runs if r.arch == arch]
+        fig.add_scatter(x=[r.tokens for r in mine], y=[r.nodes for r in mine], mode="markers", name=arch,
+                        marker={"size": 10, "opacity": 0.7},
+                        hovertemplate="%{x} tokens: %{y} nodes<extra>" + html.escape(arch) + "</extra>")
+    n = len(v.runs)
+    fig.update_layout(title=f"The room's own inputs: {n} run{'' if n == 1 else 's'}", height=height,
+                      plot_bgcolor="white", margin={"l": 60, "r": 10, "t": 50, "b": 50}, font={"size": 16},
+                      xaxis={"title": "the input's tokens", "gridcolor": "#eee", "rangemode": "tozero"},
+                      yaxis={"title": "graph nodes", "gridcolor": "#eee", "rangemode": "tozero"})
+    return fig
+
+
 def _holds(label: str, measured: float | str | None) -> bool:
     """Whether a bar's label holds the measured answer (a choice by name, a number by its bin's range)."""
     if measured is None:

@@ -11,7 +11,17 @@ from playwright.sync_api import Page, expect
 from bench import lesson_status
 from explorer.claims.lessons import STEPS
 from explorer.ui.theme import STATE_LINK_ID
-from tests.app.browser import TIMEOUT, lines_over_lines, overlaps, plot_texts, shot, shown_after, text_lines, watch_for
+from tests.app.browser import (
+    TIMEOUT,
+    lines_over_lines,
+    overlaps,
+    plot_texts,
+    shot,
+    shown_after,
+    text_lines,
+    type_in,
+    watch_for,
+)
 from tests.helpers import start_app, stop_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.owns_app]  # a claims board restored by a restarted app
@@ -198,10 +208,17 @@ def test_a_room_asks_three_students_then_the_teacher_reveals_on_every_page(page:
         expect(student.get_by_text(f"Your answer: {answer} x")).to_be_visible(timeout=TIMEOUT)
         students.append(student)
     expect(page.get_by_text("3 joined · 3 answered")).to_be_visible(timeout=TIMEOUT)  # the teacher's page's tick
+    # step 1's Do: a student types a sentence of their own in the Playground (the page's first text is nobody's)
+    students[0].get_by_role("tab", name="Playground").click()
+    expect(students[0].locator(".card").first).to_be_visible(timeout=TIMEOUT)
+    type_in(students[0], "My own sentence, typed in class.")
+    expect(students[0].locator(".card .value").first).to_have_text("32", timeout=TIMEOUT)
+    students[0].get_by_role("tab", name="Lessons").click()
     page.get_by_role("button", name="Reveal the answers and the evidence").click()
     for p in (page, *students):
         expect(p.get_by_text(re.compile(r"^Measured on this server: [\d.]+ x$"))).to_be_visible(timeout=TIMEOUT)
         expect(p.get_by_text(re.compile(r"The room's 3 answers \(median 10\)"))).to_be_visible()
+        expect(p.get_by_text(re.compile(r"^The room's own inputs: 1 run$"))).to_be_visible()  # the runs' plot
         expect(p.locator(".card").filter(visible=True).first).to_be_visible()  # the evidence, unfolded
     shot(students[0], "room-student-revealed")
     page.get_by_role("button", name="next →").click()

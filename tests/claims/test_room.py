@@ -6,7 +6,7 @@ import pytest
 
 from explorer.claims.lessons import STEPS
 from explorer.claims.predict import Prediction
-from explorer.claims.room import BINS, CODE_LENGTH, Rooms, distribution
+from explorer.claims.room import BINS, CODE_LENGTH, RUNS_KEPT, RoomRun, Rooms, distribution
 from explorer.core.errors import InputError
 
 
@@ -157,3 +157,22 @@ def test_a_hostile_code_or_step_is_refused_in_a_line_that_echoes_nothing_long():
         rooms.go(code, teacher, "9" * 50)
     rooms.go(code, teacher, "3")  # digits, as a form sends them
     assert rooms.view(code, teacher).step == 3
+
+
+def test_a_pages_own_runs_are_the_rooms_for_its_step_shown_on_the_reveal_and_kept_few():
+    rooms = Rooms()
+    code, teacher = rooms.open()
+    student, other = rooms.join(code), rooms.join(code)
+    for tokens in range(1, RUNS_KEPT + 5):  # a student typing on and on: the latest RUNS_KEPT kept
+        rooms.ran(code, student, RoomRun("rnn", tokens, 16 * tokens))
+    rooms.ran(code, other, RoomRun("tree", 12, 80))
+    rooms.ran(code, "a stranger's token", RoomRun("rnn", 3, 48))  # not of the room: nothing kept
+    rooms.ran("NOPE9", student, RoomRun("rnn", 3, 48))  # no such room
+    assert rooms.view(code, student).runs == ()  # not before the reveal
+    rooms.reveal(code, teacher, {}.get)
+    runs = rooms.view(code, other).runs
+    assert len(runs) == RUNS_KEPT + 1 and RoomRun("tree", 12, 80) in runs
+    assert min(r.tokens for r in runs if r.arch == "rnn") == 5  # the oldest four dropped
+    rooms.go(code, teacher, 2)
+    rooms.reveal(code, teacher, {}.get)
+    assert rooms.view(code, student).runs == ()  # each step its own

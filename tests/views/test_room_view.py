@@ -1,9 +1,11 @@
 """A room as its pages show it: the measured answer's bar marked, even where no answer fell; the address students
 join at follows how the teacher reached the server, and says when the room's machines cannot reach it."""
 
-from explorer.claims.room import Distribution, RoomView
+from dataclasses import replace
+
+from explorer.claims.room import Distribution, RoomRun, RoomView
 from explorer.views import room
-from explorer.views.room import distribution_figure, join_address, room_markdown
+from explorer.views.room import distribution_figure, join_address, room_markdown, runs_figure
 
 
 def _view(measured, labels=("8-8.5", "8.5-9", "9-9.5"), counts=(2, 0, 1), choices=()) -> RoomView:
@@ -36,3 +38,12 @@ def test_students_join_where_the_teacher_reached_the_server_unless_that_is_this_
     assert (url, note) == ("http://10.1.2.3:7860/?room=ABCDE", "")
     monkeypatch.setattr(room, "lan_address", lambda: None)
     assert join_address("localhost:7860", "0.0.0.0", 7860, "ABCDE")[1].startswith("This machine has no network")
+
+
+def test_the_rooms_runs_are_plotted_once_revealed_one_series_per_architecture():
+    runs = (RoomRun("rnn", 5, 94), RoomRun("rnn", 50, 814), RoomRun("tree", 42, 400))
+    fig = runs_figure(replace(_view(8.7), runs=runs))
+    assert [(t.name, list(t.x), list(t.y)) for t in fig.data] == [("rnn", [5, 50], [94, 814]), ("tree", [42], [400])]
+    assert fig.layout.title.text == "The room's own inputs: 3 runs"
+    assert runs_figure(replace(_view(8.7), runs=runs, revealed=False)) is None  # before the reveal
+    assert runs_figure(_view(8.7)) is None  # nobody ran their own input
