@@ -111,10 +111,11 @@ class RoomPanel:
         asking = not v.teacher and not v.revealed
         out |= {self.asking: gr.update(visible=asking),
                 self.plot: gr.update(value=distribution_figure(v), visible=v.revealed),
-                self.runs: gr.update(value=runs_figure(v), visible=v.revealed and bool(v.runs)),
                 self.lesson.card.evidence: gr.update(visible=v.revealed)}
         if v.teacher:
             out[self.reveal] = gr.update(visible=not v.revealed)
+        if v.runs or not same_step:  # the room's own inputs, if any ran (an update less for every page otherwise)
+            out[self.runs] = gr.update(value=runs_figure(v), visible=bool(v.runs))
         if not same_step:  # the step's question
             out |= {self.choice: gr.update(choices=list(v.choices), value=v.mine, visible=bool(v.choices)),
                     self.number: gr.update(visible=not v.choices, value=v.mine if not v.choices else "")}
