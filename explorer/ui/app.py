@@ -77,8 +77,7 @@ def build_app(code: bool = False) -> gr.Blocks:
             with gr.Tab("Claims", id="claims") as claims:
                 cards = claims_tab(session)
             with gr.Tab("Lessons", id="lessons") as lessons:
-                wire_room = room_box(kept, session)  # above the lesson: on the first screen
-                lesson = lessons_tab("lessons")
+                lesson, wire_room = lessons_tab("lessons", lambda: room_box(kept, session))
                 room = wire_room(lesson)
             if code:  # the operator allowed visitors' code (explorer/code/allowed.py)
                 with gr.Tab("Code", id="code") as code_page:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import gradio as gr
 
@@ -27,6 +27,8 @@ from explorer.ui.stream import Updates, streamed
 from explorer.ui.theme import LESSON_NEXT_ID, LESSON_PREV_ID
 from explorer.views.claims import ClaimView, cached_view, claim_update
 from models.config import config_dict
+
+T = TypeVar("T")
 
 
 def _claim_header(c: Claim, number: int | None) -> str:
@@ -205,7 +207,9 @@ def _lesson_link(number: int) -> str:
             f"{number}</a>")
 
 
-def lessons_tab(tab: str) -> LessonPanel:
+def lessons_tab(tab: str, under_step: Callable[[], T]) -> tuple[LessonPanel, T]:
+    """The lesson's step beside its claim's card, and what `under_step` makes under the step's buttons (a class's
+    room: its code and question in the step's column, so that the card keeps the first screen projected)."""
     gr.Markdown(f"A {sum(s.minutes for s in STEPS)}-minute class over the claims, one card per step: what to do, "
                 "what to notice, one question for the room. Each step has a link of its own.", elem_classes="explain")
     number = gr.State(1)
@@ -215,6 +219,7 @@ def lessons_tab(tab: str) -> LessonPanel:
             with gr.Row():  # one line, in presentation mode too; a clicker's keys press them (theme.PAGE_JS)
                 prev = gr.Button("← previous", scale=0, min_width=160, elem_id=LESSON_PREV_ID)
                 nxt = gr.Button("next →", variant="primary", scale=0, min_width=160, elem_id=LESSON_NEXT_ID)
+            under = under_step()
             link = gr.HTML(_lesson_link(1), elem_classes="ge-teachers")
             ready = gr.Markdown(readiness(CLAIM_BOARD), elem_classes="ge-ready")  # beside the step
             notebook_btn = gr.Button("this step as a notebook", size="sm", scale=0, min_width=160,
@@ -239,4 +244,4 @@ def lessons_tab(tab: str) -> LessonPanel:
         button.click(lambda n, move=move: panel.at(move(n)), number, panel.outputs, **walk).then(
             None, link, None, js=STEP_URL_JS, api_visibility="private")
     card.wire(lambda n: step(n).claim, [number])
-    return panel
+    return panel, under

@@ -197,7 +197,7 @@ def _join_box(code: str, request: gr.Request) -> str:
     """The teacher's to project: the room's code, the address students open and its QR code."""
     url, note = join_address(request.headers.get("host", ""), os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                              int(os.environ.get("GRADIO_SERVER_PORT", "7860")), code)
-    qr = segno.make(url, error="m").svg_inline(scale=5, dark="#000", light="#fff")
+    qr = segno.make(url, error="m").svg_inline(scale=5, dark="#000", light="#fff", omitsize=True)  # sized by CSS
     return (f'<div class="ge-room-join"><div class="ge-room-code">{code}</div><div>Join at <b>{url}</b></div>'
             f"{qr}{f'<p>{note}</p>' if note else ''}</div>")
 
@@ -223,8 +223,8 @@ def kept_rooms() -> gr.BrowserState:
 
 
 def room_box(kept: gr.BrowserState, session: gr.State) -> Callable[[LessonPanel], RoomPanel]:
-    """The room's box, at the top of the Lessons tab (the code and QR code the teacher projects, the question a
-    student answers: on the first screen); returns what wires it to the lesson's step once that is made below it."""
+    """The room's box, under the lesson's step (the code and QR code the teacher projects, the question a student
+    answers: on the first screen, beside the card); returns what wires it to the lesson's step once that is made."""
     with gr.Group(elem_classes="ge-room"):
         opener = gr.Button("Open a room for this class (students predict, then you reveal)", size="sm",
                            elem_classes="ge-room-opener")

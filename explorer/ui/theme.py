@@ -67,10 +67,14 @@ body.ge-presentation .ge-claim-status, body.ge-presentation .ge-claim-status * {
   line-height: 1.35 !important; }
 /* A room's code, read from the back row and typed by every student. */
 .ge-room-join { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 24px; padding: 8px; }
+.ge-room-join svg { width: 185px; height: 185px; }
 .ge-hidden { display: none !important; }
 /* Projected, the room's box shows only once a room is open (open it before presenting): the step's card keeps the
    first screen. */
 body.ge-presentation .ge-room:has(.ge-room-opener) { display: none !important; }
+/* Projected with a room open, its box under the step: the code large, the QR code smaller (the step's column). */
+body.ge-presentation .ge-room-code { font-size: 48px !important; }
+body.ge-presentation .ge-room-join svg { width: 140px !important; height: 140px !important; }
 /* A lesson projected (issue #50: a projected slide's minimum is ~24 pt, 32 px at 720 lines): the step's claim and its
    Do at 28-30 px, the verdict in one line at 30 px above the cards, the cards' values at 28 px; what to notice, the
    question, the timing note, the step's link and notebook are the teacher's (presentation off shows them), and so

@@ -55,14 +55,15 @@ def _bars(d: Distribution, measured: float | str | None, unit: str, height: int)
                            hovertemplate="%{x}: %{y} answers<extra></extra>"))
     title = f"The room's {d.answers} answers" + (f" (median {d.median:g})" if d.median is not None else "")
     if measured is not None:
-        title += f"; measured: {_said(measured, unit)} (red)"
+        title += f"<br>measured: {_said(measured, unit)} (red)"  # two lines: the step's column is narrow
         at = [label for label, m in zip(d.labels, marked, strict=True) if m]
         if at:  # marked under its bar, which no answer may have filled
             fig.add_trace(go.Scatter(x=at[:1], y=[0], mode="markers+text", text=["measured"],
                                      textposition="top center", marker={"symbol": "triangle-up", "size": 18,
                                                                          "color": "#d62728"},
                                      hoverinfo="skip", showlegend=False, cliponaxis=False))
-    fig.update_layout(title=title, height=height, margin={"l": 40, "r": 10, "t": 50, "b": 60}, font={"size": 16},
+    fig.update_layout(title=title, height=height, margin={"l": 40, "r": 10, "t": 70, "b": 60}, font={"size": 16},
+                      showlegend=False,  # the bars and the measured mark: the title says which is which
                       plot_bgcolor="white",
                       yaxis={"title": "answers", "dtick": 1 if max(d.counts) <= 10 else None},
                       xaxis={"title": unit or "answer", "type": "category"})

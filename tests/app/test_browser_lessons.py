@@ -221,6 +221,15 @@ def test_a_room_asks_three_students_then_the_teacher_reveals_on_every_page(page:
         expect(p.get_by_text(re.compile(r"^The room's own inputs: 1 run$"))).to_be_visible()  # the runs' plot
         expect(p.locator(".card").filter(visible=True).first).to_be_visible()  # the evidence, unfolded
     shot(students[0], "room-student-revealed")
+    # projected with the room open: its code under the step, the step's verdict and cards still on the first screen
+    page.get_by_label("presentation mode").check()
+    expect(page.locator("body.ge-presentation")).to_have_count(1)
+    page.evaluate("window.scrollTo(0, 0)")
+    box = page.locator(".ge-room-code").bounding_box()
+    assert box and box["y"] + box["height"] <= SCREEN_H, box
+    _on_first_screen(page, 1)
+    shot(page, "room-teacher-presented")
+    page.get_by_label("presentation mode").uncheck()
     page.get_by_role("button", name="next →").click()
     for p in students:  # each follows the teacher's step, the evidence folded for the next prediction
         expect(p.get_by_text(f"Step 2 of {len(STEPS)}")).to_be_visible(timeout=TIMEOUT)
