@@ -25,7 +25,7 @@ class ClaimView:
     numbers: list[tuple[str, str, str]]  # (label, value, detail): the card's three or four figures
     verdict: str  # markdown: the verdict, then what the figures are
     report: dict[str, Any]
-    headline: str = ""  # markdown, one line: the verdict's kind, where it was measured (projected in large type)
+    headline: str = ""  # markdown, one line: the verdict's kind (projected in large type)
 
 
 AXIS_TITLE_CHARS = 26  # a side axis's title runs along a plot about 170 px high (a lesson's): in lines of this
@@ -85,7 +85,7 @@ def view_of(result: ClaimResult) -> ClaimView:
     kind = result.verdict.kind.value
     return ClaimView(result.label(), chart_figure(result.evidence.chart), result.evidence.shown,
                      f"{result.verdict.text()}\n\n<small>{notes}</small>", report,
-                     f"**{kind[0].upper() + kind[1:]}** on this server")
+                     f"**{kind[0].upper() + kind[1:]}**")  # "Holds", ..., "Not resolved on this machine today"
 
 
 def claim_update(board: ClaimBoard, workers: Workers, claim_id: str, again: bool = False,

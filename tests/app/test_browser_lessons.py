@@ -54,7 +54,7 @@ def _on_first_screen(page: Page, number: int) -> None:
     verdict = page.locator(".ge-verdict-head p").filter(visible=True)
     expect(verdict).to_have_count(1)
     box = verdict.bounding_box()
-    assert box and box["y"] + box["height"] <= SCREEN_H and box["height"] < 2 * 30 * 1.2 + 1, (number, box)  # a line
+    assert box and box["y"] + box["height"] <= SCREEN_H and box["height"] < 1.5 * 30 * 1.2, (number, box)  # one line
     cards = page.locator(".card").filter(visible=True)
     assert cards.count() >= 1, number
     for i in range(cards.count()):
