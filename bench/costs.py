@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
             session = Session()
             text = text_of_length(DEFAULT_TEXT, TOKENS)
             list(update(session, name, text, "", {}, pool))
+            if session.last is None:  # the model refused the input (a block size under TOKENS): said, not skipped
+                raise SystemExit(f"{name} did not run at {TOKENS} tokens (it refused the input)")
             job = TimingJob.of(name, {}, session.last.input.ids, FORWARD_BUDGET_S, TRAIN_BUDGET_S)
             cols: list[list[float]] = [[] for _ in range(10)]
             for _ in range(rounds):

@@ -102,8 +102,7 @@ class RoomPanel:
         """What the room's state sets on this page, less what it already shows (`before`, what it drew last): the
         room's line always; on a reveal the question folded away, the room's answers and the card's evidence
         unfolded; on a new step its question too. Every property update costs Gradio a new component, on every page
-        at once at a reveal: none is sent unchanged (a hundred pages' refreshes at a reveal took 1.28 s with every
-        update sent, 0.69 s with only the changed ones; bench/RESULTS-room.md)."""
+        at once at a reveal: none is sent unchanged (what a reveal costs a room: bench/RESULTS-room.md)."""
         out: Updates = {self.drawn: _drawn(v), self.said: room_markdown(v)}
         same_step = before is not None and before[0] == v.step
         if same_step and before[1] == v.revealed:  # type: ignore[index]
@@ -136,7 +135,10 @@ class RoomPanel:
     def opened(self, number: int, kept: dict | None, session: Session, request: gr.Request) -> Updates:
         """A new room at the step on screen, this page its teacher's (this browser keeps the token: a reload, or
         another tab of it, is the teacher's too; the address shows only the room's code, which the room sees)."""
-        code, token = ROOMS.open()
+        try:
+            code, token = ROOMS.open()
+        except USER_ERRORS as e:  # the server's rooms are all taken
+            return self._refused(e)
         ROOMS.go(code, token, number)
         return {**self.entered(code, token, session, request), self.kept: {**(kept or {}), code: token}}
 
@@ -154,8 +156,7 @@ class RoomPanel:
                 kept[code] = ROOMS.join(code)
                 return {**self.entered(code, kept[code], session, request), self.kept: kept}
         except USER_ERRORS as e:
-            gr.Warning(str(e))
-            return {self.code: "", self.said: f"*{e}*"}
+            return {**self._refused(e), self.code: ""}
 
     def ticked(self, code: str, who: str, number: int, drawn: list | None) -> Updates:
         """When the room moved (the page's pulse): a student's page follows the teacher's step; the answers and a
@@ -165,8 +166,7 @@ class RoomPanel:
         try:
             v = ROOMS.view(code, who)
         except USER_ERRORS as e:  # the room ended
-            gr.Warning(str(e))
-            return {self.code: "", self.said: f"*{e}*"}
+            return {**self._refused(e), self.code: ""}
         if _drawn(v) == (drawn and tuple(drawn)) and v.step == number:
             return {self.drawn: drawn}
         if v.step != number:  # the page's step is not the room's: all of it again
@@ -174,23 +174,40 @@ class RoomPanel:
         return self.shown(v, drawn)
 
     def answered(self, code: str, who: str, choice: str | None, number: str) -> Updates:
-        v = ROOMS.view(code, who)
         try:
+            v = ROOMS.view(code, who)
             ROOMS.answer(code, who, choice if v.choices else number)
-        except USER_ERRORS as e:
+        except USER_ERRORS as e:  # not a number, a choice it has not, the answer revealed since
             gr.Warning(str(e))
-        return self.shown(ROOMS.view(code, who))
+        return self._now(code, who)
 
     def revealed(self, code: str, who: str) -> Updates:
-        ROOMS.reveal(code, who, claim_numbers)
-        return self.shown(ROOMS.view(code, who))
+        try:
+            ROOMS.reveal(code, who, claim_numbers)
+        except USER_ERRORS as e:
+            return self._refused(e)
+        return self._now(code, who)
 
     def moved(self, code: str, who: str, teacher: bool, number: int) -> Updates:
         """The teacher's page moved the lesson's step: the room follows."""
         if not code or not teacher:
             return {self.drawn: gr.skip()}
-        ROOMS.go(code, who, number)
-        return self.shown(ROOMS.view(code, who))
+        try:
+            ROOMS.go(code, who, number)
+        except USER_ERRORS as e:
+            return self._refused(e)
+        return self._now(code, who)
+
+    def _now(self, code: str, who: str) -> Updates:
+        try:
+            return self.shown(ROOMS.view(code, who))
+        except USER_ERRORS as e:
+            return self._refused(e)
+
+    def _refused(self, e: Exception) -> Updates:
+        """A room's refusal (it ended, it is full, this is not the teacher's page): said on the page, not raised."""
+        gr.Warning(str(e))
+        return {self.said: f"*{e}*"}
 
 
 def _join_box(code: str, request: gr.Request) -> str:

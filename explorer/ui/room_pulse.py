@@ -2,10 +2,9 @@
 event handling, how many times the room moved (a step, a reveal), how many students joined and how many answered,
 as soon as that differs from what the page has seen (held up to ROOM_HOLD_S while it does not). A student's page
 has seen "<version>", the teacher's (`counts=1`) "<version>/<joined>/<answered>"; the page refreshes the room (a
-Gradio event) only when the answer differs. A page learns of a reveal when it happens, not at its next tick, and an
-idle room costs one held request per page: a hundred pages reading the room through Gradio every second held the
-server's whole core, and a pulse asked every second added half a second of waiting to every reveal on average
-(bench/RESULTS-room.md)."""
+Gradio event) only when the answer differs. A page learns of a reveal when it happens, not at its next tick (a
+pulse asked every second would add half a second on average), and an idle room costs one held request per page
+(what a reveal costs a room: bench/RESULTS-room.md)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import socket
 
 import plotly.graph_objects as go
 
-from explorer.claims.room import Distribution, RoomView
+from explorer.claims.room import Distribution, RoomRun, RoomView
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -72,16 +72,22 @@ def _bars(d: Distribution, measured: float | str | None, unit: str, height: int)
 
 def runs_figure(v: RoomView, height: int = 320) -> go.Figure | None:
     """The room's runs of their own inputs during the step, once revealed: each input's tokens against its graph's
-    nodes, one series per architecture (a page's latest runs only; no one named). None when nobody ran one."""
+    nodes, one series per architecture (a page's latest runs only; no one named). None when nobody ran one. The
+    same figure for every page of the room, made once (a reveal has every page ask for it at once)."""
     if not v.revealed or not v.runs:
         return None
+    return _scatter(v.runs, height)
+
+
+@functools.lru_cache(maxsize=16)
+def _scatter(runs: tuple[RoomRun, ...], height: int) -> go.Figure:
     fig = go.Figure()
-    for arch in sorted({r.arch for r in v.runs}):
-        mine = [r for r in v.runs if r.arch == arch]
+    for arch in sorted({r.arch for r in runs}):
+        mine = [r for r in runs if r.arch == arch]
         fig.add_scatter(x=[r.tokens for r in mine], y=[r.nodes for r in mine], mode="markers", name=arch,
                         marker={"size": 10, "opacity": 0.7},
                         hovertemplate="%{x} tokens: %{y} nodes<extra>" + html.escape(arch) + "</extra>")
-    n = len(v.runs)
+    n = len(runs)
     fig.update_layout(title=f"The room's own inputs: {n} run{'' if n == 1 else 's'}", height=height,
                       plot_bgcolor="white", margin={"l": 60, "r": 10, "t": 50, "b": 50}, font={"size": 16},
                       xaxis={"title": "the input's tokens", "gridcolor": "#eee", "rangemode": "tozero"},

@@ -30,11 +30,14 @@ def _asked(client: TestClient, path: str) -> tuple[threading.Thread, dict]:
     return asking, out
 
 
-def _held(middleware: RoomPulse, code: str) -> None:
-    """Until the pulse for `code` is held (waiting for the room to move)."""
-    done = threading.Event()
-    while not middleware._waiting.get(code):
-        done.wait(0.01)
+def _held(middleware: RoomPulse, code: str, n: int = 1) -> None:
+    """Until `n` pulses for `code` are held (waiting for the room to move); a hang detector, not a timing."""
+    tick = threading.Event()
+    for _ in range(6000):
+        if len(middleware._waiting.get(code, ())) >= n:
+            return
+        tick.wait(0.01)
+    raise AssertionError(f"{n} pulse(s) for {code} never held")
 
 
 def test_a_pulse_is_held_while_the_room_shows_what_the_page_has_seen_and_answered_when_it_moves(pulsing, monkeypatch):
@@ -60,8 +63,7 @@ def test_the_teachers_page_is_answered_on_a_join_a_students_is_held_until_the_ho
     monkeypatch.setattr(room_pulse, "ROOM_HOLD_S", 1.0)
     teachers, teacher_out = _asked(client, f"/room/{code}/pulse?counts=1&seen={version}/0/0")
     students, student_out = _asked(client, f"/room/{code}/pulse?seen={version}")
-    while len(middleware._waiting.get(code, ())) < 2:
-        threading.Event().wait(0.01)
+    _held(middleware, code, 2)
     rooms.join(code)
     teachers.join(30)
     assert teacher_out["response"].json() == {"version": version, "joined": 1, "answered": 0}
