@@ -3,6 +3,7 @@ the claims' board, and the one-time costs paid before the first click. Gradio-fr
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import signal
@@ -25,7 +26,7 @@ from explorer.serving.placement import measure_pool
 from explorer.serving.residency import Residency
 from explorer.sources.registry import warm_param_count
 from explorer.views.export import ExportDir
-from explorer.workers.process import WorkerProcess
+from explorer.workers.process import WorkerProcess, stop_every_worker
 
 log = logging.getLogger("graph_explorer")
 SESSION_TTL_S = 1800  # a session's state is dropped after this long without use (its model much sooner)
@@ -34,6 +35,16 @@ SESSION_TTL_S = 1800  # a session's state is dropped after this long without use
 MEASURE_EVENTS = limits.MAX_QUEUE + 1
 RESIDENCY = Residency(limits.MAX_LIVE_MODELS)  # built models kept across every session of this server
 EXPORTS = ExportDir()  # download files: session reports, deployment artefacts
+
+
+@atexit.register  # (registered after the workers' module and the directory: run before their own exit handlers)
+def _at_exit() -> None:
+    """The workers first, then the download directory: a deployment worker still copying a lab's artefact into its
+    job directory made the directory again after its removal (a SIGTERM during a lab left it, seen in the suite)."""
+    stop_every_worker()
+    EXPORTS.remove()
+
+
 # Each claim's latest result, shown to every visitor of this server for a while, and kept on disk across restarts
 # (GE_CLAIMS_FILE; empty: not kept).
 _CLAIMS_FILE = os.environ.get("GE_CLAIMS_FILE", os.path.join(tempfile.gettempdir(), "graph-explorer-claims.json"))

@@ -294,9 +294,11 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     config_json = gr.Textbox("{}", visible=False)
     config_json.change(api_name="edit", **{**run_event, "fn": edit, "inputs": [session, p.model, p.text, p.compare,
                                                                              config_json]})
-    for ctl in p.controls:  # a settled value: a slider released or its box left/entered, not every keystroke
-        for event in _settled_events(ctl):
-            after_run(event(api_visibility="private", **run_event))
+    # A settled value of any control (a slider released or its box left/entered, not every keystroke): one event
+    # for them all, not one per control: each event is a dependency the page's script walks at load, with its
+    # chained ones (lines, link, compile) and its ~50 inputs, and one per control made most of the page's config
+    # (bench/RESULTS-page-load.md).
+    after_run(gr.on([e for ctl in p.controls for e in _settled_events(ctl)], api_visibility="private", **run_event))
     after_run(p.model.input(refusing(p.show_model), inputs=p.model, outputs=p.model_choice(), api_name="select_model",
                             queue=False).then(api_visibility="private", **run_event))
     p.example.input(refusing(_example), inputs=p.example, outputs=p.text, api_name="example", queue=False)

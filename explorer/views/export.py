@@ -160,7 +160,26 @@ class ExportDir:
         self._counter = itertools.count()
         self._owned: dict[str, list[Path]] = {}  # a session's id -> the files and folders written for it
         self._lock = threading.Lock()
-        atexit.register(shutil.rmtree, self.path, True)
+        self._closed = False
+        atexit.register(self.remove)
+
+    def remove(self, tries: int = 50) -> None:
+        """Remove the directory (at exit): no file or job directory is made after this starts, and one being written
+        meanwhile (a lab's thread still running at a SIGTERM) is outlasted, not left behind by a removal that met a
+        file it had not listed."""
+        with self._lock:
+            self._closed = True
+        for _ in range(tries):
+            shutil.rmtree(self.path, ignore_errors=True)
+            if not self.path.exists():
+                return
+            time.sleep(0.1)
+
+    def _new(self, path: Path) -> Path:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the server is stopping: no download is written any more")
+        return path
 
     def write(self, session: Session) -> list[str]:
         """The session's CSV and HTML report as files, and, where its latest run can be rebuilt as code, the script
@@ -173,7 +192,7 @@ class ExportDir:
     def save(self, name: str, data: bytes, owner: str = "") -> str:
         """One file of `data`, its `name` after a stamp, kept for session `owner` (if any); returns its path. The
         oldest files beyond `keep` are removed."""
-        path = self.path / f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}-{name}"
+        path = self._new(self.path / f"graph-explorer-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}-{name}")
         path.write_bytes(data)
         self._own(owner, path)
         files = [p for p in self.path.iterdir() if p.is_file()]
@@ -184,7 +203,7 @@ class ExportDir:
     def job_dir(self, keep: int = 8, owner: str = "") -> str:
         """A fresh directory for one job's downloads (the deployment lab's artefacts, a compile report), kept for
         session `owner` (if any); the oldest beyond `keep` are removed."""
-        path = self.path / f"job-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}"
+        path = self._new(self.path / f"job-{time.strftime('%Y%m%d-%H%M%S')}-{next(self._counter)}")
         path.mkdir()
         self._own(owner, path)
         dirs = [p for p in self.path.iterdir() if p.is_dir()]

@@ -151,7 +151,8 @@ _STOPPING = threading.Event()
 
 
 @atexit.register  # before multiprocessing's own exit function (registered first, so run last) joins children
-def _stop_every_worker() -> None:
+def stop_every_worker() -> None:
+    """Stop every worker of this process, and start none after (the app's exit; explorer/server.py calls it first)."""
     _STOPPING.set()
     for service in list(_LIVE):
         service.stop()

@@ -249,7 +249,17 @@ def test_once_the_app_exits_no_worker_starts_again(monkeypatch):
 
     monkeypatch.setattr(worker, "_STOPPING", threading.Event())
     service = WorkerProcess(name="after-exit", starts_processes=True)  # not daemonic: what the exit would join
-    worker._stop_every_worker()  # what atexit runs on a SIGTERM or Ctrl-C
+    worker.stop_every_worker()  # what atexit runs on a SIGTERM or Ctrl-C
     with pytest.raises(WorkerFailure, match="the server is stopping: the after-exit worker does not start again"):
         _job(service)
     assert service.pid is None and not mp.active_children()
+
+
+def test_the_exit_stops_the_workers_before_it_removes_the_download_directory(monkeypatch):
+    """A deployment worker still copying its artefact into a job directory made the directory again after its
+    removal (a SIGTERM during a lab left it): the exit stops the workers first."""
+    done = []
+    monkeypatch.setattr(server, "stop_every_worker", lambda: done.append("workers"))
+    monkeypatch.setattr(server.EXPORTS, "remove", lambda: done.append("downloads"))
+    server._at_exit()
+    assert done == ["workers", "downloads"]
