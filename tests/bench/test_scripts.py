@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ("__init__", "common", "appserver", "cpu_per_test", "phases", "screenshot")  # used by the scripts
 SCRIPTS = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem not in HELPERS)
 SUBPROCESS = ("first_compile", "startup")  # see the module's docstring
-IN_THE_BROWSER_TESTS = ("code_edit", "graph_paint", "lesson_status")
-STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "lesson_status", "load", "room", "soak",
-                  "startup"]
+IN_THE_BROWSER_TESTS = ("code_edit", "graph_paint", "lesson_status", "page_load")
+STARTS_THE_APP = ["code_edit", "ddp_responsiveness", "graph_paint", "lesson_status", "load", "page_load", "room",
+                  "soak", "startup"]
 # their quick runs drive the test process's app (tests/conftest.py)
 ON_THE_SHARED_APP = ("ddp_responsiveness", "room", "soak")
 
@@ -29,8 +29,8 @@ ON_THE_SHARED_APP = ("ddp_responsiveness", "room", "soak")
 def test_every_script_is_listed():
     assert SCRIPTS == ["batching", "claims", "code_edit", "compile_costs", "compile_interference", "costs", "ddp",
                        "ddp_responsiveness", "debug", "deploy", "first_compile", "gc_pause", "generate", "graph_paint",
-                       "lesson_status", "library", "lines_overhead", "load", "optimize", "reproduce", "room", "shapes",
-                       "soak", "startup", "suite", "update_latency", "worker_memory", "worker_start"]
+                       "lesson_status", "library", "lines_overhead", "load", "optimize", "page_load", "reproduce",
+                       "room", "shapes", "soak", "startup", "suite", "update_latency", "worker_memory", "worker_start"]
     assert sorted(s for s in SCRIPTS if any(w in (ROOT / "bench" / f"{s}.py").read_text() for w in (
         "start_app", "measure_on_an_app"))) == STARTS_THE_APP
     for script in SCRIPTS:  # each runs from its main(argv), as python -m runs it
