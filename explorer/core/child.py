@@ -23,6 +23,7 @@ import multiprocessing.context
 import os
 import pickle
 import select
+import signal
 import threading
 import time
 from collections.abc import Mapping
@@ -53,6 +54,10 @@ def spawn_args(target: Any, *args: Any, handles: tuple[Any, ...] = (), env: Mapp
 
 def run(parent: int, target: str, payload: bytes, env: dict[str, str], *handles: Any) -> None:
     """In the child: die with the parent, take its environment (and `env`), then import `target` and call it."""
+    # A Ctrl-C in a terminal, or a Jupyter kernel's interrupt or shutdown, reaches the whole process group: the
+    # parent decides (it stops its workers, or the watch below ends them with it); a worker interrupted mid-job
+    # only printed a KeyboardInterrupt's traceback, or lost the job.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # (its parent may be the fork server: the process to die with is the one that asked for it)
         watched = os.pidfd_open(parent)
     except ProcessLookupError:  # the parent died before this child could watch it: nobody will read its work

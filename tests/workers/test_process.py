@@ -1,5 +1,7 @@
 """A worker process on its own: timed out, stopped and replaced, whatever job it runs."""
 
+import os
+import signal
 import time
 
 import pytest
@@ -28,6 +30,20 @@ def test_timeout_stops_the_worker_and_the_next_job_runs():
         assert not svc.alive
         svc.timeout_s = 120
         assert _compiled(svc, "transformer", {"layers": 1}, 8).compiled is not None
+    finally:
+        svc.stop()
+
+
+def test_an_interrupt_to_the_process_group_leaves_the_worker_to_its_parent():
+    """A Ctrl-C in a terminal or a Jupyter kernel's interrupt reaches every process of the group: the worker keeps
+    its job and its life (its parent decides), where it printed a KeyboardInterrupt's traceback and died."""
+    svc = WorkerProcess(timeout_s=120)
+    try:
+        _compiled(svc, "rnn", {}, 4)
+        pid = svc.pid
+        os.kill(pid, signal.SIGINT)
+        time.sleep(0.2)
+        assert _compiled(svc, "rnn", {}, 5).compiled is not None and svc.pid == pid
     finally:
         svc.stop()
 
