@@ -381,7 +381,8 @@ class WorkerProcess:
                         raise WorkerFailure(error)
                     case _:
                         raise WorkerFailure(f"the {self.name} worker sent {type(message).__name__}; restarted.")
-        except GeneratorExit:  # the caller went away mid-job: the worker's replies would desync
+        except (GeneratorExit, KeyboardInterrupt):  # the caller went away mid-job (a notebook's interrupt too: the
+            # worker itself ignores it, explorer/core/child.py): its replies would reach the next job
             self.stop()
             raise
         except WorkerFailure:

@@ -8,6 +8,7 @@ import pytest
 
 from explorer.compile.options import CompileOptions
 from explorer.compile.track import CompiledRun, CompileTrack
+from explorer.core.progress import Progress
 from explorer.workers.process import WorkerProcess
 from explorer.workers.protocol import WorkerFailure
 from models.tokenizer import encode
@@ -44,6 +45,27 @@ def test_an_interrupt_to_the_process_group_leaves_the_worker_to_its_parent():
         os.kill(pid, signal.SIGINT)
         time.sleep(0.2)
         assert _compiled(svc, "rnn", {}, 5).compiled is not None and svc.pid == pid
+    finally:
+        svc.stop()
+
+
+def test_an_interrupt_mid_job_stops_the_worker_so_its_reply_never_reaches_the_next_job(monkeypatch):
+    """A notebook's interrupt while it waits on a job (raised where it waits, in the wait for the worker's reply):
+    the worker goes on (it ignores SIGINT), so it is stopped; its late reply would have been read as the next job's."""
+    svc = WorkerProcess(timeout_s=120)
+    try:
+        job = CompileTrack("worker").run(svc, "rnn", {}, "rnn", CompileOptions("eager"), [encode("x" * 200)])
+        next(item for item in job if isinstance(item, Progress))  # under way
+
+        def interrupted(*_: object) -> bool:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(svc._conn, "poll", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            next(job)
+        assert not svc.alive
+        monkeypatch.undo()
+        assert _compiled(svc, "rnn", {}, 5).length == 5  # the next job's own answer
     finally:
         svc.stop()
 
