@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     pool.start()
     models = list(ZOO)[:1] if args.quick else [*ZOO, *(a.name for a in ARCHITECTURES), *files]
     rounds = 1 if args.quick else ROUNDS
-    train, fwd, spread = [], [], []
+    train, fwd, own_fwd, with_other, spread = [], [], [], [], []
     out = ["# The nodes' times against the cards", "",
            f"{measured_by('costs', args.quick)}: each of {len(models)} models (the zoo, the library's architectures, "
            f"the examples, a mixture of experts from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its cards "
@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> None:
            "Each cell: the median over the rounds (min-max).", "",
            "| model | nodes | nodes' forward ms | card's forward ms | nodes' sum ms | no node ms | zero_grad ms | "
            "after the last operator ms | pass's plain step ms | card's train step ms | nodes' sum / card's step | "
-           "nodes' forward / card's forward |", "|---|---:|" + "---:|" * 10]
+           "pass's plain forward ms | nodes' forward / pass's forward | with no node's forward / pass's forward | "
+           "nodes' forward / card's forward |", "|---|---:|" + "---:|" * 13]
     mean = statistics.mean
     try:
         for name in models:
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
             if session.last is None:  # the model refused the input (a block size under TOKENS): said, not skipped
                 raise SystemExit(f"{name} did not run at {TOKENS} tokens (it refused the input)")
             job = TimingJob.of(name, {}, session.last.input.ids, FORWARD_BUDGET_S, TRAIN_BUDGET_S)
-            cols: list[list[float]] = [[] for _ in range(10)]
+            cols: list[list[float]] = [[] for _ in range(13)]
             for _ in range(rounds):
                 card = next(t for t in pool.run(job) if isinstance(t, Timed))
                 costs = session.costs()
@@ -68,10 +69,14 @@ def main(argv: list[str] | None = None) -> None:
                 for col, v in zip(cols, (f, card.forward.median_ms, f + b, mean(costs.other_ops_ms),
                                          mean(costs.zero_grad_ms), mean(costs.outside_ms), mean(costs.plain_ms),
                                          card.train_step.median_ms, (f + b) / card.train_step.median_ms,
+                                         mean(costs.plain_forward_ms), f / mean(costs.plain_forward_ms),
+                                         (f + mean(costs.other_forward_ops_ms)) / mean(costs.plain_forward_ms),
                                          f / card.forward.median_ms), strict=True):
                     col.append(v)
             train.append(statistics.median(cols[8]))
-            fwd.append(statistics.median(cols[9]))
+            own_fwd.append(statistics.median(cols[10]))
+            with_other.append(statistics.median(cols[11]))
+            fwd.append(statistics.median(cols[12]))
             spread.append(max(cols[7]) / min(cols[7]))
             out.append(f"| {name} | {len(costs.nodes):,} | " + " | ".join(
                 f"{statistics.median(c):.2f} ({min(c):.2f}-{max(c):.2f})" for c in cols) + " |")
@@ -82,9 +87,13 @@ def main(argv: list[str] | None = None) -> None:
             "outside 10%. The card's train step itself moved by up to "
             f"{max(spread):.2f}x between the rounds of a model (the largest over its smallest). What the nodes leave "
             "out of the step is in the table (operators of no node, zero_grad, after the last operator): with the "
-            "nodes they add up to the pass's plain step. The nodes' forward over the card's forward ranged "
-            f"{min(fwd):.2f}-{max(fwd):.2f} ({sum(abs(r - 1) > 0.1 for r in fwd)} of {len(fwd)} outside 10%): the "
-            "nodes' forward is the train step's, recording the graph, where the card's forward is an inference "
+            "nodes they add up to the pass's plain step. The nodes' forward over the forward and loss of the pass's "
+            f"plain steps (timed within them) ranged {min(own_fwd):.2f}-{max(own_fwd):.2f} "
+            f"({sum(abs(r - 1) > 0.1 for r in own_fwd)} of {len(own_fwd)} outside 10%); with the forward's operators "
+            f"of no node, {min(with_other):.2f}-{max(with_other):.2f} ({sum(abs(r - 1) > 0.1 for r in with_other)} "
+            f"of {len(with_other)} outside 10%). Over the card's forward the nodes' forward "
+            f"ranged {min(fwd):.2f}-{max(fwd):.2f} ({sum(abs(r - 1) > 0.1 for r in fwd)} of {len(fwd)} outside 10%): "
+            "the nodes' forward is the train step's, recording the graph, where the card's forward is an inference "
             "forward (no_grad), which records none."]
     args.out.write_text("\n".join(out) + "\n")
     print(args.out.read_text())

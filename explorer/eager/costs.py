@@ -66,10 +66,13 @@ class Costs:
     forward_ops_ms: tuple[float, ...]  # per repeat: the time charged to a node, forward
     backward_ops_ms: tuple[float, ...]  # the same, backward
     other_ops_ms: tuple[float, ...]  # charged to no node of the graph (the loss's gradient seed, ...)
+    other_forward_ops_ms: tuple[float, ...]  # of which in the forward (on tensors that need no gradient: an index, ...)
     zero_grad_ms: tuple[float, ...]  # per repeat: the step's zero_grad (the card's step has one too)
     outside_ms: tuple[float, ...]  # per repeat: after the step's last operator
     step_ms: tuple[float, ...]  # per repeat: the profiled step's wall time (the profiler's cost in it)
     plain_ms: tuple[float, ...]  # the same step's wall time without the profiler, in this pass
+    plain_forward_ms: tuple[float, ...]  # of which its forward and loss (recording the graph): what the nodes'
+    # forward is set against (the card's forward is an inference forward, which records no graph)
     scale: float  # the plain steps' mean over the profiled ones': what every profiled time is multiplied by
     matches_graph: bool  # this pass drew the graph on screen, operation for operation
     measured_at: float = 0.0  # time.time() when the pass ran
@@ -90,6 +93,7 @@ class _Step:
 
     us: dict[int, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))  # [fwd, bwd] µs
     other_us: float = 0.0  # operators of no node, with the gaps before them
+    other_forward_us: float = 0.0  # of which in the forward (not under a backward function)
     zero_grad_us: float = 0.0
     outside_us: float = 0.0  # after the last operator
     wall_us: float = 0.0  # the step less the pass's walk of its graph
@@ -128,6 +132,7 @@ def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
         node, back = owner[e.id] = _owner(e, node_of)
         if node is None:
             step.other_us += e.self_cpu_time_total
+            step.other_forward_us += 0.0 if back else e.self_cpu_time_total
         else:
             step.us[node][back] += e.self_cpu_time_total
     last, walked = mark.time_range.start, 0.0
@@ -145,6 +150,7 @@ def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
             node, back = next((owner[c.id] for c in _below(e) if owner[c.id][0] is not None), (None, 0))
         if node is None:
             step.other_us += gap
+            step.other_forward_us += 0.0 if back else gap
         else:
             step.us[node][back] += gap
     step.outside_us = mark.time_range.end - last - walked
@@ -198,6 +204,7 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
     graph on screen's operations by node, to check that this pass drew the same graph."""
     cpu = [ProfilerActivity.CPU]
     plain: list[float] = []
+    plain_forward: list[float] = []
     graphs: list[list[Any]] = []
     with timing.measuring_core() as core, on_core(core), set_torch_threads(THREADS), training(model, TRAIN_SEED):
         with profile(activities=cpu, profile_memory=True) as prof:
@@ -214,8 +221,13 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
                     prof.toggle_collection_dynamic(False, cpu)  # no operator recorded: the step as the card times it
                     start = time.perf_counter()
                     model.zero_grad(set_to_none=True)
-                    train_loss(model(ids), model).backward()
+                    forward = time.perf_counter()
+                    loss = train_loss(model(ids), model)
+                    backward = time.perf_counter()
+                    loss.backward()
                     plain.append((time.perf_counter() - start) * 1e3)
+                    plain_forward.append((backward - forward) * 1e3)
+                    del loss
                     prof.toggle_collection_dynamic(True, cpu)
     marks = sorted((e for e in prof.events() if e.name == _STEP), key=lambda e: e.time_range.start)
     steps = [_charge(mark, _numbers(order)) for mark, order in zip(marks, graphs, strict=True)]
@@ -237,5 +249,6 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
         return tuple(of(s) * scale / 1e3 for s in steps)
 
     return Costs(nodes, ms(lambda s: sum(f for f, _ in s.us.values())), ms(lambda s: sum(b for _, b in s.us.values())),
-                 ms(lambda s: s.other_us), ms(lambda s: s.zero_grad_us), ms(lambda s: s.outside_us),
-                 tuple(s.wall_us / 1e3 for s in steps), tuple(plain), scale, matches, time.time())
+                 ms(lambda s: s.other_us), ms(lambda s: s.other_forward_us), ms(lambda s: s.zero_grad_us),
+                 ms(lambda s: s.outside_us), tuple(s.wall_us / 1e3 for s in steps), tuple(plain),
+                 tuple(plain_forward), scale, matches, time.time())

@@ -56,8 +56,9 @@ def line_rows(costs: Costs, lines: LinesRan) -> list[list[Any]]:
 def costs_summary(costs: Costs, card_step_ms: float | None) -> str:
     """What was measured, the sums, and how they stand against the card (a number behind every sentence)."""
     fwd, bwd = costs.nodes_ms()
-    other, zero, after, plain, wall = (statistics.mean(x) for x in (
-        costs.other_ops_ms, costs.zero_grad_ms, costs.outside_ms, costs.plain_ms, costs.step_ms))
+    other, other_fwd, zero, after, plain, plain_fwd, wall = (statistics.mean(x) for x in (
+        costs.other_ops_ms, costs.other_forward_ops_ms, costs.zero_grad_ms, costs.outside_ms, costs.plain_ms,
+        costs.plain_forward_ms, costs.step_ms))
     said = [f"The train step profiled in a pass of its own ({count(costs.repeats, 'repeat')}, after the timings, "
             f"{time.time() - costs.measured_at:.0f} s ago, on a measuring core): each node's figure is its operators' "
             "self time and the Python that issued them, the profiler's cost taken off in proportion (the step took "
@@ -66,7 +67,10 @@ def costs_summary(costs: Costs, card_step_ms: float | None) -> str:
             f"over the repeats. The graph's {count(len(costs.nodes), 'operation node')}: **{fwd + bwd:.2f} ms** "
             f"(forward {fwd:.2f} ms, backward {bwd:.2f} ms); operators of no node (on tensors that need no gradient, "
             f"the loss's seed) {other:.2f} ms; zero_grad {zero:.2f} ms; after the last operator {after:.2f} ms: "
-            f"together {fwd + bwd + other + zero + after:.2f} ms of the step's {plain:.2f} ms."]
+            f"together {fwd + bwd + other + zero + after:.2f} ms of the step's {plain:.2f} ms. The nodes' forward is "
+            f"{100 * fwd / plain_fwd:.0f}% of the step's forward and loss timed in this pass ({plain_fwd:.2f} ms, "
+            f"recording the graph; the card's forward times an inference forward, which records none), "
+            f"{100 * (fwd + other_fwd) / plain_fwd:.0f}% with the forward's operators of no node ({other_fwd:.2f} ms)."]
     if card_step_ms:
         said.append(f"The card's train step, timed apart, is {card_step_ms:.2f} ms: the nodes' sum is "
                     f"{100 * (fwd + bwd) / card_step_ms:.0f}% of it.")
@@ -80,9 +84,10 @@ def costs_report(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> dict[st
     """The report's `costs` (JSON)."""
     return {"repeats": costs.repeats, "matches_graph": costs.matches_graph,
             "forward_ops_ms": list(costs.forward_ops_ms), "backward_ops_ms": list(costs.backward_ops_ms),
-            "other_ops_ms": list(costs.other_ops_ms), "zero_grad_ms": list(costs.zero_grad_ms),
+            "other_ops_ms": list(costs.other_ops_ms),
+            "other_forward_ops_ms": list(costs.other_forward_ops_ms), "zero_grad_ms": list(costs.zero_grad_ms),
             "outside_ms": list(costs.outside_ms), "step_ms": list(costs.step_ms), "plain_ms": list(costs.plain_ms),
-            "scale": costs.scale,
+            "plain_forward_ms": list(costs.plain_forward_ms), "scale": costs.scale,
             "top": [dict(zip(NODE_COLUMNS, r, strict=True)) for r in top_rows(costs, graph, lines)],
             "modules": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in module_rows(costs, graph)],
             "lines": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in line_rows(costs, lines)]}

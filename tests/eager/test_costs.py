@@ -36,6 +36,10 @@ def test_every_operation_node_is_costed_forward_and_backward_and_the_rollups_hol
     for *parts, wall in zip(costs.forward_ops_ms, costs.backward_ops_ms, costs.other_ops_ms, costs.zero_grad_ms,
                             costs.outside_ms, costs.step_ms, strict=True):
         assert min(parts) >= 0 and sum(parts) == pytest.approx(wall * costs.scale, rel=1e-6)
+    # each plain step's forward and loss, timed within it: what the nodes' forward is set against; the operators of
+    # no node split the same way (the forward's part of them, never more than all of them)
+    assert all(0 < f < step for f, step in zip(costs.plain_forward_ms, costs.plain_ms, strict=True))
+    assert all(0 <= f <= o for f, o in zip(costs.other_forward_ops_ms, costs.other_ops_ms, strict=True))
     assert sum(costs.nodes_ms()) == pytest.approx(statistics.mean(map(sum, zip(
         costs.forward_ops_ms, costs.backward_ops_ms, strict=True))), rel=1e-6)  # the nodes' means sum to the steps'
     for rows in (module_rows(costs, graph), line_rows(costs, lines)):
@@ -55,6 +59,8 @@ def test_the_playground_view_colours_the_graph_by_time_and_sets_the_sums_against
     step = next(r for r in view.lines if r[0] == "models/rnn.py:54")
     assert step[1] == len(TEXT.encode()) * 16  # the time step's line: sixteen nodes per token
     assert view.report["repeats"] == 5 and len(view.report["step_ms"]) == len(view.report["plain_ms"]) == 5
+    forward = statistics.mean(view.report["plain_forward_ms"])
+    assert f"of the step's forward and loss timed in this pass ({forward:.2f} ms, recording the graph" in view.said
 
 
 def test_an_operators_file_is_profiled_in_its_worker_and_a_step_too_long_is_refused(menu_restored, monkeypatch):
