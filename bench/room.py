@@ -251,6 +251,9 @@ def one_round(students_n: int, steps_n: int) -> Round:
             r.reveals.append(took)
             _wait(lambda n=number: all(len(s.seen) >= n for s in students), f"every page showing {number} revealed")
             r.seen_after += [s.seen[number - 1] - revealed_at for s in students]
+        # the visitor served at least once meanwhile (on a loaded machine a short round can end before its first
+        # /inspect does: waited for, with a hang detector's bound, not judged by the machine's speed)
+        _wait(lambda: bool(r.served or failed), "the Playground's visitor served once", timeout_s=300)
         r.wall = time.monotonic() - began
         stop.set()
         r.app_cpu, r.pages_cpu = used(cpu_before, tree_cpu(proc.pid)), time.process_time() - pages_before
