@@ -266,4 +266,5 @@ def test_an_edits_train_step_is_profiled_in_the_code_worker_each_node_charged_to
     costs = _returned(edits.costs(roomy[0]))
     assert costs.nodes and costs.matches_graph and costs.repeats >= 1
     rows = line_rows(costs, edits.good.lines)
-    assert rows[0][0] == f"<editor>:{_line_of(RNN, 'new = cell(x, state)')}"  # the cell's line, the costliest
+    # the cell's line holds the most nodes (the rows go by time, which a busy spell of the machine can turn over)
+    assert max(rows, key=lambda r: r[1])[0] == f"<editor>:{_line_of(RNN, 'new = cell(x, state)')}"
