@@ -30,13 +30,19 @@ def _tls() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
+CLIENT_TIMEOUT_S = 60  # each request's bound, a hang detector: httpx's default 5 s timed out reading the app's
+# /config while its start-up warm-up measured and two other test processes ran (its event streams send a heartbeat
+# every 15 s, so a silent stream still means a dead server)
+
+
 def connect(url: str) -> Client:
     """A gradio_client `Client` that verifies certificates with one TLS context made once. gradio_client opens a
     new httpx client for every request, and with `ssl_verify=True` each one loads the CA bundle again: the load
     generator's CPU per run fell from 40-45 s to 12-13 s without it (bench/RESULTS-load.md), CPU spent on the
     server's two cores, where a real student's browser spends nothing. httpx takes a context where
     gradio_client's signature says bool."""
-    return Client(url, verbose=False, ssl_verify=_tls())  # type: ignore[arg-type]
+    return Client(url, verbose=False, ssl_verify=_tls(),  # type: ignore[arg-type]
+                  httpx_kwargs={"timeout": CLIENT_TIMEOUT_S})
 
 
 def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90, cpus: str | None = None,
