@@ -116,12 +116,16 @@ def _pairs(service: WorkerProcess, lengths: list[int], every_core: bool, backend
         thread = threading.Thread(target=compile_one, daemon=True)
         thread.start()
         done.wait(2.0)  # the worker is past start-up, generating and compiling C++
+        while service.pid is None and not done.is_set():  # (a loaded machine: its worker not started yet)
+            time.sleep(0.05)
         first, start = True, len(pairs.during)
         while first or (not done.is_set() and len(pairs.during) - start < most):  # at least one pair per round
             pid = service.pid
+            if pid is None:  # no worker to freeze: no pair (both samples were once taken as "during")
+                break
             order = (True, False) if len(pairs.during) % 2 == 0 else (False, True)
             for running in order:
-                if running or pid is None:
+                if running:
                     pairs.during.append(sample())
                 else:
                     with _frozen(pid):

@@ -204,14 +204,18 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         text came from typing (a partial sentence is replaced in the history by the next, see Session.typing)."""
         RESIDENCY.attach(request.session_hash, s)
         drawn, groups = [False], openable(s.last) if s.last else []  # the menu as the last run left it
-        before = s.last
+        typed_in_class = s.room is not None and s.last is not None  # (a page's own first text, a link's or the
+        # default, is nobody's input)
+
+        def show(item: Any) -> Updates:
+            # a page in a class's room: its input goes to the room's plot once captured (its tokens and nodes are
+            # all the plot needs), before the page shows it: a reveal right after the graph shows has it
+            if typed_in_class and s.room and isinstance(item, GraphFirst) and "error" not in item.report:
+                ROOMS.ran(*s.room, RoomRun(item.report["arch"], item.report["tokens"], item.report["graph"]["nodes"]))
+            return shown(s, item, drawn, groups)
+
         items = update(s, model, text, compare, values, measure_pool(), fresh, keyed)
-        yield from streamed(items, lambda item: shown(s, item, drawn, groups), p.status, "Cannot run this input",
-                            toast=True)
-        # a page in a class's room: its inputs go to the room's plot (not the page's own first text, a link's or the
-        # default, which nobody typed)
-        if s.room and before is not None and s.last is not None and s.last is not before:
-            ROOMS.ran(*s.room, RoomRun(s.last.arch, s.last.tokens, len(s.last.capture.graph.nodes)))
+        yield from streamed(items, show, p.status, "Cannot run this input", toast=True)
 
     def run(request: gr.Request, s: Session, model: str, text: str, compare: str, *flat: Any) -> Iterator[Updates]:
         """The page's edits: every control's value, of which the chosen model's are its config."""
