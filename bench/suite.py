@@ -1,9 +1,9 @@
 """The test suite's time, and where it goes: `python -m bench.suite` -> bench/RESULTS-suite.md.
 
-Runs the README's test command (`python -m pytest`: three processes sharing out groups of tests) in a fresh
+Runs the README's test command (`python -m pytest`: two processes sharing out groups of tests) in a fresh
 interpreter with every test's duration recorded, and writes the wall time, the tests counted, and the seconds per
-group (tests/groups.py: the unit the processes share out, a file, the browser modules, a bench
-script): the longest groups are what keeps one process busy while the others idle. Meanwhile it reads, twice a
+group (tests/groups.py: the unit the two processes share out, a file, the browser modules, a bench
+script): the longest groups are what keeps one process busy while the other idles. Meanwhile it reads, twice a
 second, the CPU seconds of every process started since the run began (the test processes, the apps they start,
 their workers, Chromium, the C++ compiler), and writes them by kind: the suite is CPU-bound on two cores, so this,
 not the wall time of a test, says what to cut (run it on an otherwise idle machine). `--quick` times one small
