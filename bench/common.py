@@ -56,6 +56,11 @@ TITLES_JS = ("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].ma
              "return lines.length ? lines.map((l) => l.textContent).join(' ') : t.textContent; }).join(' | ')")
 
 
+# Whether the Playground's run on screen has ended: its timings shown (the core they ran on), no stage still measuring.
+SETTLED_JS = ("() => { const t = document.body.innerText; return t.includes('(cpu, core') && "
+              "!t.includes('timing forward and train step next') && !t.includes('Measuring:'); }")
+
+
 # Milliseconds from now until the page first shows text matching a pattern (window.geShownAfter; null while it has
 # not): a state a fast run passes through may be gone before an expect() polls for it.
 WATCH_JS = """pattern => {

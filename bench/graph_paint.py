@@ -13,7 +13,7 @@ import statistics
 import time
 from typing import Any
 
-from bench.common import TITLES_JS, parser
+from bench.common import SETTLED_JS, TITLES_JS, parser
 from bench.screenshot import measure_on_an_app, results_page
 from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.inputs import text_of_length
@@ -23,16 +23,12 @@ REPEATS = 6
 INPUT = "input (each UTF-8 byte is one token)"
 
 
-_SETTLED = ("() => { const t = document.body.innerText; return t.includes('(cpu, core') && "
-            "!t.includes('timing forward and train step next') && !t.includes('Measuring:'); }")
-
-
 def _paint(page, text: str) -> tuple[float, int]:
     """Seconds from setting the input to the graph's title naming this run's token count; the node count shown.
     Starts once the previous run has ended, timings and memory stage included (a person reads the graph before
     typing again)."""
     tokens = len(text.encode())
-    page.wait_for_function(_SETTLED, timeout=120_000)
+    page.wait_for_function(SETTLED_JS, timeout=120_000)
     start = time.perf_counter()
     page.get_by_label(INPUT).fill(text)
     page.wait_for_function(f"() => ({TITLES_JS})().includes(', {tokens} tokens')", timeout=120_000)

@@ -21,17 +21,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.common import parser
+from bench.common import SETTLED_JS, parser
 from bench.cpu_per_test import stat, tree_cpu, used
 from bench.screenshot import measure_on_an_app, results_page
 
 LOADS = 10
-IDLE_S = 10  # how long each loaded page is then left alone (quick: 2 s)
+IDLE_S, QUICK_IDLE_S = 10, 2  # seconds each loaded page is then left alone
 # Counts the page's animation frames asked for (set before the page's own scripts: they keep a reference).
 _FRAMES_JS = ("window.geFrames = 0; const geAsk = window.requestAnimationFrame.bind(window); "
               "window.requestAnimationFrame = (callback) => { window.geFrames += 1; return geAsk(callback); };")
-_SETTLED = ("() => { const t = document.body.innerText; return t.includes('(cpu, core') && "
-            "!t.includes('timing forward and train step next') && !t.includes('Measuring:'); }")
 
 
 def _name(pid: int) -> str:
@@ -49,7 +47,9 @@ def _readings() -> tuple[dict, dict]:
     chromium = {pid: cpu for pid, cpu in tree.items() if "chrom" in _name(pid) or "headless" in _name(pid)}
     server = next((pid for pid in tree if b"app.py" in _cmdline(pid) and b"app.py" not in _cmdline(_parent(pid))),
                   None)
-    return chromium, tree_cpu(server) if server is not None else {}
+    if server is None:  # (its seconds would read 0, as if measured)
+        raise RuntimeError("no app server under this process: bench.page_load measures the app it started")
+    return chromium, tree_cpu(server)
 
 
 def _parent(pid: int) -> int:
@@ -78,7 +78,7 @@ def _load(browser: Any, url: str, idle_s: float) -> dict[str, float]:
         (chromium, server), start = _readings(), time.perf_counter()
         page.goto(url)
         page.wait_for_selector(".cards .card", timeout=120_000)
-        page.wait_for_function(_SETTLED, timeout=120_000)
+        page.wait_for_function(SETTLED_JS, timeout=120_000)
         wall = time.perf_counter() - start
         metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
         chromium_after, server_after = _readings()
@@ -103,7 +103,7 @@ def _shape(url: str) -> dict[str, int]:
 
 def measure(page: Any, url: str, quick: bool) -> list[str]:
     """The results table's rows, measured in `page`'s browser on the app at `url` (the tests pass theirs)."""
-    idle_s = 2 if quick else IDLE_S
+    idle_s = QUICK_IDLE_S if quick else IDLE_S
     _load(page.context.browser, url, 0.5)  # untimed: the server's first page (its first run's capture, timing)
     loads = [_load(page.context.browser, url, idle_s) for _ in range(1 if quick else LOADS)]
     shape = _shape(url)
@@ -125,7 +125,8 @@ def results(rows: list[str], quick: bool) -> str:
     return results_page(
         "What one page load costs", "page_load", quick,
         "Each sample: the app opened in a fresh browser context until the Playground's first run settled (after one "
-        "untimed load: the server's first page), then left alone for a while (10 s; quick: 2 s). CPU-seconds read "
+        f"untimed load: the server's first page), then left alone for {QUICK_IDLE_S if quick else IDLE_S} s. "
+        "CPU-seconds read "
         "from /proc for Chromium's processes and for the server with its workers; main-thread and script seconds from "
         "Chrome's Performance metrics; animation frames counted by a wrapper of requestAnimationFrame set before the "
         "page's scripts.",

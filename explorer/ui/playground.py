@@ -204,14 +204,14 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
         text came from typing (a partial sentence is replaced in the history by the next, see Session.typing)."""
         RESIDENCY.attach(request.session_hash, s)
         drawn, groups = [False], openable(s.last) if s.last else []  # the menu as the last run left it
-        typed_in_class = s.room is not None and s.last is not None  # (a page's own first text, a link's or the
-        # default, is nobody's input)
+        room = s.room if s.last is not None else None  # (a page's own first text, a link's or the default, is
+        # nobody's input)
 
         def show(item: Any) -> Updates:
             # a page in a class's room: its input goes to the room's plot once captured (its tokens and nodes are
             # all the plot needs), before the page shows it: a reveal right after the graph shows has it
-            if typed_in_class and s.room and isinstance(item, GraphFirst) and "error" not in item.report:
-                ROOMS.ran(*s.room, RoomRun(item.report["arch"], item.report["tokens"], item.report["graph"]["nodes"]))
+            if room and isinstance(item, GraphFirst) and "error" not in item.report:
+                ROOMS.ran(*room, RoomRun(item.report["arch"], item.report["tokens"], item.report["graph"]["nodes"]))
             return shown(s, item, drawn, groups)
 
         items = update(s, model, text, compare, values, measure_pool(), fresh, keyed)
