@@ -46,9 +46,10 @@ def connect(url: str) -> Client:
 
 
 def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90, cpus: str | None = None,
-              log: Path | None = None) -> tuple[subprocess.Popen, str, float]:
+              log: Path | None = None, root: Path = ROOT) -> tuple[subprocess.Popen, str, float]:
     """(process, url, seconds from launch to the first served page); `cpus` restricts it like `taskset -c`; `log`
-    keeps what the server prints (else it is dropped)."""
+    keeps what the server prints (else it is dropped); `root`: the checkout whose app.py runs (another revision's,
+    to compare with)."""
     port = free_port()
     inherited = {k: v for k, v in os.environ.items() if k not in INTERNAL_ENV}  # this process's machine, not the app's
     env = {**inherited, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False",
@@ -56,7 +57,7 @@ def start_app(extra_env: dict[str, str] | None = None, timeout_s: float = 90, cp
     start = time.monotonic()
     command = [*(["taskset", "-c", cpus] if cpus else []), sys.executable, "app.py"]
     with open(log or os.devnull, "wb") as out:  # the child holds its own copy of the file
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     while True:
         try:

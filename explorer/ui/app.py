@@ -30,6 +30,7 @@ from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.api_names import NamedCallGuard
 from explorer.serving.placement import compile_service
 from explorer.sources.registry import add_model_file
+from explorer.ui.address import address_box
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.code import code_tab
 from explorer.ui.config_cache import ConfigCache
@@ -64,6 +65,7 @@ def build_app(code: bool = False) -> gr.Blocks:
         session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S,
                            delete_callback=_forget_files)  # its downloads go with it
         kept = kept_rooms()
+        asked = address_box(demo)  # (outside every tab, as `kept`)
         present, link = header()
         # every tab's name in view, on a projector or a phone: past the width they wrap onto a second row (Gradio's
         # menu, measured once, could hide the Claims tab behind "..." when the font arrived late)
@@ -81,7 +83,7 @@ def build_app(code: bool = False) -> gr.Blocks:
                 room = wire_room(lesson)
             if code:  # the operator allowed visitors' code (explorer/code/allowed.py)
                 with gr.Tab("Code", id="code") as code_page:
-                    code_tab(demo, tabs, code_page, session)
+                    code_tab(asked, tabs, code_page, session)
         claims.select(lambda: cached_claims(cards), None, [x for c in cards for x in c.outputs], queue=False,
                       api_visibility="private")
         # the step on screen with the board as it is now (a claim measured on the Claims tab since the page loaded)
@@ -98,8 +100,8 @@ def build_app(code: bool = False) -> gr.Blocks:
             on = request.query_params.get("present") == "1"
             return {**lesson.opened(tabs, request), present: True if on else gr.skip()}
 
-        demo.load(open_lesson, None, [tabs, *lesson.outputs, present], api_visibility="private",
-                  concurrency_limit=None, show_progress="hidden")  # queued: a bad step's warning reaches the page
+        asked.change(open_lesson, None, [tabs, *lesson.outputs, present], api_visibility="private",
+                     concurrency_limit=None, show_progress="hidden")  # queued: a bad step's warning reaches the page
 
         def open_room(kept: dict | None, s: Session, request: gr.Request) -> dict:
             """`?room=CODE` opens the Lessons tab in that room (explorer/ui/room.py)."""
@@ -107,8 +109,8 @@ def build_app(code: bool = False) -> gr.Blocks:
             inside = isinstance(shown.get(room.code), str) and shown[room.code]
             return {**shown, tabs: gr.Tabs(selected="lessons") if inside else gr.skip()}
 
-        demo.load(open_room, [room.kept, session], [tabs, *room.with_lesson, room.kept], api_visibility="private",
-                  concurrency_limit=None, show_progress="hidden").then(**PULSE)
+        asked.change(open_room, [room.kept, session], [tabs, *room.with_lesson, room.kept],
+                     api_visibility="private", concurrency_limit=None, show_progress="hidden").then(**PULSE)
         downloads_panel(session)
         limits_panel()
         wire_playground(demo, session, playground, link, playground_page)

@@ -53,9 +53,10 @@ PAUSED_JS = f"""() => {{
 }}"""
 
 
-def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> None:
+def code_tab(asked: gr.Textbox, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> None:
     """The tab's editor, buttons and view, wired; opening `tab` loads the Playground's model's file, and a link's
-    edit (`?code=`) opens it in `tabs`."""
+    edit (`?code=`, read when the page's address asks something: `asked`, explorer/ui/address.py) opens it in
+    `tabs`."""
     gr.Markdown("The Playground's model as Python. Edit its `forward` (add an `if` on the data, a second loop, a "
                 "skip connection) and pause, or press Ctrl+Enter: the edited file is rebuilt with the Playground's "
                 "knobs and seed, in a separate walled-in process, and run on the Playground's input; the graph shows "
@@ -257,8 +258,8 @@ def code_tab(demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -> 
             gr.Warning(f"This link's edit could not be opened: {err}.")
             source = e.original
         return {tabs: gr.Tabs(selected=tab.id), edits: e, editor: source}
-    set_by_the_app.append(demo.load(linked, None, [tabs, edits, editor], api_visibility="private",
-                                    concurrency_limit=None, show_progress="hidden"))  # queued: a warning shows
+    set_by_the_app.append(asked.change(linked, None, [tabs, edits, editor], api_visibility="private",
+                                       concurrency_limit=None, show_progress="hidden"))  # queued: a warning shows
     for event in set_by_the_app:  # the editor's text set by the app, not typed: run it (an unchanged one is not)
         event.then(ran, [session, edits, editor], shown, **running)
 

@@ -3,10 +3,12 @@ data added to the RNN's forward shows in the graph's diff and breaks dynamo's gr
 said at its line while the previous graph stays, the edit's link opens it elsewhere, and an early exit edited to
 run every block traces correctly."""
 
+import json
 import re
+import urllib.request
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Request, expect
 
 from explorer.code.debug import EDIT_MODES
 from models.bugs import BUGS
@@ -20,10 +22,28 @@ LINE = next(i for i, line in enumerate((ROOT / "models" / "rnn.py").read_text().
 
 
 
-def test_a_page_load_and_the_code_tab_leave_no_complaint_in_the_servers_log(page: Page, app_url, app_log):
-    """Every load ran the Code tab's run with nothing to do, whose empty answer Gradio logged four times as "didn't
-    return enough output values" (its toast drawn invisible)."""
-    loaded(page, app_url)
+def _events_run(page: Page, app_url: str) -> list[str]:
+    """The names of the events the page asks the server to run from now on (a list that grows as they are sent)."""
+    events = json.loads(urllib.request.urlopen(app_url + "config", timeout=60).read())["dependencies"]
+    sent: list[str] = []
+
+    def on_request(request: Request) -> None:
+        if "/queue/join" in request.url or "/run/" in request.url:
+            number = json.loads(request.post_data or "{}").get("fn_index")
+            sent.append(events[number]["api_name"] if isinstance(number, int) else "?")
+    page.on("request", on_request)
+    return sent
+
+
+def test_a_page_load_runs_no_opener_its_address_does_not_ask_for_and_leaves_no_complaint_in_the_servers_log(
+        page: Page, app_url, app_log):
+    """The lesson's, the room's and the Code tab's openers run only for an address that names a step, a room or an
+    edit (explorer/ui/address.py): each kept its outputs' loading status on every visitor's page, which Gradio's page
+    walks at every status message. Every load also ran the Code tab's run with nothing to do, whose empty answer
+    Gradio logged four times as "didn't return enough output values" (its toast drawn invisible)."""
+    sent = _events_run(page, app_url)
+    loaded(page, app_url + "?model=rnn&text=Hi")  # a state link: not an opener's
+    assert "load" in sent and not {"open_lesson", "open_room", "linked"} & set(sent), sent
     page.get_by_role("tab", name="Code").click()
     expect(page.get_by_text(re.compile(r"^Built and ran in the code worker"))).to_be_visible(timeout=TIMEOUT)
     assert "didn't return enough output values" not in app_log.read_text()

@@ -9,11 +9,15 @@ checks its figures too."""
 
 import importlib
 import os
+import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
+
+from bench import page_load
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ("__init__", "common", "appserver", "cpu_per_test", "phases", "screenshot")  # used by the scripts
@@ -77,3 +81,21 @@ def test_an_idle_tick_is_shared_among_the_tests_running_then():
     spans = [(0.0, 10.0, "a"), (5.0, 20.0, "b")]  # two test processes, overlapping from 5 s to 10 s
     idle = idle_by_test([(2.0, 1.0), (7.0, 1.0), (15.0, 0.5), (25.0, 0.25)], spans)
     assert idle == {"a": 1.5, "b": 1.0, "(between tests)": 0.25}
+
+
+def test_page_loads_against_another_checkout_are_paired_in_turns_and_said_as_this_over_that(monkeypatch):
+    """bench.page_load --against: each pair's first load alternates between the apps, and each ratio is this
+    checkout's over the other's (below 1: this one costs less), from the loads' own seconds."""
+    order: list[str] = []
+
+    def load(browser, url, server, idle_s):
+        order.append(url)
+        cost = {"here": 1.0, "there": 2.0}[url]
+        return {key: cost * (1 + len(order) / 1000) for key in page_load.PAIRED}
+
+    monkeypatch.setattr(page_load, "_load", load)
+    page = types.SimpleNamespace(context=types.SimpleNamespace(browser=None))
+    rows = page_load.paired(page, ("here", 1), ("there", 2), pairs=8)
+    assert order[2:] == ["here", "there", "there", "here"] * 4  # (after each app's untimed first page)
+    chromium = next(r for r in rows if r.startswith("| Chromium's CPU-seconds"))
+    assert re.search(r"\| 0\.50 \(95% interval 0\.50-0\.50x, 8 pairs\) \| 8 of 8 \|$", chromium), chromium
