@@ -1,28 +1,46 @@
-"""What a page's address asks of the tabs beyond the Playground's state: a lesson step (`?lesson=`), presentation
-mode (`?present=`), a room (`?room=`), a code edit (`?code=`). The browser reads it at load and the server's openers
-run only for an address that names one of them: each opener's outputs (the lesson's step, the room's box, the
-editor) would otherwise hold a loading status on every visitor's page, and Gradio's page walks every component
-holding one at each status message of every event (what a load costs: bench/RESULTS-page-load.md)."""
+"""What a page's address asks for, read in the browser at load so that the server runs only what it names.
+
+Two kinds of parameters: the tabs' own (`?lesson=` a lesson step, `?present=` presentation mode, `?room=` a room,
+`?code=` a code edit) and every other one, a Playground state link's (`?model=...&text=...`). A plain visit names
+neither: its input gets the default text in the browser (that change is the first run) and no opener runs. Each
+opener's outputs (the Playground's 63 controls for a state link, the lesson's step, the room's box, the editor)
+would otherwise hold a loading status on every visitor's page, and Gradio's page walks every component holding one
+at each status message of every event (what a load costs: bench/RESULTS-page-load.md)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import gradio as gr
 
-ASKED = ("lesson", "present", "room", "code")
+TABS_PARAMS = ("lesson", "present", "room", "code")  # every other parameter is a state link's
 
-# The address's query when it names an opener, else "" (the value the box starts with: no change, no event).
-_READ_JS = f"""() => {{
-  const query = new URLSearchParams(window.location.search);
-  return {json.dumps(list(ASKED))}.some((key) => query.has(key)) ? window.location.search : '';
-}}"""
+# (asked, linked, text) -> the tabs' part of the query if any (else as it was: no change, no event), the whole query
+# if it has a state link's parameter, and the default text if it has none (a state link's opener sets the text).
+_READ_JS = """(asked, linked, text) => {
+  const query = new URLSearchParams(window.location.search), tabs = TABS;
+  const keys = [...query.keys()];
+  const state = keys.some((key) => !tabs.includes(key));
+  return [keys.some((key) => tabs.includes(key)) ? window.location.search : asked,
+          state ? window.location.search : linked, state ? text : DEFAULT];
+}"""
 
 
-def address_box(demo: gr.Blocks) -> gr.Textbox:
-    """A box, in the page but never shown, that takes the address's query once the page loads, if the address asks
-    something of a tab: its change is the event the openers run on. Made outside every tab (an unopened tab's
-    components are not on the page)."""
-    asked = gr.Textbox("", visible="hidden", label="the address's request", interactive=False)
-    demo.load(None, None, asked, js=_READ_JS, api_visibility="private")
-    return asked
+@dataclass(frozen=True)
+class Address:
+    """Two boxes in the page, never shown: their changes are the events the openers run on. Made outside every tab
+    (an unopened tab's components are not on the page)."""
+
+    asked: gr.Textbox  # the query, when it has a tab's parameter
+    linked: gr.Textbox  # the query, when it has a state link's parameter
+
+    def read_at_load(self, demo: gr.Blocks, text: gr.Textbox, default_text: str) -> None:
+        """At load, in the browser: the boxes filled from the address, or `text` set to `default_text`."""
+        js = _READ_JS.replace("TABS", json.dumps(list(TABS_PARAMS))).replace("DEFAULT", json.dumps(default_text))
+        demo.load(None, None, [self.asked, self.linked, text], js=js, api_visibility="private")
+
+
+def address_boxes() -> Address:
+    return Address(*(gr.Textbox("", visible="hidden", label=label, interactive=False)
+                     for label in ("the address's request of a tab", "the address's state link")))

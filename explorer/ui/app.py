@@ -14,6 +14,7 @@ from explorer.code.allowed import ENV as ALLOW_ENV
 from explorer.code.allowed import code_allowed
 from explorer.core.confine import offered
 from explorer.core.errors import InputError
+from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.machine import describe, freeze_startup_objects
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
@@ -30,7 +31,7 @@ from explorer.serving.addresses import LongAddressGuard
 from explorer.serving.api_names import NamedCallGuard
 from explorer.serving.placement import compile_service
 from explorer.sources.registry import add_model_file
-from explorer.ui.address import address_box
+from explorer.ui.address import address_boxes
 from explorer.ui.claims import cached_claims, claims_tab, lessons_tab
 from explorer.ui.code import code_tab
 from explorer.ui.config_cache import ConfigCache
@@ -65,7 +66,7 @@ def build_app(code: bool = False) -> gr.Blocks:
         session = gr.State(lambda: Session(residency=RESIDENCY, isolate=compile_service), time_to_live=SESSION_TTL_S,
                            delete_callback=_forget_files)  # its downloads go with it
         kept = kept_rooms()
-        asked = address_box(demo)  # (outside every tab, as `kept`)
+        address = address_boxes()  # (outside every tab, as `kept`)
         present, link = header()
         # every tab's name in view, on a projector or a phone: past the width they wrap onto a second row (Gradio's
         # menu, measured once, could hide the Claims tab behind "..." when the font arrived late)
@@ -83,7 +84,7 @@ def build_app(code: bool = False) -> gr.Blocks:
                 room = wire_room(lesson)
             if code:  # the operator allowed visitors' code (explorer/code/allowed.py)
                 with gr.Tab("Code", id="code") as code_page:
-                    code_tab(asked, tabs, code_page, session)
+                    code_tab(address.asked, tabs, code_page, session)
         claims.select(lambda: cached_claims(cards), None, [x for c in cards for x in c.outputs], queue=False,
                       api_visibility="private")
         # the step on screen with the board as it is now (a claim measured on the Claims tab since the page loaded)
@@ -100,8 +101,9 @@ def build_app(code: bool = False) -> gr.Blocks:
             on = request.query_params.get("present") == "1"
             return {**lesson.opened(tabs, request), present: True if on else gr.skip()}
 
-        asked.change(open_lesson, None, [tabs, *lesson.outputs, present], api_visibility="private",
-                     concurrency_limit=None, show_progress="hidden")  # queued: a bad step's warning reaches the page
+        # queued: a bad step's warning reaches the page
+        address.asked.change(open_lesson, None, [tabs, *lesson.outputs, present], api_visibility="private",
+                             concurrency_limit=None, show_progress="hidden")
 
         def open_room(kept: dict | None, s: Session, request: gr.Request) -> dict:
             """`?room=CODE` opens the Lessons tab in that room (explorer/ui/room.py)."""
@@ -109,11 +111,12 @@ def build_app(code: bool = False) -> gr.Blocks:
             inside = isinstance(shown.get(room.code), str) and shown[room.code]
             return {**shown, tabs: gr.Tabs(selected="lessons") if inside else gr.skip()}
 
-        asked.change(open_room, [room.kept, session], [tabs, *room.with_lesson, room.kept],
-                     api_visibility="private", concurrency_limit=None, show_progress="hidden").then(**PULSE)
+        address.asked.change(open_room, [room.kept, session], [tabs, *room.with_lesson, room.kept],
+                             api_visibility="private", concurrency_limit=None, show_progress="hidden").then(**PULSE)
         downloads_panel(session)
         limits_panel()
-        wire_playground(demo, session, playground, link, playground_page)
+        wire_playground(address.linked, session, playground, link, playground_page)
+        address.read_at_load(demo, playground.text, DEFAULT_TEXT)
         present.change(None, present, None, js=PRESENT_JS, api_visibility="private")
         demo.unload(_closed)
         add_endpoints()

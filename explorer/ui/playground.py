@@ -23,6 +23,7 @@ from explorer.server import MEASURE_EVENTS, RESIDENCY, ROOMS
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.statelink import LinkState, read_link
 from explorer.sources.registry import SOURCES, source
+from explorer.ui.address import TABS_PARAMS
 from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
 from explorer.ui.kernels import KernelsPanel, kernels_panel, wire_kernels
@@ -177,9 +178,10 @@ def _compiled_panel() -> CompiledPanel:
     return CompiledPanel(options, status, cards, figure, breaks, timeline, fx_graph, fx_code, kernels)
 
 
-def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.HTML, tab: gr.Tab) -> None:
+def wire_playground(linked: gr.Textbox, session: gr.State, p: Playground, link: gr.HTML, tab: gr.Tab) -> None:
     """Every edit runs the Playground, then refreshes the state link and the compiled side; opening its `tab`
-    gives the link back to the Playground's state (the Lessons tab lends it to its step)."""
+    gives the link back to the Playground's state (the Lessons tab lends it to its step); a state link in the page's
+    address (`linked`, explorer/ui/address.py) is restored."""
     c = p.compiled
 
     def shown(s: Session, item: GraphFirst | View, drawn: list[bool], groups: list[tuple[str, str]]) -> Updates:
@@ -316,7 +318,7 @@ def wire_playground(demo: gr.Blocks, session: gr.State, p: Playground, link: gr.
     def restored(request: gr.Request) -> Updates:
         return restore(p, request)
 
-    demo.load(restored, None, p.restored(), api_name="load", concurrency_limit=None, show_progress="hidden")
+    linked.change(restored, None, p.restored(), api_name="load", concurrency_limit=None, show_progress="hidden")
 
 
 # Gradio's error toasts' close buttons (gradio 6: `.toast-close.error`), clicked as a person would.
@@ -360,15 +362,12 @@ def state_link(model: str, text: str, *rest: Any) -> str:
             'example">🔗 link to this state</a>')
 
 
-PAGE_PARAMS = ("lesson", "code", "present")  # a link's parameters that are not the Playground's
-
-
 def restore(p: Playground, request: gr.Request) -> Updates:
     """Apply a state link (URL query parameters), or the default text: setting the (initially empty) input runs
     the Playground once, through its change event. A bad link is said, and the defaults open."""
     try:
-        # the lessons, the Code tab and presentation mode read their own parameters
-        state = read_link({k: v for k, v in request.query_params.items() if k not in PAGE_PARAMS})
+        # the lessons, a room, the Code tab and presentation mode read their own parameters
+        state = read_link({k: v for k, v in request.query_params.items() if k not in TABS_PARAMS})
     except USER_ERRORS as e:
         gr.Warning(f"This link could not be restored: {e}. The defaults are shown instead.")
         return {p.text: DEFAULT_TEXT}
