@@ -107,7 +107,12 @@ class CpuByKind(threading.Thread):
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parser(__doc__, "RESULTS-suite.md").parse_args(argv)
+    p = parser(__doc__, "RESULTS-suite.md")
+    p.add_argument("--cold", action="store_true",
+                   help="inductor's caches empty at the start, as on CI's fresh machine (a new, empty "
+                        "TORCHINDUCTOR_CACHE_DIR): every kernel the suite compiles is compiled once")
+    args = p.parse_args(argv)
+    cache = tempfile.TemporaryDirectory(prefix="graph-explorer-cold-inductor-") if args.cold else None
     command = [sys.executable, "-m", "pytest", "--durations=0", "-q", "-p", "no:randomly", "-p", "bench.cpu_per_test"]
     per_test = Path(tempfile.mkstemp(prefix="graph-explorer-test-cpu-", suffix=".tsv")[1])
     if args.quick:
@@ -117,10 +122,13 @@ def main(argv: list[str] | None = None) -> None:
     sampler.start()
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "GE_TEST_CPU_OUT": str(per_test)})
+                              env={**os.environ, "GE_TEST_CPU_OUT": str(per_test),
+                                   **({"TORCHINDUCTOR_CACHE_DIR": cache.name} if cache else {})})
     finally:
         sampler.done.set()
         sampler.join()
+        if cache is not None:
+            cache.cleanup()
     wall = time.perf_counter() - start
     counts = _COUNTS.findall(done.stdout)
     said = counts[-1][0] if counts else "no summary"
@@ -129,9 +137,10 @@ def main(argv: list[str] | None = None) -> None:
         by_group[group_of(nodeid)] += float(seconds)
     m = machine.describe()
     lines = ["# The test suite's time", "",
-             f"Measured by `python -m bench.suite{' --quick' if args.quick else ''}` on {m['cpu']} ({m['cores']} "
-             f"cores), torch {m['torch']}, {time.strftime('%Y-%m-%d')}: `python -m pytest` (the README's test command, "
-             "installed already), every test's duration recorded.", "",
+             f"Measured by `python -m bench.suite{' --quick' if args.quick else ''}{' --cold' if args.cold else ''}` "
+             f"on {m['cpu']} ({m['cores']} cores), torch {m['torch']}, {time.strftime('%Y-%m-%d')}: `python -m pytest` "
+             "(the README's test command, installed already), every test's duration recorded"
+             f"{'; inductor caches empty at the start (CI: a fresh machine)' if args.cold else ''}.", "",
              f"- wall time: {wall:.0f} s ({wall / 60:.1f} min); exit code {done.returncode}; {said}",
              f"- the tests' own seconds, summed: {sum(by_group.values()):.0f} s over {len(by_group)} groups", "",
              "| group (a unit the test processes share out) | seconds |", "|---|---:|"]
