@@ -1,7 +1,8 @@
 """What a page's address asks for, read in the browser at load so that the server runs only what it names.
 
 Two kinds of parameters: the tabs' own (`?lesson=` a lesson step, `?present=` presentation mode, `?room=` a room,
-`?code=` a code edit) and every other one, a Playground state link's (`?model=...&text=...`). A plain visit names
+`?code=` a code edit) and every other one but Gradio's own (`?__theme=`), a Playground state link's
+(`?model=...&text=...`). A plain visit names
 neither: its input gets the default text in the browser (that change is the first run) and no opener runs. Each
 opener's outputs (the Playground's 63 controls for a state link, the lesson's step, the room's box, the editor)
 would otherwise hold a loading status on every visitor's page, and Gradio's page walks every component holding one
@@ -14,14 +15,16 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-TABS_PARAMS = ("lesson", "present", "room", "code")  # every other parameter is a state link's
+TABS_PARAMS = ("lesson", "present", "room", "code")
+GRADIO_PARAMS = ("__theme", "view", "deep_link")  # Gradio's page reads these itself (a Space's `?__theme=dark`)
+PAGE_PARAMS = TABS_PARAMS + GRADIO_PARAMS  # every other parameter is a state link's
 
 # (asked, linked, text) -> the tabs' part of the query if any (else as it was: no change, no event), the whole query
 # if it has a state link's parameter, and the default text if it has none (a state link's opener sets the text).
 _READ_JS = """(asked, linked, text) => {
-  const query = new URLSearchParams(window.location.search), tabs = TABS;
+  const query = new URLSearchParams(window.location.search), tabs = TABS, page = PAGE;
   const keys = [...query.keys()];
-  const state = keys.some((key) => !tabs.includes(key));
+  const state = keys.some((key) => !page.includes(key));
   return [keys.some((key) => tabs.includes(key)) ? window.location.search : asked,
           state ? window.location.search : linked, state ? text : DEFAULT];
 }"""
@@ -37,7 +40,8 @@ class Address:
 
     def read_at_load(self, demo: gr.Blocks, text: gr.Textbox, default_text: str) -> None:
         """At load, in the browser: the boxes filled from the address, or `text` set to `default_text`."""
-        js = _READ_JS.replace("TABS", json.dumps(list(TABS_PARAMS))).replace("DEFAULT", json.dumps(default_text))
+        js = (_READ_JS.replace("TABS", json.dumps(list(TABS_PARAMS))).replace("PAGE", json.dumps(list(PAGE_PARAMS)))
+              .replace("DEFAULT", json.dumps(default_text)))
         demo.load(None, None, [self.asked, self.linked, text], js=js, api_visibility="private")
 
 

@@ -23,7 +23,7 @@ from explorer.server import MEASURE_EVENTS, RESIDENCY, ROOMS
 from explorer.serving.placement import compile_service, measure_pool
 from explorer.serving.statelink import LinkState, read_link
 from explorer.sources.registry import SOURCES, source
-from explorer.ui.address import TABS_PARAMS
+from explorer.ui.address import PAGE_PARAMS
 from explorer.ui.controls import cards_html, control
 from explorer.ui.endpoints import refusing
 from explorer.ui.kernels import KernelsPanel, kernels_panel, wire_kernels
@@ -366,8 +366,8 @@ def restore(p: Playground, request: gr.Request) -> Updates:
     """Apply a state link (URL query parameters), or the default text: setting the (initially empty) input runs
     the Playground once, through its change event. A bad link is said, and the defaults open."""
     try:
-        # the lessons, a room, the Code tab and presentation mode read their own parameters
-        state = read_link({k: v for k, v in request.query_params.items() if k not in TABS_PARAMS})
+        # the lessons, a room, the Code tab, presentation mode and Gradio's page read their own parameters
+        state = read_link({k: v for k, v in request.query_params.items() if k not in PAGE_PARAMS})
     except USER_ERRORS as e:
         gr.Warning(f"This link could not be restored: {e}. The defaults are shown instead.")
         return {p.text: DEFAULT_TEXT}
