@@ -42,9 +42,10 @@ def type_in(page: Page, text: str) -> None:
     page.get_by_label(INPUT).fill(text)
 
 
-def short_input(page: Page) -> None:
-    """A 9-token input: what a compile or an export of the unrolled RNN costs grows with the unroll."""
-    type_in(page, "Hi there.")
+def loaded_short(page: Page, url: str) -> None:
+    """The page opened on a 9-token input by its state link (one run; typing it would run the default's first): what
+    a compile or an export of the unrolled RNN costs grows with the unroll."""
+    loaded(page, url + "?model=rnn&text=Hi%20there.")
     expect(page.locator(".card .value").first).to_have_text("9", timeout=TIMEOUT)
 
 

@@ -12,10 +12,10 @@ from tests.app.browser import (
     broken_words,
     card,
     loaded,
+    loaded_short,
     nodes,
     overlaps,
     plot_texts,
-    short_input,
     shot,
     shown_after,
     type_in,
@@ -58,8 +58,7 @@ def test_an_architecture_control_rebuilds_the_model_and_the_graph(page: Page, ap
 
 
 def test_compiling_shows_progress_then_the_compiled_numbers(page: Page, app_url):
-    loaded(page, app_url)
-    short_input(page)
+    loaded_short(page, app_url)
     page.get_by_role("radio", name="aot_eager").check()
     watch_for(page, re.compile(r"Compiling \(aot_eager"))  # (a forked worker may compile this in under a second)
     page.get_by_label("compile", exact=True).check()
@@ -399,8 +398,7 @@ def test_on_a_phone_the_input_and_the_graph_come_before_the_controls(page: Page,
 
 
 def test_after_a_model_switch_no_earlier_compiled_figure_stays_beside_the_new_eager_ones(page: Page, app_url):
-    loaded(page, app_url)
-    short_input(page)
+    loaded_short(page, app_url)
     page.get_by_role("radio", name="aot_eager").check()
     page.get_by_label("compile", exact=True).check()
     expect(page.get_by_text("Compiled with aot_eager")).to_be_visible(timeout=TIMEOUT)

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser import TIMEOUT, loaded, overlaps, plot_texts, short_input, shot
+from tests.app.browser import TIMEOUT, loaded, loaded_short, overlaps, plot_texts, shot
 from tests.helpers import ensure_axe
 
 pytestmark = pytest.mark.slow
@@ -31,8 +31,7 @@ def test_the_batching_lab_runs(page: Page, app_url):
 
 
 def test_the_deployment_lab_freezes_the_playgrounds_model(page: Page, app_url):
-    loaded(page, app_url)
-    short_input(page)
+    loaded_short(page, app_url)
     page.get_by_role("tab", name="Deployment lab").click()
     for slow in ("export (Dim.AUTO)", "onnx"):  # aoti is off by default
         page.get_by_label(slow, exact=True).uncheck()
@@ -99,8 +98,7 @@ def test_no_serious_or_critical_wcag_violation_on_any_tab(page: Page, app_url):
 def test_the_deployment_lab_freezes_the_run_on_screen_a_scan_rnn_and_says_so(page: Page, app_url):
     """loop=scan ticked after a timed Python-loop run: the lab freezes the scan model on screen, names it above its
     results, and does not advise loop=scan (it froze the older Python-loop run and did)."""
-    loaded(page, app_url)
-    short_input(page)
+    loaded_short(page, app_url)
     page.get_by_role("radio", name="scan", exact=True).check()
     expect(page.get_by_label("diff", exact=True)).to_have_value(re.compile(r"architecture change \(loop python->scan"),
                                                                timeout=TIMEOUT)
