@@ -172,7 +172,8 @@ def paired_results(rows: list[str], quick: bool, checkout: Path) -> str:
         f"This checkout's app and that of {_revision(checkout)}, both started here, loaded in pairs (which first "
         "alternating; each load in a fresh browser context until the Playground's first run settled, after one "
         "untimed load of each). Each ratio: the median over the pairs of this checkout's load over its pair's, with "
-        "its interval (below 1: this checkout's load costs less).",
+        "its interval (below 1: this checkout's load costs less). The pairs come from this one run, so they share its "
+        "spell of the machine: a second run says whether a ratio holds.",
         ["| per page load | this checkout, median | the other, median | this / the other | pairs below 1 |",
          "|---|---:|---:|---|---:|"], rows)
 

@@ -2,11 +2,11 @@
 
 Two kinds of parameters: the tabs' own (`?lesson=` a lesson step, `?present=` presentation mode, `?room=` a room,
 `?code=` a code edit) and every other one but Gradio's own (`?__theme=`), a Playground state link's
-(`?model=...&text=...`). A plain visit names
-neither: its input gets the default text in the browser (that change is the first run) and no opener runs. Each
-opener's outputs (the Playground's 63 controls for a state link, the lesson's step, the room's box, the editor)
-would otherwise hold a loading status on every visitor's page, and Gradio's page walks every component holding one
-at each status message of every event (what a load costs: bench/RESULTS-page-load.md)."""
+(`?model=...&text=...`). A plain visit names neither: its input gets the default text in the browser (that change
+is the first run) and no opener runs. Each opener's outputs (every control of the Playground for a state link, the
+lesson's step, the room's box, the editor) would otherwise hold a loading status on every visitor's page, and
+Gradio's page walks every component holding one at each status message of every event (what a load costs:
+bench/RESULTS-page-load.md)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 
 import gradio as gr
+
+from explorer.core.examples import DEFAULT_TEXT
 
 TABS_PARAMS = ("lesson", "present", "room", "code")
 GRADIO_PARAMS = ("__theme", "view", "deep_link")  # Gradio's page reads these itself (a Space's `?__theme=dark`)
@@ -38,10 +40,11 @@ class Address:
     asked: gr.Textbox  # the query, when it has a tab's parameter
     linked: gr.Textbox  # the query, when it has a state link's parameter
 
-    def read_at_load(self, demo: gr.Blocks, text: gr.Textbox, default_text: str) -> None:
-        """At load, in the browser: the boxes filled from the address, or `text` set to `default_text`."""
+    def read_at_load(self, demo: gr.Blocks, text: gr.Textbox) -> None:
+        """At load, in the browser: the boxes filled from the address, or the Playground's input `text` set to the
+        default text."""
         js = (_READ_JS.replace("TABS", json.dumps(list(TABS_PARAMS))).replace("PAGE", json.dumps(list(PAGE_PARAMS)))
-              .replace("DEFAULT", json.dumps(default_text)))
+              .replace("DEFAULT", json.dumps(DEFAULT_TEXT)))
         demo.load(None, None, [self.asked, self.linked, text], js=js, api_visibility="private")
 
 

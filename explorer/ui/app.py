@@ -14,7 +14,6 @@ from explorer.code.allowed import ENV as ALLOW_ENV
 from explorer.code.allowed import code_allowed
 from explorer.core.confine import offered
 from explorer.core.errors import InputError
-from explorer.core.examples import DEFAULT_TEXT
 from explorer.core.machine import describe, freeze_startup_objects
 from explorer.labs.registry import LABS
 from explorer.runs.session import Session
@@ -116,7 +115,7 @@ def build_app(code: bool = False) -> gr.Blocks:
         downloads_panel(session)
         limits_panel()
         wire_playground(address.linked, session, playground, link, playground_page)
-        address.read_at_load(demo, playground.text, DEFAULT_TEXT)
+        address.read_at_load(demo, playground.text)
         present.change(None, present, None, js=PRESENT_JS, api_visibility="private")
         demo.unload(_closed)
         add_endpoints()
