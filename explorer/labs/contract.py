@@ -8,6 +8,7 @@ typed results, which its view turns into the figures, tables and text its output
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -137,3 +138,17 @@ class LabSpec(Generic[P, R]):
     def shown(self) -> list[Knob]:
         """The knobs the UI makes controls for: `text` comes from the Playground's run where the lab needs one."""
         return [k for k in self.knobs() if not (self.needs is Needs.RUN and k.name == "text")]
+
+
+def on_first_use(package: str, modules: Mapping[str, tuple[str, ...]]) -> Callable[[str], Any]:
+    """A lab package's module `__getattr__` (PEP 562): each name in `modules` (its module in the package -> the
+    names) imported when first read. A lab's spec and view draw its figures (plotly, igraph); its experiment, which
+    the claims run (in a lesson's notebook too, where torch alone is installed), must not import them."""
+    where = {name: module for module, names in modules.items() for name in names}
+
+    def __getattr__(name: str) -> Any:
+        if name not in where:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{where[name]}"), name)
+
+    return __getattr__
