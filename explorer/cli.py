@@ -16,7 +16,7 @@ from explorer.artefacts.notebook import reproduction_notebook
 from explorer.artefacts.perfetto import checked_size, latest_run_job
 from explorer.artefacts.script import reproduction_script
 from explorer.artefacts.tlparse import replay_job, traced
-from explorer.claims.board import CLAIMS, ClaimBoard, checked
+from explorer.claims.board import CLAIMS, ClaimBoard, checked, claims_file
 from explorer.claims.chosen import Chosen
 from explorer.compile.options import BACKENDS, DYNAMIC_MODES, CompileOptions
 from explorer.core.errors import USER_ERRORS, InputError
@@ -233,7 +233,10 @@ def _add_lab(sub: Any, spec: LabSpec) -> None:
 
 def _claim(args: argparse.Namespace) -> int:
     if args.notebook:  # the step's notebook, written, not run: its experiment runs on the class's machines
-        _written(args.notebook, lesson_notebook(step_of(args.claim)).encode("utf-8"))
+        number = step_of(args.claim)
+        kept = ClaimBoard(path=claims_file())  # this machine's server's results, if it keeps them
+        kept.restore()
+        _written(args.notebook, lesson_notebook(number, kept.cached(args.claim)).encode("utf-8"))
         return 0
     pin_threads()
     ws = workers()
@@ -304,9 +307,10 @@ def parser() -> argparse.ArgumentParser:
                         f"model: {', '.join(c.id for c in CLAIMS.values() if c.on_model)})")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="the model's config field")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--notebook", metavar="FILE", help="write the claim's lesson step as a Jupyter notebook (its "
-                   "claim, what to do and notice, its experiment as code, the question for the room) instead of "
-                   "running it")
+    p.add_argument("--notebook", metavar="FILE", help="write the claim's lesson step as a Jupyter notebook instead "
+                   "of running it: its claim, what to do and notice, the room's prediction, its experiment as code "
+                   "with the engine it runs on (it needs torch alone, no clone) and this machine's server's result "
+                   "of it, if the server keeps one (GE_CLAIMS_FILE), to set beside the one it measures")
     p.set_defaults(fn=_claim)
     return parser
 

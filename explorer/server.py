@@ -8,12 +8,10 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 import threading
-from pathlib import Path
 
 from explorer.api import background_workers, stop_background_workers
-from explorer.claims.board import ClaimBoard, keep_fresh
+from explorer.claims.board import ClaimBoard, claims_file, keep_fresh
 from explorer.claims.board import warm as warm_claims
 from explorer.claims.room import Rooms
 from explorer.compile.warmup import warm_compile_cache
@@ -45,12 +43,9 @@ def _at_exit() -> None:
     EXPORTS.remove()
 
 
-# Each claim's latest result, shown to every visitor of this server for a while, and kept on disk across restarts
-# (GE_CLAIMS_FILE; empty: not kept).
-_CLAIMS_FILE = os.environ.get("GE_CLAIMS_FILE", os.path.join(tempfile.gettempdir(), "graph-explorer-claims.json"))
+# Each claim's latest result, shown to every visitor of this server for a while, and kept on disk across restarts.
 # GE_QUICK_CLAIMS=1 runs the reduced experiments instead (tests): every card then says so.
-CLAIM_BOARD = ClaimBoard(path=Path(_CLAIMS_FILE) if _CLAIMS_FILE else None,
-                         quick=os.environ.get("GE_QUICK_CLAIMS") == "1")
+CLAIM_BOARD = ClaimBoard(path=claims_file(), quick=os.environ.get("GE_QUICK_CLAIMS") == "1")
 ROOMS = Rooms()  # the classes' rooms open on this server (in memory: a restart ends them)
 
 

@@ -8,7 +8,6 @@ The script is a list of sections; the notebook (`explorer/artefacts/notebook.py`
 
 from __future__ import annotations
 
-import ast
 import inspect
 import json
 import time
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from explorer.artefacts.embed import closure
 from explorer.compile.options import DYNAMIC_MODES
 from explorer.core import machine
 from explorer.core.errors import InputError
@@ -26,7 +26,6 @@ from explorer.sources import library
 from models import ZOO
 from models.config import config_dict
 
-MODELS_DIR = Path(inspect.getfile(ZOO["rnn"].model_cls)).parent
 LIBRARY = {a.name: a for a in library.ARCHITECTURES}
 ENGINE = Path(__file__).resolve().parents[1]  # explorer/: its files are the app's, not a model's
 MIN_RUN_TIME_S = 0.5  # per timing: longer than the app's budget, so that the script's median is the steadier one
@@ -39,21 +38,9 @@ class Section:
 
 
 def model_modules(module: str) -> dict[str, str]:
-    """The source of `module` (`models.rnn`) and of every `models` module it imports, transitively, by name."""
-    found: dict[str, str] = {}
-    todo = [module]
-    while todo:
-        name = todo.pop()
-        if name in found:
-            continue
-        source = (MODELS_DIR / f"{name.split('.', 1)[1]}.py").read_text(encoding="utf-8")
-        found[name] = source
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("models."):
-                todo.append(node.module)
-            elif isinstance(node, ast.ImportFrom) and node.module == "models":
-                todo += [f"models.{a.name}" for a in node.names]
-    return dict(sorted(found.items()))
+    """The source of `module` (`models.rnn`) and of every `models` module it imports, transitively, by name (the
+    `models` package's own __init__ left out: the script's importer serves the package)."""
+    return closure([module], packages=("models",), parents=False)
 
 
 _IMPORTER = '''

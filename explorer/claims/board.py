@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,6 +62,13 @@ def checked(c: Claim, model: Chosen) -> Chosen:
     if reason := c.applies(who.source):
         raise InputError(f"the {c.id} claim's experiment cannot run on {model.name}: {reason}")
     return Chosen(model.name, config_dict(who.config), who.arch)
+
+
+def claims_file() -> Path | None:
+    """Where this machine's server keeps the claims' results across restarts (GE_CLAIMS_FILE; empty: not kept); the
+    CLI reads them from there into a lesson step's notebook."""
+    path = os.environ.get("GE_CLAIMS_FILE", os.path.join(tempfile.gettempdir(), "graph-explorer-claims.json"))
+    return Path(path) if path else None
 
 
 WAIT_TICK_S = 1.0  # how often a visitor waiting for another's run of the same experiment is told where it is

@@ -202,6 +202,12 @@ STEP_URL_JS = """(link) => {
 READY_TICK_S = 15.0  # how often an open Lessons tab asks the board (a hundred pages: seven cheap requests a second)
 
 
+def _step_notebook(number: int) -> gr.File:
+    """Step `number` as a notebook to download, with this server's result of its claim to set beside its own."""
+    notebook = lesson_notebook(number, CLAIM_BOARD.cached(STEPS[number - 1].claim))
+    return gr.File(EXPORTS.save(f"step-{number}.ipynb", notebook.encode()), visible=True)
+
+
 def _lesson_link(number: int) -> str:
     return (f'<a href="?lesson={number}" target="_blank" title="open the class at this step">🔗 link to step '
             f"{number}</a>")
@@ -233,8 +239,7 @@ def lessons_tab(tab: str, under_step: Callable[[], T]) -> tuple[LessonPanel, T]:
     # finds nothing new sends one line
     gr.Timer(READY_TICK_S).tick(panel.ticked, [number, panel.shown_at], panel.outputs, queue=False,
                                 api_visibility="private", show_progress="hidden")
-    notebook_btn.click(lambda n: gr.File(EXPORTS.save(f"step-{n}.ipynb", lesson_notebook(n).encode()), visible=True),
-                       number, notebook, api_visibility="private", concurrency_id=Queue.EXPORT.value)
+    notebook_btn.click(_step_notebook, number, notebook, api_visibility="private", concurrency_id=Queue.EXPORT.value)
     # Queued one at a time and every click kept: two quick clicks ran side by side and both read the step before
     # them (CI's browser went back one step for two); each now reads the step the one before it left.
     walk = {"api_visibility": "private", "concurrency_id": Queue.STEPS.value, "concurrency_limit": 1,

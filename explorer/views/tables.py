@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from explorer.core.fmt import format_bytes, ms_iqr
@@ -78,4 +79,27 @@ def format_claim(report: dict[str, Any]) -> str:
     lines += [f"  {label}: {value}" + (f"  ({detail})" if detail else "") for label, value, detail in report["shown"]]
     lines += [f"  note: {n}" for n in report["notes"]]
     lines.append(f"verdict: {report['verdict']}: {report['why']}")
+    return "\n".join(lines)
+
+
+def format_claim_against(here: dict[str, Any], server: dict[str, Any] | None) -> str:
+    """A claim's report measured here beside the server's (a lesson step's notebook): each card's value on both
+    machines, and both verdicts; `server` None: the notebook carried no result of the server's."""
+    if server is None:
+        return format_claim(here) + "\n(no result of the server's came with this notebook: nothing to set beside it)"
+
+    def measured(r: dict[str, Any]) -> str:
+        quick = " (quick: a reduced experiment, not the claim's evidence)" if r["quick"] else ""
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(r["measured_at"]))
+        return f"measured at {when} in {r['seconds']:.1f} s on {Machine.of(r['machine']).line()}{quick}"
+
+    theirs = {label: value for label, value, _ in server["shown"]}
+    ours = {label: value for label, value, _ in here["shown"]}
+    lines = [f"“{here['statement']}”", f"experiment: {here['experiment']}", f"here: {measured(here)}",
+             f"the server: {measured(server)}"]
+    lines += [f"  {label}: {ours.get(label, 'not shown')} here; {theirs.get(label, 'not shown')} on the server"
+              for label in [*ours, *(x for x in theirs if x not in ours)]]
+    lines += [f"  note: {n}" for n in here["notes"]]
+    lines += [f"verdict here: {here['verdict']}: {here['why']}",
+              f"verdict on the server: {server['verdict']}: {server['why']}"]
     return "\n".join(lines)
