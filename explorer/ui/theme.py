@@ -75,6 +75,9 @@ body.ge-presentation .ge-room:has(.ge-room-opener) { display: none !important; }
 /* Projected with a room open, its box under the step: the code large, the QR code smaller (the step's column). */
 body.ge-presentation .ge-room-code { font-size: 48px !important; }
 body.ge-presentation .ge-room-join svg { width: 140px !important; height: 140px !important; }
+/* The teacher's buttons in the room's box (reveal, run, measure again, the answers' CSV), pressed in front of the
+   room: at the size of the step's own buttons, not the small one they have beside the Playground's text. */
+body.ge-presentation .ge-room button { font-size: var(--text-lg) !important; padding: 8px 16px !important; }
 /* A lesson projected (issue #50: a projected slide's minimum is ~24 pt, 32 px at 720 lines): the step's claim and its
    Do at 28-30 px, the verdict in one line at 30 px above the cards, the cards' values at 28 px; what to notice, the
    question, the timing note, the step's link and notebook are the teacher's (presentation off shows them), and so

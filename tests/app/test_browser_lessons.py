@@ -228,6 +228,9 @@ def test_a_room_asks_three_students_then_the_teacher_reveals_on_every_page(page:
     box = page.locator(".ge-room-code").bounding_box()
     assert box and box["y"] + box["height"] <= SCREEN_H, box
     _on_first_screen(page, 1)
+    sizes = page.locator(".ge-room button").filter(visible=True).evaluate_all(
+        "els => els.map(e => parseFloat(getComputedStyle(e).fontSize))")
+    assert len(sizes) >= 2 and min(sizes) >= 20, sizes  # the teacher's buttons, pressed in front of the room
     shot(page, "room-teacher-presented")
     page.get_by_label("presentation mode").uncheck()
     page.get_by_role("button", name="next →").click()
