@@ -131,10 +131,12 @@ def measure(page: Any, url: str, quick: bool) -> list[str]:
 
 PAIRED = {"chromium": "Chromium's CPU-seconds (every process)", "main": "the renderer's main-thread seconds",
           "script": "of which the page's script", "server": "the server's CPU-seconds (and its workers')",
-          "wall": "seconds until the first run settled"}
+          "wall": "seconds until the first run settled",
+          "idle": "then left alone: Chromium's CPU-seconds a minute",
+          "frames": "then left alone: animation frames the page asks for a second"}
 
 
-def paired(page: Any, here: tuple[str, int], there: tuple[str, int], pairs: int) -> list[str]:
+def paired(page: Any, here: tuple[str, int], there: tuple[str, int], pairs: int, idle_s: float) -> list[str]:
     """The results table's rows: loads of two apps (`here`, `there`: each its url and server's pid) in pairs, which
     one loads first alternating, each load's seconds against its pair's (a pair: the same minute of the machine)."""
     browser = page.context.browser
@@ -144,7 +146,7 @@ def paired(page: Any, here: tuple[str, int], there: tuple[str, int], pairs: int)
     for i in range(pairs):
         sides = [("here", here), ("there", there)]
         for side, (url, server) in sides if i % 2 == 0 else sides[::-1]:
-            loads[side].append(_load(browser, url, server, 0.5))
+            loads[side].append(_load(browser, url, server, idle_s))
     rows = []
     for key, what in PAIRED.items():
         c = Comparison.of("this checkout", "the other", [x[key] for x in loads["here"]],
@@ -171,9 +173,10 @@ def paired_results(rows: list[str], quick: bool, checkout: Path) -> str:
         "What one page load costs, against another checkout", f"page_load --against {checkout}", quick,
         f"This checkout's app and that of {_revision(checkout)}, both started here, loaded in pairs (which first "
         "alternating; each load in a fresh browser context until the Playground's first run settled, after one "
-        "untimed load of each). Each ratio: the median over the pairs of this checkout's load over its pair's, with "
-        "its interval (below 1: this checkout's load costs less). The pairs come from this one run, so they share its "
-        "spell of the machine: a second run says whether a ratio holds.",
+        f"untimed load of each, then left alone for {QUICK_IDLE_S if quick else IDLE_S} s). Each ratio: the median "
+        "over the pairs of this checkout's load over its pair's, with its interval (below 1: this checkout's load "
+        "costs less). The pairs come from this one run, so they share its spell of the machine: a second run says "
+        "whether a ratio holds.",
         ["| per page load | this checkout, median | the other, median | this / the other | pairs below 1 |",
          "|---|---:|---:|---|---:|"], rows)
 
@@ -192,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     apps = [start_app(), start_app(root=args.against)]
     try:
         with chromium_page() as page:
-            rows = paired(page, *((url, proc.pid) for proc, url, _ in apps), pairs=2 if args.quick else PAIRS)
+            rows = paired(page, *((url, proc.pid) for proc, url, _ in apps), pairs=2 if args.quick else PAIRS,
+                          idle_s=QUICK_IDLE_S if args.quick else IDLE_S)
     finally:
         for proc, _, _ in apps:
             stop_app(proc)

@@ -36,6 +36,7 @@ from explorer.ui.code import code_tab
 from explorer.ui.config_cache import ConfigCache
 from explorer.ui.downloads import Downloads
 from explorer.ui.endpoints import add_endpoints
+from explorer.ui.frames import TrackerFrames
 from explorer.ui.generation import generation_panel
 from explorer.ui.internals import Blocks, keep_load_events_private
 from explorer.ui.labs import cancel_runs_of, lab_tab
@@ -166,7 +167,7 @@ def main() -> None:
     demo.launch(server_name=host, server_port=port, css=CSS, js=PAGE_JS, footer_links=["api", "gradio"],
                 show_error=True,  # Gradio's own refusals (too few values) are one line, not {"error": null}
                 app_kwargs={"middleware": [Middleware(LongAddressGuard), Middleware(ConfigCache),
-                                           Middleware(Downloads, root=EXPORTS.path),
+                                           Middleware(TrackerFrames), Middleware(Downloads, root=EXPORTS.path),
                                            Middleware(RoomPulse, rooms=ROOMS),
                                            Middleware(NamedCallGuard, public=public_api(demo))]},
                 max_threads=MEASURE_EVENTS + 16)  # every queued run holds a thread while it waits its turn

@@ -5,11 +5,13 @@ run every block traces correctly."""
 
 import json
 import re
+import time
 import urllib.request
 
 import pytest
 from playwright.sync_api import Page, Request, expect
 
+from bench.common import SETTLED_JS
 from explorer.code.debug import EDIT_MODES
 from models.bugs import BUGS
 from tests.app.browser import TIMEOUT, loaded, paste, shot
@@ -44,8 +46,17 @@ def test_a_page_load_runs_no_opener_its_address_does_not_ask_for_and_leaves_no_c
     run with nothing to do, whose empty answer Gradio logged four times as "didn't return enough output values" (its
     toast drawn invisible)."""
     sent = _events_run(page, app_url)
+    page.add_init_script(_COUNT_FRAMES)
     loaded(page, app_url + "?__theme=light")  # Gradio's own parameter (a Space's link may carry it): no state link
     assert "typed" in sent and not {"load", "open_lesson", "open_room", "linked"} & set(sent), sent
+    # left alone, the page asks for fewer frames than the screen's 60 a second (Gradio's status tracker asked for
+    # each, for good: explorer/ui/frames.py)
+    page.wait_for_function(SETTLED_JS, timeout=TIMEOUT)  # (its first run settled: nothing left to draw)
+    page.wait_for_timeout(1_000)
+    before, start = page.evaluate("window.frames_asked"), time.monotonic()
+    page.wait_for_timeout(3_000)
+    per_s = (page.evaluate("window.frames_asked") - before) / (time.monotonic() - start)
+    assert per_s < 50, per_s  # 82 a second before, 32 after (bench/RESULTS-idle-page.md): its loop alone asked 60
     page.get_by_role("tab", name="Code").click()
     expect(page.get_by_text(re.compile(r"^Built and ran in the code worker"))).to_be_visible(timeout=TIMEOUT)
     assert "didn't return enough output values" not in app_log.read_text()
@@ -56,6 +67,9 @@ def test_a_page_load_runs_no_opener_its_address_does_not_ask_for_and_leaves_no_c
     assert "MISSING" not in walls.inner_text() and walls.inner_text() in app_log.read_text()
 
 
+# The frames the page asks for, counted before its own scripts run (they keep the function they find).
+_COUNT_FRAMES = ("window.frames_asked = 0; const asked = window.requestAnimationFrame.bind(window); "
+                 "window.requestAnimationFrame = (callback) => { window.frames_asked += 1; return asked(callback); };")
 _COUNT_RUNS = "() => document.getElementById('ge-code-run').addEventListener('click', () => window.runs += 1)"
 
 

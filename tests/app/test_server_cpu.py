@@ -13,6 +13,7 @@ from gradio.state_holder import SessionState
 from gradio_client import Client
 
 from explorer.ui.config_cache import ConfigCache
+from explorer.ui.frames import SCRIPT, TrackerFrames
 from explorer.ui.internals import Blocks, LeanSessionState, Sessions
 
 
@@ -156,3 +157,25 @@ def test_an_answer_that_sets_a_cookie_or_fails_is_not_kept() -> None:
     app = ConfigCache(gradio)  # type: ignore[arg-type]
     _get(app), _get(app), _get(app, host=b"other"), _get(app, host=b"other")
     assert len(asked) == 4  # the cookie's answer and the failure were each asked again
+
+
+def test_the_pages_html_carries_the_frame_script_first_in_its_head_and_nothing_else_changes() -> None:
+    """explorer/ui/frames.py: the page's HTML (in as many pieces as Gradio sends it) gets the script ahead of
+    Gradio's own, with its length said again; the config's JSON and another path's page are left as they are."""
+
+    async def gradio(scope: dict, receive: object, send: object) -> None:
+        kind = b"application/json" if scope["path"] == "/config" else b"text/html; charset=utf-8"
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", kind), (b"content-length", b"52")]})
+        await send({"type": "http.response.body", "body": b"<html><head><script type=module src=x>",
+                    "more_body": True})
+        await send({"type": "http.response.body", "body": b"</script></head>"})
+
+    app = TrackerFrames(gradio)  # type: ignore[arg-type]
+    start, body = _get(app, "/", query=b"lesson=2")
+    page = body["body"].decode()
+    assert page.startswith(f"<html><head>{SCRIPT}<script type=module") and page.endswith("</head>")
+    assert dict(start["headers"])[b"content-length"] == str(len(body["body"])).encode()
+    for path in ("/config", "/gradio_api/info"):
+        assert b"".join(m.get("body", b"") for m in _get(app, path)) == (
+            b"<html><head><script type=module src=x></script></head>")

@@ -95,7 +95,7 @@ def test_page_loads_against_another_checkout_are_paired_in_turns_and_said_as_thi
 
     monkeypatch.setattr(page_load, "_load", load)
     page = types.SimpleNamespace(context=types.SimpleNamespace(browser=None))
-    rows = page_load.paired(page, ("here", 1), ("there", 2), pairs=8)
+    rows = page_load.paired(page, ("here", 1), ("there", 2), pairs=8, idle_s=0)
     assert order[2:] == ["here", "there", "there", "here"] * 4  # (after each app's untimed first page)
     chromium = next(r for r in rows if r.startswith("| Chromium's CPU-seconds"))
     assert re.search(r"\| 0\.50 \(95% interval 0\.50-0\.50x, 8 pairs\) \| 8 of 8 \|$", chromium), chromium
