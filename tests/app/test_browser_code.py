@@ -49,14 +49,16 @@ def test_a_page_load_runs_no_opener_its_address_does_not_ask_for_and_leaves_no_c
     page.add_init_script(_COUNT_FRAMES)
     loaded(page, app_url + "?__theme=light")  # Gradio's own parameter (a Space's link may carry it): no state link
     assert "typed" in sent and not {"load", "open_lesson", "open_room", "linked"} & set(sent), sent
-    # left alone, the page asks for fewer frames than the screen's 60 a second (Gradio's status tracker asked for
-    # each, for good: explorer/ui/frames.py)
-    page.wait_for_function(SETTLED_JS, timeout=TIMEOUT)  # (its first run settled: nothing left to draw)
-    page.wait_for_timeout(1_000)
-    before, start = page.evaluate("window.frames_asked"), time.monotonic()
-    page.wait_for_timeout(3_000)
-    per_s = (page.evaluate("window.frames_asked") - before) / (time.monotonic() - start)
-    assert per_s < 50, per_s  # 82 a second before, 32 after (bench/RESULTS-idle-page.md): its loop alone asked 60
+    # left alone, the page asks for fewer frames than the screen's 60 a second, which Gradio's status tracker asked
+    # for, for good (explorer/ui/frames.py): in the quietest of six seconds (a run pending on the shared app, a
+    # legitimately timed tracker, asks for more while it lasts)
+    page.wait_for_function(SETTLED_JS, timeout=TIMEOUT)  # (its first run settled)
+    seconds = []
+    for _ in range(6):
+        before, start = page.evaluate("window.frames_asked"), time.monotonic()
+        page.wait_for_timeout(1_000)
+        seconds.append((page.evaluate("window.frames_asked") - before) / (time.monotonic() - start))
+    assert min(seconds) < 50, seconds  # 82 a second before, 32 after (bench/RESULTS-idle-page.md)
     page.get_by_role("tab", name="Code").click()
     expect(page.get_by_text(re.compile(r"^Built and ran in the code worker"))).to_be_visible(timeout=TIMEOUT)
     assert "didn't return enough output values" not in app_log.read_text()
