@@ -39,12 +39,13 @@ def _limit(key: str, default: float, cast: type, help: str) -> float:
 MAX_TOKENS = _limit("max_tokens", 512, int, "tokens per input; longer text is truncated with a notice")
 MAX_TEXT_CHARS = _limit("max_text_chars", 200_000, int,
                         "characters per request, refused before any work (a full lab batch is 256 x 512 bytes)")
-# Below the server's own ceiling: uvicorn's HTTP parser (h11, as Gradio's launch configures it) refuses a request
-# head over 16 KiB with a bare 400 whenever it arrives in more than one read, before any middleware runs. The app's
-# longest link is 3 characters per token (each byte percent-encoded) and its settings.
+# Below the server's own ceiling: uvicorn's HTTP parser (httptools, requirements.txt) refuses a request head over
+# 64 KiB with a bare 400, before any middleware runs (h11, its pure-Python one, over 16 KiB whenever the head arrives
+# in more than one read). The app's longest link is 3 characters per token (each byte percent-encoded) and its
+# settings.
 MAX_ADDRESS_CHARS = _limit("max_address_chars", max(8_192, 3 * MAX_TOKENS + 2_048), int,
                            "characters of a page address; a longer (hand-made) link gets a page saying so (up to the "
-                           "server's 16 KiB request head; past that its HTTP parser answers a bare 400)")
+                           "server's 64 KiB request head; past that its HTTP parser answers a bare 400)")
 MAX_PARAMS = _limit("max_params", 64_000_000, int, "parameters of one model (the knobs' ranges reach 63M)")
 MAX_ACTIVATION_BYTES = _limit(
     "max_activation_bytes", 2**30, int,

@@ -2,8 +2,8 @@
 
 Without this, a hand-made link with ~65,000 characters of text reaches Gradio, whose URL parsing (httpx's
 65,536-character limit) fails, and the browser shows a bare "Internal Server Error". A state link carries at
-most the token limit of text, percent-encoded: a few thousand characters. Past 16 KiB of request head the server's
-HTTP parser (h11) refuses the request itself whenever it arrives in more than one read (a bare 400, "Invalid HTTP
+most the token limit of text, percent-encoded: a few thousand characters. Past 64 KiB of request head the server's
+HTTP parser (httptools, which uvicorn takes when installed) refuses the request itself (a bare 400, "Invalid HTTP
 request received."), which is why the limit sits well below that."""
 
 from __future__ import annotations
