@@ -45,11 +45,16 @@ def engine(number: int) -> dict[str, str]:
 
 _UNPACK = '''
 _zip = base64.b64decode(ENGINE)
-ENGINE_DIR = os.path.join(tempfile.gettempdir(), "graph-explorer-" + hashlib.sha256(_zip).hexdigest()[:12])
+_named = "graph-explorer-" + hashlib.sha256(_zip).hexdigest()[:12] + "-"
+_ours = [d for d in sys.path if os.path.basename(d).startswith(_named)]  # this cell ran before in this kernel
+if _ours:
+    ENGINE_DIR = _ours[0]
+else:  # a new folder of this user's own (no other user of the machine can put a module in it)
+    ENGINE_DIR = tempfile.mkdtemp(prefix=_named)
+    zipfile.ZipFile(io.BytesIO(_zip)).extractall(ENGINE_DIR)
+    sys.path.insert(0, ENGINE_DIR)  # (the processes the experiment starts are given this path too)
 if "explorer" in sys.modules and not sys.modules["explorer"].__file__.startswith(ENGINE_DIR):
     raise RuntimeError("this kernel has imported another Graph Explorer: restart it, then run this cell first")
-zipfile.ZipFile(io.BytesIO(_zip)).extractall(ENGINE_DIR)
-sys.path.insert(0, ENGINE_DIR)  # (the processes the experiment starts are given this path too)
 print(f"the engine: {len(zipfile.ZipFile(io.BytesIO(_zip)).namelist())} files, in {ENGINE_DIR}")
 '''
 
@@ -89,7 +94,7 @@ def lesson_notebook(number: int, server: ClaimResult | None = None) -> str:
         v4.new_markdown_cell(f"## Before you run it\n\n{prediction}"),
         v4.new_code_cell(
             f"# The app's modules this step imports ({len(modules)} files of explorer/ and models/, code "
-            f"{code_version()}), zipped: unpacked\n# into a folder named by their digest and put first on the path."
+            f"{code_version()}), zipped: unpacked\n# into a new folder of this user's, put first on the path."
             "\nimport base64\nimport hashlib\nimport io\nimport os\nimport sys\nimport tempfile\nimport zipfile\n\n"
             f"ENGINE = {base64.b64encode(zipped(modules)).decode()!r}\n" + _UNPACK,
             metadata={"jupyter": {"source_hidden": True}}),  # (a long line of base64: folded where Jupyter can)

@@ -129,8 +129,11 @@ def test_a_steps_notebook_runs_in_a_jupyter_kernel_and_sets_its_figures_beside_t
     nb = nbformat.reads(lesson_notebook(1, server), as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(f"REFUSED = {beyond_torch()!r}\n" + REFUSE_THE_REST))
     nb.cells[4].source = nb.cells[4].source.replace("QUICK = False", "QUICK = True")
+    nb.cells.insert(4, nbformat.v4.new_code_cell(nb.cells[3].source))  # the engine's cell run twice: as it was
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    printed = "".join(o.get("text", "") for o in nb.cells[5].outputs)
+    unpacked = ["".join(o.get("text", "") for o in nb.cells[i].outputs) for i in (3, 4)]
+    assert unpacked[0] == unpacked[1] and f" in {tempfile.gettempdir()}/graph-explorer-" in unpacked[0], unpacked
+    printed = "".join(o.get("text", "") for o in nb.cells[6].outputs)
     for label, value, _ in server.evidence.shown:
         assert f"  {label}: " in printed and f"; {value} on the server" in printed, printed
     assert "verdict here: " in printed and f"verdict on the server: {server.verdict.kind.value}" in printed
