@@ -16,7 +16,7 @@ PACKAGES = ("explorer", "models")
 
 def module_path(name: str) -> Path | None:
     """The file of module `name` (a package's __init__.py), relative to ROOT, if it is one of PACKAGES'."""
-    if name.split(".", 1)[0] not in PACKAGES:
+    if name.split(".", 1)[0] not in PACKAGES or not all(part.isidentifier() for part in name.split(".")):
         return None
     base = Path(*name.split("."))
     for path in (base.with_suffix(".py"), base / "__init__.py"):
