@@ -11,6 +11,7 @@ folder instead of the whole suite."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -24,7 +25,7 @@ from pathlib import Path
 from bench.common import parser
 from bench.cpu_per_test import CLOCK, stat
 from explorer.core import machine
-from tests.groups import group_of
+from tests.groups import DURATIONS, group_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOWN = 15  # the longest groups listed
@@ -177,6 +178,8 @@ def main(argv: list[str] | None = None) -> None:
         lines += ["", f"What failed (pytest's whole output, with each failure's report: {kept}):", "",
                   *(f"- `{line[:400]}`" for line in failed)]
     args.out.write_text("\n".join(lines) + "\n")
+    if not args.quick:  # the scheduler's order for the next runs (tests/groups.py)
+        DURATIONS.write_text(json.dumps({g: round(s, 1) for g, s in sorted(by_group.items())}, indent=0) + "\n")
     print(args.out.read_text())
 
 

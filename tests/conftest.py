@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from tests.groups import group_of
+from tests.groups import group_of, longest_first, recorded
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # One torch thread per test process, as the app, the CLI and the workers pin (explorer.core.machine.pin_threads):
@@ -118,13 +118,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     gc.freeze()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The groups in the order the scheduler hands them out: the longest first (tests/groups.py)."""
+    order = {nodeid: i for i, nodeid in enumerate(longest_first([item.nodeid for item in items], recorded()))}
+    items.sort(key=lambda item: order[item.nodeid])
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """xdist's scheduling by file, with the groups of `group_of` as the files (its own --dist loadgroup does not
-    group under pytest 9: its marks reach no node id)."""
+    group under pytest 9: its marks reach no node id), in the order collected (longest first), not by count."""
     from xdist.scheduler import LoadScopeScheduling
 
     class Groups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid)
 
+    config.option.loadscopereorder = False
     return Groups(config, log)
