@@ -76,7 +76,8 @@ def test_a_bad_value_is_refused_by_its_declaration_in_one_short_line(lab, values
 
 
 @pytest.mark.parametrize(("raw", "message"), [
-    ("[" * 1000 + "]" * 1000, "config must be a flat JSON object"),
+    # (refused as too deep by Python's recursion limit, or once inductor has raised it, parsed and refused as a list)
+    ("[" * 1000 + "]" * 1000, "config must be a (flat )?JSON object"),
     ('{"layers": {"a": {"b": 1}}}', "flat JSON object"),
     ('{"layers": ' + "9" * 309 + "}", "a number of 309 digits"),
     ("x" * 20_000, "config is 20,000 characters"),
