@@ -5,6 +5,8 @@ torch alone, a finder refusing every other package the app installs), and one ru
 
 import importlib.metadata
 import json
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -119,8 +121,14 @@ def test_every_steps_notebook_runs_outside_the_repository_with_torch_alone(tmp_p
     assert ran.returncode == 0, ran.stderr[-3000:]
     for path in paths:
         printed = (tmp_path / f"{path.name}.out").read_text()
+        shutil.rmtree(unpacked_in(printed))
         assert "verdict: " in printed and "no result of the server's came with this notebook" in printed, printed
         assert f"engine imported from {tempfile.gettempdir()}/graph-explorer-" in printed, printed  # not the clone
+
+
+def unpacked_in(printed: str) -> str:
+    """The folder a notebook's engine cell says it unpacked into (a test removes it)."""
+    return re.search(r"the engine: \d+ files, in (\S+)", printed).group(1)
 
 
 def test_a_steps_notebook_runs_in_a_jupyter_kernel_and_sets_its_figures_beside_the_servers(tmp_path):
@@ -132,6 +140,7 @@ def test_a_steps_notebook_runs_in_a_jupyter_kernel_and_sets_its_figures_beside_t
     nb.cells.insert(4, nbformat.v4.new_code_cell(nb.cells[3].source))  # the engine's cell run twice: as it was
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     unpacked = ["".join(o.get("text", "") for o in nb.cells[i].outputs) for i in (3, 4)]
+    shutil.rmtree(unpacked_in(unpacked[0]))
     assert unpacked[0] == unpacked[1] and f" in {tempfile.gettempdir()}/graph-explorer-" in unpacked[0], unpacked
     printed = "".join(o.get("text", "") for o in nb.cells[6].outputs)
     for label, value, _ in server.evidence.shown:
