@@ -13,8 +13,7 @@ DURATIONS = Path(__file__).with_name("durations.json")
 
 # The tests on the shared app (tests/conftest.py): one group, so one process runs them all on one app. Split over
 # the two processes they took 150 s more (two browsers and two apps contending, measured in one run). The longest
-# group, and the one with the most tests (178), which xdist's scheduler hands out first (it orders groups by their
-# count of tests): the other process shares out the rest meanwhile.
+# group (DURATIONS), so handed out first: the other process shares out the rest meanwhile.
 SHARED_APP = "app"
 _ON_THE_SHARED_APP = ("tests/app/test_browser", "tests/app/test_app.py", "tests/app/test_hostile.py",
                       "tests/bench/test_scripts.py::test_the_script_runs_and_writes_its_results[soak]",

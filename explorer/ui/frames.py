@@ -2,11 +2,11 @@
 
 Gradio 6.31's status tracker asks for an animation frame in a loop while its status is pending, to count the seconds
 it shows, and a tracker that leaves the page while pending (the page's own loader does, on every page: even an empty
-Gradio app's) never stops: 60 frames a second, each a render, for as long as the page is open (a class's laptops,
-a projector's, every open tab). The tracker reads the requestAnimationFrame of the moment its module loads, before
-any script Gradio's `head` adds runs, so the page's HTML gets one first: it gives the tracker's frames at
-TRACKER_FPS a second (its timer shows tenths of a second) and any other script's at the screen's rate. The browser
-CPU of an idle page with and without it: bench/RESULTS-idle-page.md.
+Gradio app's) never stops: a frame at every one the screen draws, each a render, for as long as the page is open (a
+class's laptops, a projector's, every open tab). The tracker reads the requestAnimationFrame of the moment its
+module loads, before any script Gradio's `head` adds runs, so the page's HTML gets one first: it gives the tracker's
+frames at TRACKER_FPS a second (its timer shows tenths of a second) and any other script's at the screen's rate.
+The browser CPU of an idle page with and without it: bench/RESULTS-idle-page.md.
 """
 
 from __future__ import annotations

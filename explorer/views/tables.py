@@ -71,11 +71,13 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _claim_head(report: dict[str, Any]) -> list[str]:
+    return [f"“{report['statement']}”", f"experiment: {report['experiment']}"]
+
+
 def format_claim(report: dict[str, Any]) -> str:
     """A claim's report as text (`claim` without --json)."""
-    m = report["machine"]
-    lines = [f"“{report['statement']}”", f"experiment: {report['experiment']}",
-             f"measured in {report['seconds']:.1f} s on {Machine.of(m).line()}"]
+    lines = [*_claim_head(report), f"measured in {report['seconds']:.1f} s on {Machine.of(report['machine']).line()}"]
     lines += [f"  {label}: {value}" + (f"  ({detail})" if detail else "") for label, value, detail in report["shown"]]
     lines += [f"  note: {n}" for n in report["notes"]]
     lines.append(f"verdict: {report['verdict']}: {report['why']}")
@@ -95,8 +97,7 @@ def format_claim_against(here: dict[str, Any], server: dict[str, Any] | None) ->
 
     theirs = {label: value for label, value, _ in server["shown"]}
     ours = {label: value for label, value, _ in here["shown"]}
-    lines = [f"“{here['statement']}”", f"experiment: {here['experiment']}", f"here: {measured(here)}",
-             f"the server: {measured(server)}"]
+    lines = [*_claim_head(here), f"here: {measured(here)}", f"the server: {measured(server)}"]
     lines += [f"  {label}: {ours.get(label, 'not shown')} here; {theirs.get(label, 'not shown')} on the server"
               for label in [*ours, *(x for x in theirs if x not in ours)]]
     lines += [f"  note: {n}" for n in here["notes"]]
