@@ -5,7 +5,7 @@ Every scenario leaves a screenshot under test-artifacts/ (git-ignored)."""
 import re
 from pathlib import Path
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from bench.common import WATCH_JS
 
@@ -26,6 +26,31 @@ def card(page: Page, label: str) -> str:
 
 def nodes(page: Page) -> int:
     return int(card(page, "graph nodes").replace(",", ""))
+
+
+# Gradio 6.31 draws a tab or an accordion's components when it is first opened, then, after a frame, sets each to the
+# value it had when the page loaded (Blocks' render_previously_invisible_children): what is typed, ticked or chosen
+# in that moment is undone (CI lost a typed 12 to the default 32 twice). Each page counts those passes as they end.
+_SHOWN_JS = """(() => { window.geShown = 0; window.geShowing = 0; const ask = window.requestAnimationFrame.bind(window);
+  window.requestAnimationFrame = (callback) => {
+    if (!(new Error().stack || '').includes('render_previously_invisible_children')) return ask(callback);
+    window.geShowing += 1;  // its values are set right after this frame: counted once they are
+    return ask((t) => { callback(t); setTimeout(() => { window.geShowing -= 1; window.geShown += 1; }); });
+  }; })();"""
+
+
+def counting_shown(context: BrowserContext) -> BrowserContext:
+    """Every page of `context` counts Gradio's passes over what a first opening shows (see `opened`)."""
+    context.add_init_script(_SHOWN_JS)
+    return context
+
+
+def opened(page: Page, target: Locator) -> None:
+    """Open a tab or an accordion not opened before in this page, as a person does, and wait until Gradio has drawn
+    its components and set their values: only then is what a person types in it kept."""
+    before = page.evaluate("window.geShown")
+    target.click()
+    page.wait_for_function(f"window.geShown > {before} && window.geShowing === 0", timeout=TIMEOUT)
 
 
 def loaded(page: Page, url: str) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.app.browser import counting_shown
 from tests.conftest import App
 from tests.helpers import ARGS, ensure_chromium
 
@@ -33,6 +34,11 @@ def app_url(request, shared_app: App) -> str:
 @pytest.fixture(scope="module")
 def app_log(shared_app: App) -> Path:
     return shared_app.log
+
+
+@pytest.fixture
+def context(context):
+    return counting_shown(context)
 
 
 @pytest.fixture

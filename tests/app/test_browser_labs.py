@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.app.browser import TIMEOUT, loaded, loaded_short, overlaps, plot_texts, shot
+from tests.app.browser import TIMEOUT, loaded, loaded_short, opened, overlaps, plot_texts, shot
 from tests.helpers import ensure_axe
 
 pytestmark = pytest.mark.slow
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 def test_the_batching_lab_runs(page: Page, app_url):
     loaded(page, app_url)
-    page.get_by_role("tab", name="Batching lab").click()
+    opened(page, page.get_by_role("tab", name="Batching lab"))
     # a class's own sentences, pasted: four, not the 64 generated ones (the lab at its defaults: tests/labs/batching)
     lines = page.get_by_role("textbox", name=re.compile("^lines")).filter(visible=True)
     lines.fill("Hi.\nA longer sentence than that.\nMedium one.\nAnd a fourth, longest of the four by a few words.")
@@ -32,7 +32,7 @@ def test_the_batching_lab_runs(page: Page, app_url):
 
 def test_the_deployment_lab_freezes_the_playgrounds_model(page: Page, app_url):
     loaded_short(page, app_url)
-    page.get_by_role("tab", name="Deployment lab").click()
+    opened(page, page.get_by_role("tab", name="Deployment lab"))
     for slow in ("export (Dim.AUTO)", "onnx"):  # aoti is off by default
         page.get_by_label(slow, exact=True).uncheck()
     page.get_by_role("button", name="Freeze the current model").click()
@@ -60,7 +60,7 @@ def test_the_debugging_lab_shows_the_bug_in_each_mode(page: Page, app_url):
 
 def test_the_multi_process_lab_runs_a_scenario_on_the_playgrounds_model(page: Page, app_url):
     loaded(page, app_url)  # the Playground's rnn: a model the stragglers scenario takes
-    page.get_by_role("tab", name="Multi-process lab").click()
+    opened(page, page.get_by_role("tab", name="Multi-process lab"))
     page.get_by_role("radio", name="Stragglers from variable lengths").check()
     page.get_by_role("button", name="Run the scenario").click()
     expect(page.get_by_text(re.compile("^Verdict: Round-robin sharding: median step"))).to_be_visible(timeout=TIMEOUT)
@@ -102,7 +102,7 @@ def test_the_deployment_lab_freezes_the_run_on_screen_a_scan_rnn_and_says_so(pag
     page.get_by_role("radio", name="scan", exact=True).check()
     expect(page.get_by_label("diff", exact=True)).to_have_value(re.compile(r"architecture change \(loop python->scan"),
                                                                timeout=TIMEOUT)
-    page.get_by_role("tab", name="Deployment lab").click()
+    opened(page, page.get_by_role("tab", name="Deployment lab"))
     for slow in ("export (Dim.AUTO)", "onnx"):
         page.get_by_label(slow, exact=True).uncheck()
     page.get_by_role("button", name="Freeze the current model").click()

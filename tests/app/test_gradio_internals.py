@@ -1,10 +1,12 @@
 """Each reach into Gradio's internals (explorer/ui/internals.py, the one module that makes them) checked against the
 installed Gradio: an upgrade that changes one fails here with the internal's name and what rests on it, instead of
 the app going slow (every output rebuilt again), its sessions whole, or its endpoints queueing what they refuse.
-tests/app/test_server_cpu.py checks that what the lean path answers equals Gradio's own."""
+tests/app/test_server_cpu.py checks that what the lean path answers equals Gradio's own. The browser tests' one
+reach into Gradio's page is checked here too."""
 
 import inspect
 import re
+from pathlib import Path
 
 import gradio as gr
 from gradio import blocks, state_holder
@@ -12,8 +14,8 @@ from gradio import blocks, state_holder
 from explorer.ui import internals
 
 
-def _relies(ok: bool, internal: str, what: str) -> None:
-    assert ok, f"gradio {gr.__version__} changed {internal}; explorer/ui/internals.py relies on it: {what}"
+def _relies(ok: bool, internal: str, what: str, by: str = "explorer/ui/internals.py") -> None:
+    assert ok, f"gradio {gr.__version__} changed {internal}; {by} relies on it: {what}"
 
 
 def _params(fn: object) -> list[str]:
@@ -72,3 +74,13 @@ def test_gradios_own_load_events_are_kept_out_of_the_api():
     _relies(all(fn.api_visibility == "private" for fn in demo.fns.values()
                 if (fn.api_name or "").startswith("lambda")), "BlockFunction.api_visibility / api_name",
             "Gradio's own load events are not listed among the API's endpoints")
+
+
+def test_the_browser_tests_wait_for_a_first_opening_by_a_name_in_gradios_page():
+    """tests/app/browser.py: opened() counts the animation frames asked for by this method of Gradio's page, after
+    which it sets what a first opening draws to its values at load."""
+    assets = Path(gr.__file__).parent / "templates" / "frontend" / "assets"
+    method = re.compile(r"async render_previously_invisible_children\(\w+\)\{[^}]*requestAnimationFrame")
+    _relies(any(method.search(f.read_text(errors="replace")) for f in assets.glob("*.js")),
+            "its page's render_previously_invisible_children (awaits a frame, then sets the values)",
+            "a browser test types in a tab or an accordion once its first opening has set them", "tests/app/browser.py")
