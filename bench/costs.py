@@ -5,10 +5,11 @@ For each zoo model, each library architecture, both examples and a model this pr
 two: the cards' timings again (the measurement process's job, as the Playground's run sends it: forward and train
 step without the profiler, on the measuring core) and the costs pass (explorer/eager/costs.py: five pairs of steps,
 the profiler collecting in one and off in the other, every operator and the Python before it charged to a graph
-node, the profiler's cost taken off in proportion). Read, per round: the nodes' sums forward and backward, what the
-step spent outside every node, the pass's plain step, and the cards; the nodes' sum over the card's train step is
-what the Playground says beside the figure ("the nodes' sum is N% of it"). The rounds show how far the cards
-themselves move from one timing to the next on this machine."""
+node, the profiler's cost taken off in proportion; five pairs of inference forwards the same way, matched to the
+train step's nodes). Read, per round: the nodes' sums forward and backward, what the step spent outside every node,
+the pass's plain step, the nodes' inference sum, and the cards; the nodes' sums over the card's train step and
+forward are what the Playground says beside the figure ("the nodes' sum N% of it", "the nodes' inference sum N% of
+it"). The rounds show how far the cards themselves move from one timing to the next on this machine."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ from models import ZOO
 TOKENS = 100
 ROUNDS = 3
 FILES = ("examples/image_cnn.py", "examples/lstm_tagger.py", "tests/outside/moe_top1.py")
+STEP, OWN, WITH_OTHER = ("nodes' sum / card's step", "nodes' forward / pass's forward",
+                         "with no node's forward / pass's forward")
+INFERENCE = "nodes' inference / card's forward"
+COLUMNS = ("nodes' forward ms", "card's forward ms", "nodes' sum ms", "no node ms", "zero_grad ms",
+           "after the last operator ms", "pass's plain step ms", "card's train step ms", STEP,
+           "pass's plain forward ms", OWN, WITH_OTHER, "nodes' inference ms", "pass's plain inference ms", INFERENCE)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,12 +53,10 @@ def main(argv: list[str] | None = None) -> None:
            f"{measured_by('costs', args.quick)}: each of {len(models)} models (the zoo, the library's architectures, "
            f"the examples, a mixture of experts from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its cards "
            "timed as the Playground's run times them and its train step profiled node by node right after (five "
-           "pairs of steps, the profiler on and off; each node's mean, the profiler's cost taken off in proportion). "
+           "pairs of steps, the profiler on and off; each node's mean, the profiler's cost taken off in proportion; "
+           "five pairs of inference forwards, matched to the step's nodes). "
            "Each cell: the median over the rounds (min-max).", "",
-           "| model | nodes | nodes' forward ms | card's forward ms | nodes' sum ms | no node ms | zero_grad ms | "
-           "after the last operator ms | pass's plain step ms | card's train step ms | nodes' sum / card's step | "
-           "pass's plain forward ms | nodes' forward / pass's forward | with no node's forward / pass's forward | "
-           "nodes' forward / card's forward |", "|---|---:|" + "---:|" * 13]
+           "| model | nodes | " + " | ".join(COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
     mean = statistics.mean
     try:
         for name in models:
@@ -61,25 +66,24 @@ def main(argv: list[str] | None = None) -> None:
             if session.last is None:  # the model refused the input (a block size under TOKENS): said, not skipped
                 raise SystemExit(f"{name} did not run at {TOKENS} tokens (it refused the input)")
             job = TimingJob.of(name, {}, session.last.input.ids, FORWARD_BUDGET_S, TRAIN_BUDGET_S)
-            cols: list[list[float]] = [[] for _ in range(13)]
+            cols: dict[str, list[float]] = {c: [] for c in COLUMNS}
             for _ in range(rounds):
                 card = next(t for t in pool.run(job) if isinstance(t, Timed))
                 costs = session.costs()
                 f, b = costs.nodes_ms()
-                for col, v in zip(cols, (f, card.forward.median_ms, f + b, mean(costs.other_ops_ms),
-                                         mean(costs.zero_grad_ms), mean(costs.outside_ms), mean(costs.plain_ms),
-                                         card.train_step.median_ms, (f + b) / card.train_step.median_ms,
-                                         mean(costs.plain_forward_ms), f / mean(costs.plain_forward_ms),
-                                         (f + mean(costs.other_forward_ops_ms)) / mean(costs.plain_forward_ms),
-                                         f / card.forward.median_ms), strict=True):
+                inference, plain_forward = costs.nodes_inference_ms(), mean(costs.plain_forward_ms)
+                for col, v in zip(cols.values(), (
+                        f, card.forward.median_ms, f + b, mean(costs.other_ops_ms), mean(costs.zero_grad_ms),
+                        mean(costs.outside_ms), mean(costs.plain_ms), card.train_step.median_ms,
+                        (f + b) / card.train_step.median_ms, plain_forward, f / plain_forward,
+                        (f + mean(costs.other_forward_ops_ms)) / plain_forward, inference,
+                        mean(costs.plain_inference_ms), inference / card.forward.median_ms), strict=True):
                     col.append(v)
-            train.append(statistics.median(cols[8]))
-            own_fwd.append(statistics.median(cols[10]))
-            with_other.append(statistics.median(cols[11]))
-            fwd.append(statistics.median(cols[12]))
-            spread.append(max(cols[7]) / min(cols[7]))
+            for kept, col in ((train, STEP), (own_fwd, OWN), (with_other, WITH_OTHER), (fwd, INFERENCE)):
+                kept.append(statistics.median(cols[col]))
+            spread.append(max(cols["card's train step ms"]) / min(cols["card's train step ms"]))
             out.append(f"| {name} | {len(costs.nodes):,} | " + " | ".join(
-                f"{statistics.median(c):.2f} ({min(c):.2f}-{max(c):.2f})" for c in cols) + " |")
+                f"{statistics.median(c):.2f} ({min(c):.2f}-{max(c):.2f})" for c in cols.values()) + " |")
     finally:
         pool.stop()
     out += ["", f"The nodes' sum over the card's train step (each model's median over its rounds) ranged "
@@ -91,10 +95,9 @@ def main(argv: list[str] | None = None) -> None:
             f"plain steps (timed within them) ranged {min(own_fwd):.2f}-{max(own_fwd):.2f} "
             f"({sum(abs(r - 1) > 0.1 for r in own_fwd)} of {len(own_fwd)} outside 10%); with the forward's operators "
             f"of no node, {min(with_other):.2f}-{max(with_other):.2f} ({sum(abs(r - 1) > 0.1 for r in with_other)} "
-            f"of {len(with_other)} outside 10%). Over the card's forward the nodes' forward "
-            f"ranged {min(fwd):.2f}-{max(fwd):.2f} ({sum(abs(r - 1) > 0.1 for r in fwd)} of {len(fwd)} outside 10%): "
-            "the nodes' forward is the train step's, recording the graph, where the card's forward is an inference "
-            "forward (no_grad), which records none."]
+            f"of {len(with_other)} outside 10%). The nodes' inference sum (the inference forward's operators matched "
+            f"to the train step's nodes) over the card's forward ranged {min(fwd):.2f}-{max(fwd):.2f} "
+            f"({sum(abs(r - 1) > 0.1 for r in fwd)} of {len(fwd)} outside 10%)."]
     args.out.write_text("\n".join(out) + "\n")
     print(args.out.read_text())
 

@@ -29,7 +29,7 @@ from explorer.runs.session import Session
 from explorer.serving.placement import compile_service
 from explorer.sources.registry import SOURCES, add_model_file
 from explorer.views.claims import ClaimView, claim_update
-from explorer.views.costs import costs_report, costs_text
+from explorer.views.costs import CardTimes, costs_report, costs_text
 from explorer.views.export import html_report, session_csv
 from explorer.views.kernels import KernelsView, kernels_update
 from explorer.views.lines import branches_report, lines_report, lines_text
@@ -129,7 +129,8 @@ def _inspect(args: argparse.Namespace) -> int:
     _write_exports(args, session)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_table(report))
     if costs is not None and lines is not None and not args.json:
-        print("\n" + costs_text(costs, result.capture.graph, lines, result.train_step.median_ms))
+        print("\n" + costs_text(costs, result.capture.graph, lines,
+                                CardTimes(result.forward.median_ms, result.train_step.median_ms)))
     if lines is not None and args.lines and not args.json:
         print("\n" + lines_text(lines, forks, len(texts) - 1))
     if kernels is not None and not args.json:

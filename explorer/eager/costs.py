@@ -15,15 +15,23 @@ operator, and this takes its cost off in proportion. So the nodes, the operators
 after the last operator add up to the step as timed without the profiler.
 
 A pass of its own, after the timings, on a measuring core as a timing is (held, so nothing else runs there, at the
-timings' thread count): a first step profiled with its allocations recorded (which slows every operator more), for
-the bytes; then `repeats` pairs of steps in one profiler session, one with the profiler collecting and one with it
-switched off (the order alternating, so that a slow spell of the machine falls on both); each node's mean over the
-repeats is shown (a sum of medians would drop every node's spikes and fall short of the step), with the repeats'
-spread of the sums."""
+timings' thread count): a first step profiled with its allocations and its operators' input shapes recorded (which
+slows every operator more), for the bytes and the keys the inference forward is matched by; then `repeats` pairs of
+steps in one profiler session, one with the profiler collecting and one with it switched off (the order
+alternating, so that a slow spell of the machine falls on both); each node's mean over the repeats is shown (a sum
+of medians would drop every node's spikes and fall short of the step), with the repeats' spread of the sums.
+
+The card's forward is an inference forward (`no_grad`), which records no graph: no sequence number ties its
+operators to nodes. It is profiled in a session of its own, `repeats` pairs of it timed the same way, and its
+top-level operators are matched, in order and by name and input shapes, to the train step's forward's (`difflib`: a
+layer run in train mode only is left unmatched): each matched operator's time, and the Python before it, goes to the
+nodes its counterpart's time went to, in the same shares. So the nodes' inference times, the operators matched to
+no node and what ran after the last add up to the inference forward as timed without the profiler."""
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import statistics
 import time
 from collections import defaultdict
@@ -39,12 +47,14 @@ from torch.utils.benchmark.utils.common import set_torch_threads
 from explorer.core.errors import InputError
 from explorer.core.machine import THREADS, on_core
 from explorer.eager import timing
-from explorer.eager.capture import TRAIN_SEED, train_loss, training
+from explorer.eager.capture import TRAIN_SEED, forward, train_loss, training
 from explorer.eager.graph import ACCUMULATE, walk
 
 _BACKWARD = "autograd::engine::evaluate_function: "
-# the pass's own marks in the profile: a step, the walk of its graph (left out), its zero_grad (not a node's)
+# the pass's own marks in the profile: a step, the walk of its graph (left out), its zero_grad (not a node's), an
+# inference forward
 _STEP, _WALK, _ZERO = "graph-explorer: step", "graph-explorer: walk", "graph-explorer: zero_grad"
+_INFER = "graph-explorer: inference forward"
 REPEATS = 5
 PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.4-1.9x in bench/RESULTS-costs.md
 
@@ -54,6 +64,7 @@ class NodeCost:
     forward_us: float  # mean over the repeats: its forward operators and the Python before them, the profiler off
     backward_us: float  # the same, of its backward function
     bytes: int  # what its forward operators allocated (the first repeat's: allocation is the same each time)
+    inference_us: float  # mean over the repeats: its share of the inference forward (matched operators), profiler off
 
     @property
     def total_us(self) -> float:
@@ -74,6 +85,13 @@ class Costs:
     plain_forward_ms: tuple[float, ...]  # of which its forward and loss (recording the graph): what the nodes'
     # forward is set against (the card's forward is an inference forward, which records no graph)
     scale: float  # the plain steps' mean over the profiled ones': what every profiled time is multiplied by
+    inference_ops_ms: tuple[float, ...]  # per repeat: the inference forward's time charged to a node
+    other_inference_ms: tuple[float, ...]  # its operators matched to no node (and the Python before them)
+    inference_outside_ms: tuple[float, ...]  # after its last operator
+    inference_ms: tuple[float, ...]  # per repeat: the profiled inference forward's wall time
+    plain_inference_ms: tuple[float, ...]  # the inference forward's wall time without the profiler, in this pass
+    inference_scale: float  # as `scale`, for the inference forwards
+    matched_ops: tuple[int, int]  # the inference forward's top-level operators matched to the train step's, of all
     matches_graph: bool  # this pass drew the graph on screen, operation for operation
     measured_at: float = 0.0  # time.time() when the pass ran
 
@@ -82,9 +100,13 @@ class Costs:
         return len(self.step_ms)
 
     def nodes_ms(self) -> tuple[float, float]:
-        """(forward, backward): the nodes' medians summed."""
+        """(forward, backward): the nodes' means summed."""
         return (sum(c.forward_us for c in self.nodes.values()) / 1e3,
                 sum(c.backward_us for c in self.nodes.values()) / 1e3)
+
+    def nodes_inference_ms(self) -> float:
+        """The nodes' inference means summed."""
+        return sum(c.inference_us for c in self.nodes.values()) / 1e3
 
 
 @dataclass
@@ -97,6 +119,8 @@ class _Step:
     zero_grad_us: float = 0.0
     outside_us: float = 0.0  # after the last operator
     wall_us: float = 0.0  # the step less the pass's walk of its graph
+    forward_ops: list[tuple[str, dict[int, float]]] = field(default_factory=list)  # its forward's top-level
+    # operators in order: each one's key (`_key`) and the shares of its time each node took (none: no node's)
 
 
 def _owner(e: Any, node_of: dict[int, int]) -> tuple[int | None, int]:
@@ -135,10 +159,11 @@ def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
             step.other_forward_us += 0.0 if back else e.self_cpu_time_total
         else:
             step.us[node][back] += e.self_cpu_time_total
-    last, walked = mark.time_range.start, 0.0
+    last, walked, walked_yet = mark.time_range.start, 0.0, False
     for e in sorted(mark.cpu_children, key=lambda c: c.time_range.start):
         if e.name == _WALK:  # the Python on either side of it goes to the operator after it
             walked += e.time_range.elapsed_us()
+            walked_yet = True  # the forward ends where the walk of its graph starts
             continue
         gap, walked = max(0.0, e.time_range.start - last - walked), 0.0
         last = max(last, e.time_range.end)
@@ -146,6 +171,8 @@ def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
             step.zero_grad_us += e.time_range.elapsed_us() + gap
             continue
         node, back = owner[e.id]
+        if not walked_yet and not back:
+            step.forward_ops.append((_key(e), _shares(e, owner)))
         if node is None:
             node, back = next((owner[c.id] for c in _below(e) if owner[c.id][0] is not None), (None, 0))
         if node is None:
@@ -156,6 +183,48 @@ def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
     step.outside_us = mark.time_range.end - last - walked
     step.wall_us = mark.time_range.elapsed_us() - sum(w.time_range.elapsed_us() for w in marks if w.name == _WALK)
     return step
+
+
+def _key(e: Any) -> str:
+    """What an operator is matched by: its name and its inputs' shapes (two linear layers of different widths are
+    told apart)."""
+    return f"{e.name}{e.input_shapes}"
+
+
+def _shares(top: Any, owner: dict[int, tuple[int | None, int]]) -> dict[int, float]:
+    """The shares of a top-level forward operator's self times (its own and its operators') each node took; equal
+    shares if they took no measurable time; none if no node's."""
+    us: dict[int, float] = defaultdict(float)
+    for e in [top, *_below(top)]:
+        node, back = owner[e.id]
+        if node is not None and not back:
+            us[node] += e.self_cpu_time_total
+    total = sum(us.values())
+    return {n: (t / total if total else 1 / len(us)) for n, t in us.items()}
+
+
+def _charge_inference(mark: Any, train: list[tuple[str, dict[int, float]]]) -> tuple[_Step, tuple[int, int]]:
+    """An inference forward (`mark`) charged to nodes: its top-level operators matched in order to the train step's
+    forward's (`train`), each one's time and the gap before it shared as its counterpart's was; with how many of its
+    top-level operators took a node's share, of all."""
+    step = _Step()
+    tops = sorted(mark.cpu_children, key=lambda c: c.time_range.start)
+    matcher = difflib.SequenceMatcher(None, [key for key, _ in train], [_key(e) for e in tops], autojunk=False)
+    shares: dict[int, dict[int, float]] = {}
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            shares[block.b + k] = train[block.a + k][1]
+    last = mark.time_range.start
+    for i, e in enumerate(tops):
+        us = max(0.0, e.time_range.start - last) + e.cpu_time_total
+        last = max(last, e.time_range.end)
+        for node, share in shares.get(i, {}).items():
+            step.us[node][0] += us * share
+        if not shares.get(i):
+            step.other_us += us
+    step.outside_us = mark.time_range.end - last
+    step.wall_us = mark.time_range.elapsed_us()
+    return step, (sum(1 for i in range(len(tops)) if shares.get(i)), len(tops))
 
 
 def _allocated(events: list[Any], node_of: dict[int, int]) -> dict[int, int]:
@@ -174,10 +243,10 @@ def _numbers(order: list[Any]) -> dict[int, int]:
 
 
 def repeats_within(step_s: float, budget_s: float, limit: str) -> int:
-    """How many repeats of a train step that took `step_s` unprofiled (each run once plain, once profiled) fit in
-    `budget_s` beside two first steps profiled (one recording allocations), at most REPEATS; InputError naming
-    `limit` if none does."""
-    each = step_s * (1 + PROFILED_SLOWER)
+    """How many repeats of a train step that took `step_s` unprofiled (each run once plain, once profiled, and an
+    inference forward the same, under half a step) fit in `budget_s` beside two first steps profiled (one recording
+    allocations), at most REPEATS; InputError naming `limit` if none does."""
+    each = 1.5 * step_s * (1 + PROFILED_SLOWER)
     repeats = min(REPEATS, int(budget_s / each) - 2) if each > 0 else REPEATS
     if repeats < 1:
         raise InputError(f"Profiling this input's train step would take about {3 * each:.0f} s (with and without "
@@ -198,57 +267,101 @@ def _train(model: nn.Module, ids: torch.Tensor, marked: bool = False) -> list[An
     return order
 
 
+def _pairs(repeats: int, prof: profile, profiled: Callable[[], None], plain: Callable[[], None]) -> None:
+    """`repeats` pairs of runs, one profiled and one with the profiler collecting nothing (as the cards time), the
+    order alternating, so that a slow spell of the machine falls on both."""
+    cpu = [ProfilerActivity.CPU]
+    for i in range(repeats):
+        for collecting in (False, True) if i % 2 == 0 else (True, False):
+            if collecting:
+                profiled()
+                continue
+            prof.toggle_collection_dynamic(False, cpu)
+            plain()
+            prof.toggle_collection_dynamic(True, cpu)
+
+
 def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = None,
                   repeats: int = REPEATS) -> Costs:
-    """The train step of `model` on `ids` profiled `repeats` times, each operator charged to its node; `ops`: the
-    graph on screen's operations by node, to check that this pass drew the same graph."""
+    """The train step of `model` on `ids` profiled `repeats` times, each operator charged to its node, and its
+    inference forward as many times, matched to the train step's; `ops`: the graph on screen's operations by node,
+    to check that this pass drew the same graph."""
     cpu = [ProfilerActivity.CPU]
     plain: list[float] = []
     plain_forward: list[float] = []
+    plain_inference: list[float] = []
     graphs: list[list[Any]] = []
-    with timing.measuring_core() as core, on_core(core), set_torch_threads(THREADS), training(model, TRAIN_SEED):
-        with profile(activities=cpu, profile_memory=True) as prof:
-            order = _train(model, ids)  # also a first step: one-time costs out of the figures
-        allocated = _allocated(list(prof.events()), _numbers(order))
-        with profile(activities=cpu) as prof:
+
+    def step() -> None:
+        with record_function(_STEP):
+            graphs.append(_train(model, ids, marked=True))
+
+    def plain_step() -> None:
+        start = time.perf_counter()
+        model.zero_grad(set_to_none=True)
+        forward_start = time.perf_counter()
+        loss = train_loss(model(ids), model)
+        backward = time.perf_counter()
+        loss.backward()
+        plain.append((time.perf_counter() - start) * 1e3)
+        plain_forward.append((backward - forward_start) * 1e3)
+
+    def inference() -> None:
+        with record_function(_INFER):
+            forward(model, ids)
+
+    def plain_inference_forward() -> None:
+        start = time.perf_counter()
+        forward(model, ids)
+        plain_inference.append((time.perf_counter() - start) * 1e3)
+
+    with timing.measuring_core() as core, on_core(core), set_torch_threads(THREADS):
+        # a first step (one-time costs out of the figures) profiled with its allocations and its operators' input
+        # shapes recorded, which slow every operator more: for the bytes, and for what the inference forward's
+        # operators are matched by
+        with (training(model, TRAIN_SEED), profile(activities=cpu, profile_memory=True, record_shapes=True) as first,
+              record_function(_STEP)):
+            order = _train(model, ids, marked=True)
+        with profile(activities=cpu) as prof, training(model, TRAIN_SEED):
             _train(model, ids)  # the profiler's own first step (outside every mark: not read)
-            for i in range(repeats):  # in pairs, the order alternating: a slow spell of the machine falls on both
-                for profiled in (False, True) if i % 2 == 0 else (True, False):
-                    if profiled:
-                        with record_function(_STEP):
-                            graphs.append(_train(model, ids, marked=True))
-                        continue
-                    prof.toggle_collection_dynamic(False, cpu)  # no operator recorded: the step as the card times it
-                    start = time.perf_counter()
-                    model.zero_grad(set_to_none=True)
-                    forward = time.perf_counter()
-                    loss = train_loss(model(ids), model)
-                    backward = time.perf_counter()
-                    loss.backward()
-                    plain.append((time.perf_counter() - start) * 1e3)
-                    plain_forward.append((backward - forward) * 1e3)
-                    del loss
-                    prof.toggle_collection_dynamic(True, cpu)
+            _pairs(repeats, prof, step, plain_step)
+        with profile(activities=cpu, record_shapes=True) as inferring:
+            forward(model, ids)  # in the model's own mode, as the card's forward runs (its first: not read)
+            _pairs(repeats, inferring, inference, plain_inference_forward)
+    allocated = _allocated(list(first.events()), _numbers(order))
+    shaped = _charge(next(e for e in first.events() if e.name == _STEP), _numbers(order)).forward_ops
     marks = sorted((e for e in prof.events() if e.name == _STEP), key=lambda e: e.time_range.start)
     steps = [_charge(mark, _numbers(order)) for mark, order in zip(marks, graphs, strict=True)]
-    # the profiler's cost taken off in proportion: every profiled time scaled by the plain steps' mean over the
+    # each inference forward matched to a step's forward: its operators' shares, with the first step's keys (the
+    # same operators in the same order, unless the model draws differently each run: then the first step's shares)
+    inferred = [_charge_inference(mark, list(zip((k for k, _ in shaped), (sh for _, sh in s.forward_ops), strict=True))
+                                  if len(s.forward_ops) == len(shaped) else shaped) for mark, s in zip(
+        sorted((e for e in inferring.events() if e.name == _INFER), key=lambda e: e.time_range.start), steps,
+        strict=True)]
+    # the profiler's cost taken off in proportion: every profiled time scaled by the plain runs' mean over the
     # profiled ones' (means, as the nodes' figures are: a sum of means is the mean of the sums, where medians would
     # drop each node's spikes)
     scale = statistics.mean(plain) / statistics.mean(s.wall_us / 1e3 for s in steps)
-    per_node: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    for s, order in zip(steps, graphs, strict=True):
+    inference_scale = statistics.mean(plain_inference) / statistics.mean(s.wall_us / 1e3 for s, _ in inferred)
+    per_node: dict[int, list[tuple[float, float, float]]] = defaultdict(list)
+    for s, (i, _), order in zip(steps, inferred, graphs, strict=True):
         for nid in _numbers(order).values():
             f, b = s.us.get(nid, (0.0, 0.0))
-            per_node[nid].append((f * scale, b * scale))
+            per_node[nid].append((f * scale, b * scale, i.us[nid][0] * inference_scale if nid in i.us else 0.0))
     matches = ops is None or all(ops == ["param" if fn.name() == ACCUMULATE else fn.name() for fn in order]
                                  for order in graphs)
-    nodes = {nid: NodeCost(statistics.mean(f for f, _ in xs), statistics.mean(b for _, b in xs),
-                           allocated.get(nid, 0)) for nid, xs in per_node.items()}
+    nodes = {nid: NodeCost(statistics.mean(f for f, _, _ in xs), statistics.mean(b for _, b, _ in xs),
+                           allocated.get(nid, 0), statistics.mean(i for _, _, i in xs)) for nid, xs in per_node.items()}
 
-    def ms(of: Callable[[_Step], float]) -> tuple[float, ...]:
-        return tuple(of(s) * scale / 1e3 for s in steps)
+    def ms(of: Callable[[_Step], float], runs: list[_Step] = steps, by: float = scale) -> tuple[float, ...]:
+        return tuple(of(s) * by / 1e3 for s in runs)
 
+    runs = [s for s, _ in inferred]
     return Costs(nodes, ms(lambda s: sum(f for f, _ in s.us.values())), ms(lambda s: sum(b for _, b in s.us.values())),
                  ms(lambda s: s.other_us), ms(lambda s: s.other_forward_us), ms(lambda s: s.zero_grad_us),
                  ms(lambda s: s.outside_us), tuple(s.wall_us / 1e3 for s in steps), tuple(plain),
-                 tuple(plain_forward), scale, matches, time.time())
+                 tuple(plain_forward), scale,
+                 ms(lambda s: sum(f for f, _ in s.us.values()), runs, inference_scale),
+                 ms(lambda s: s.other_us, runs, inference_scale), ms(lambda s: s.outside_us, runs, inference_scale),
+                 tuple(s.wall_us / 1e3 for s in runs), tuple(plain_inference), inference_scale,
+                 inferred[0][1], matches, time.time())

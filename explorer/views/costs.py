@@ -1,12 +1,13 @@
 """Where the time went, as the Playground and the CLI show it: the graph coloured by each node's time, the ten
 costliest nodes, the same rolled up per module and per line of the model's Python, and the sums set against the
-step timed without the profiler (the pass's own and the card's), the difference said."""
+step and the inference forward timed without the profiler (the pass's own and the cards'), the difference said."""
 
 from __future__ import annotations
 
 import statistics
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from explorer.core.fmt import count, format_bytes
@@ -17,8 +18,17 @@ from explorer.eager.lines import LinesRan
 from explorer.views.tables import format_rows
 
 TOP = 10
-NODE_COLUMNS = ["node", "operation", "module", "line", "forward µs", "backward µs", "share", "allocated"]
-ROLLUP_COLUMNS = ["where", "nodes", "forward ms", "backward ms", "share"]
+NODE_COLUMNS = ["node", "operation", "module", "line", "forward µs", "backward µs", "share", "allocated",
+                "inference µs"]
+ROLLUP_COLUMNS = ["where", "nodes", "forward ms", "backward ms", "share", "inference ms"]
+
+
+@dataclass(frozen=True)
+class CardTimes:
+    """The cards' medians of the same input, timed apart: what the nodes' sums are set against."""
+
+    forward_ms: float  # an inference forward
+    step_ms: float  # a train step
 
 
 def _share(us: float, total_us: float) -> str:
@@ -29,20 +39,21 @@ def top_rows(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> list[list[A
     total = sum(c.total_us for c in costs.nodes.values())
     ranked = sorted(costs.nodes.items(), key=lambda kv: -kv[1].total_us)[:TOP]
     return [[nid, graph.node(nid).op, graph.node(nid).module, sanitize(lines.line_of(nid)) or "—",
-             round(c.forward_us, 1), round(c.backward_us, 1), _share(c.total_us, total), format_bytes(c.bytes)]
-            for nid, c in ranked]
+             round(c.forward_us, 1), round(c.backward_us, 1), _share(c.total_us, total), format_bytes(c.bytes),
+             round(c.inference_us, 1)] for nid, c in ranked]
 
 
 def _rollup(costs: Costs, key: dict[int, str]) -> list[list[Any]]:
-    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     for nid, c in costs.nodes.items():
         s = sums[key.get(nid, "—")]
         s[0] += 1
         s[1] += c.forward_us
         s[2] += c.backward_us
-    total = sum(f + b for _, f, b in sums.values())
-    return [[sanitize(k), int(n), round(f / 1e3, 3), round(b / 1e3, 3), _share(f + b, total)]
-            for k, (n, f, b) in sorted(sums.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))]
+        s[3] += c.inference_us
+    total = sum(f + b for _, f, b, _ in sums.values())
+    return [[sanitize(k), int(n), round(f / 1e3, 3), round(b / 1e3, 3), _share(f + b, total), round(i / 1e3, 3)]
+            for k, (n, f, b, i) in sorted(sums.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))]
 
 
 def module_rows(costs: Costs, graph: AutogradGraph) -> list[list[Any]]:
@@ -53,8 +64,8 @@ def line_rows(costs: Costs, lines: LinesRan) -> list[list[Any]]:
     return _rollup(costs, {nid: lines.line_of(nid) for nid in costs.nodes})
 
 
-def costs_summary(costs: Costs, card_step_ms: float | None) -> str:
-    """What was measured, the sums, and how they stand against the card (a number behind every sentence)."""
+def costs_summary(costs: Costs, card: CardTimes | None) -> str:
+    """What was measured, the sums, and how they stand against the cards (a number behind every sentence)."""
     fwd, bwd = costs.nodes_ms()
     other, other_fwd, zero, after, plain, plain_fwd, wall = (statistics.mean(x) for x in (
         costs.other_ops_ms, costs.other_forward_ops_ms, costs.zero_grad_ms, costs.outside_ms, costs.plain_ms,
@@ -71,9 +82,19 @@ def costs_summary(costs: Costs, card_step_ms: float | None) -> str:
             f"{100 * fwd / plain_fwd:.0f}% of the step's forward and loss timed in this pass ({plain_fwd:.2f} ms, "
             f"recording the graph; the card's forward times an inference forward, which records none), "
             f"{100 * (fwd + other_fwd) / plain_fwd:.0f}% with the forward's operators of no node ({other_fwd:.2f} ms)."]
-    if card_step_ms:
-        said.append(f"The card's train step, timed apart, is {card_step_ms:.2f} ms: the nodes' sum is "
-                    f"{100 * (fwd + bwd) / card_step_ms:.0f}% of it.")
+    inference = costs.nodes_inference_ms()
+    other_inf, after_inf, plain_inf, wall_inf = (statistics.mean(x) for x in (
+        costs.other_inference_ms, costs.inference_outside_ms, costs.plain_inference_ms, costs.inference_ms))
+    matched, tops = costs.matched_ops
+    said.append(f"The inference forward (no graph recorded, as the card's forward runs) profiled the same way, "
+                f"{plain_inf:.2f} ms without the profiler, {wall_inf:.2f} ms with it (x{costs.inference_scale:.2f}): "
+                f"{matched} of its {tops} operators matched in order to the train step's forward's, each one's "
+                f"time shared among the nodes as its counterpart's was: the nodes **{inference:.2f} ms**, operators "
+                f"of no node or matched to none {other_inf:.2f} ms, after the last operator {after_inf:.2f} ms.")
+    if card:
+        said.append(f"The cards, timed apart: the train step {card.step_ms:.2f} ms, the nodes' sum "
+                    f"{100 * (fwd + bwd) / card.step_ms:.0f}% of it; the forward {card.forward_ms:.2f} ms, the nodes' "
+                    f"inference sum {100 * inference / card.forward_ms:.0f}% of it.")
     if not costs.matches_graph:
         said.append("This pass drew a different graph from the one shown (the model draws differently each run): "
                     "its nodes are its own.")
@@ -88,15 +109,19 @@ def costs_report(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> dict[st
             "other_forward_ops_ms": list(costs.other_forward_ops_ms), "zero_grad_ms": list(costs.zero_grad_ms),
             "outside_ms": list(costs.outside_ms), "step_ms": list(costs.step_ms), "plain_ms": list(costs.plain_ms),
             "plain_forward_ms": list(costs.plain_forward_ms), "scale": costs.scale,
+            "inference_ops_ms": list(costs.inference_ops_ms), "other_inference_ms": list(costs.other_inference_ms),
+            "inference_outside_ms": list(costs.inference_outside_ms), "inference_ms": list(costs.inference_ms),
+            "plain_inference_ms": list(costs.plain_inference_ms), "inference_scale": costs.inference_scale,
+            "matched_ops": list(costs.matched_ops),
             "top": [dict(zip(NODE_COLUMNS, r, strict=True)) for r in top_rows(costs, graph, lines)],
             "modules": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in module_rows(costs, graph)],
             "lines": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in line_rows(costs, lines)]}
 
 
-def costs_text(costs: Costs, graph: AutogradGraph, lines: LinesRan, card_step_ms: float | None) -> str:
+def costs_text(costs: Costs, graph: AutogradGraph, lines: LinesRan, card: CardTimes | None) -> str:
     """Where the time went, as the CLI and a notebook print it: the summary, then the costliest nodes, per module
     and per line."""
-    return "\n".join([costs_summary(costs, card_step_ms).replace("**", ""),
+    return "\n".join([costs_summary(costs, card).replace("**", ""),
                       *(f"\n{title}:\n" + format_rows(columns, rows) for title, columns, rows in (
                           ("costliest nodes", NODE_COLUMNS, top_rows(costs, graph, lines)),
                           ("per module", ROLLUP_COLUMNS, module_rows(costs, graph)),

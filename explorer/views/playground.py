@@ -27,7 +27,15 @@ from explorer.runs.session import Captured, RunResult, Session
 from explorer.serving.shared import LRU
 from explorer.serving.timings import Timer
 from explorer.sources.registry import SOURCES, source
-from explorer.views.costs import costs_report, costs_summary, costs_text, line_rows, module_rows, top_rows
+from explorer.views.costs import (
+    CardTimes,
+    costs_report,
+    costs_summary,
+    costs_text,
+    line_rows,
+    module_rows,
+    top_rows,
+)
 from explorer.views.figures import drawn_node, graph_figure, history_figure
 from explorer.views.lines import branch_rows, lines_rows, lines_summary, lit_nodes
 from explorer.views.report import build_report, captured_report
@@ -184,7 +192,8 @@ def costs_view(session: Session, costs: Costs | None = None) -> CostsView:
     shown = session.shown
     graph = shown.fixed.capture.graph
     last = session.last
-    card = last.train_step.median_ms if last is not None and last.input.text == shown.input.text else None
+    card = (CardTimes(last.forward.median_ms, last.train_step.median_ms)
+            if last is not None and last.input.text == shown.input.text else None)
     line_of = {n: f"{f}:{line}" for n, (f, line) in lines.node_line.items()}
     figure = graph_figure(shown, line_of=line_of, heat={n: c.total_us for n, c in costs.nodes.items()})
     return CostsView(costs_summary(costs, card), figure, top_rows(costs, graph, lines), module_rows(costs, graph),

@@ -74,6 +74,8 @@ def test_inspect_table():
     assert "The train step profiled in a pass of its own (5 repeats" in out.stdout
     per_module = out.stdout.split("per module:\n")[1].split("\n\n")[0].splitlines()
     assert per_module[0].split()[:2] == ["where", "nodes"] and any(r.startswith("compose ") for r in per_module)
+    assert per_module[0].split()[-2:] == ["inference", "ms"]  # the inference forward's share per module too
+    assert re.search(r"the forward [\d.]+ ms, the nodes' inference sum \d+% of it", out.stdout), out.stdout
 
 
 @pytest.mark.parametrize(

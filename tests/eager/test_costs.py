@@ -6,8 +6,13 @@ is profiled in its worker; an input whose profiled step would take too long is r
 import statistics
 
 import pytest
+import torch
+from torch import nn
 
 from explorer.core.errors import InputError
+from explorer.eager.capture import train_loss, training
+from explorer.eager.costs import profile_costs
+from explorer.eager.graph import walk
 from explorer.runs import session as sessions
 from explorer.runs.session import Session
 from explorer.sources.registry import add_model_file
@@ -42,6 +47,14 @@ def test_every_operation_node_is_costed_forward_and_backward_and_the_rollups_hol
     assert all(0 <= f <= o for f, o in zip(costs.other_forward_ops_ms, costs.other_ops_ms, strict=True))
     assert sum(costs.nodes_ms()) == pytest.approx(statistics.mean(map(sum, zip(
         costs.forward_ops_ms, costs.backward_ops_ms, strict=True))), rel=1e-6)  # the nodes' means sum to the steps'
+    # the inference forward the same way: its nodes' shares, its operators of no node (or matched to none) and what
+    # ran after its last operator add up to each profiled inference forward (scaled to the plain one's)
+    for *parts, wall in zip(costs.inference_ops_ms, costs.other_inference_ms, costs.inference_outside_ms,
+                            costs.inference_ms, strict=True):
+        assert min(parts) >= 0 and sum(parts) == pytest.approx(wall * costs.inference_scale, rel=1e-6)
+    assert costs.nodes_inference_ms() == pytest.approx(statistics.mean(costs.inference_ops_ms), rel=1e-6)
+    matched, tops = costs.matched_ops
+    assert 0 < matched <= tops
     for rows in (module_rows(costs, graph), line_rows(costs, lines)):
         assert sum(r[1] for r in rows) == len(ops)  # every node in exactly one module, one line (or the loss)
     assert len(top_rows(costs, graph, lines)) == min(10, len(ops))
@@ -53,8 +66,9 @@ def test_the_playground_view_colours_the_graph_by_time_and_sets_the_sums_against
     view = costs_view(session)
     heat = [t for t in view.graph.data if (t.name or "").startswith("time per node")]
     assert len(heat) == 1 and heat[0].marker.showscale and max(heat[0].marker.color) > 0
-    card = session.last.train_step.median_ms
-    assert f"The card's train step, timed apart, is {card:.2f} ms" in view.said
+    step, forward = session.last.train_step.median_ms, session.last.forward.median_ms
+    assert f"The cards, timed apart: the train step {step:.2f} ms" in view.said
+    assert f"the forward {forward:.2f} ms, the nodes' inference sum" in view.said
     # the unrolled cell's module: sixteen nodes per token (the rows go by time, which a busy spell of the machine
     # can turn over: the loss's few nodes came first once, in a loaded suite)
     assert next(r for r in view.modules if r[0] == "layers.0.fwd")[1] == len(TEXT.encode()) * 16
@@ -80,3 +94,40 @@ def test_an_operators_file_is_profiled_in_its_worker_and_a_step_too_long_is_refu
     monkeypatch.setattr(sessions, "MAX_RUN_S", 1e-6)
     with pytest.raises(InputError, match=r"Profiling this input's train step would take about .* over GE_MAX_RUN_S"):
         session.costs()
+
+
+class _TrainOnly(nn.Module):
+    """A layer that runs in train mode only (in eval mode, the inference forward's, it is skipped), dropout beside."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed, self.first, self.drop = nn.Embedding(256, 16), nn.Linear(16, 16), nn.Dropout(0.5)
+        self.train_only, self.second = nn.Linear(16, 16), nn.Linear(16, 256)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.drop(self.first(self.embed(ids)))
+        if self.training:
+            x = self.train_only(x).relu()
+        return self.second(x)
+
+
+def test_the_inference_forward_is_matched_in_order_to_the_train_steps_nodes_and_what_it_skips_takes_none():
+    model, ids = _TrainOnly().eval(), torch.tensor([list(TEXT.encode())])
+    costs = profile_costs(model, ids, repeats=2)
+    with training(model):  # the graph as the pass drew it: in train mode
+        order, _ = walk(train_loss(model(ids), model).grad_fn)
+    modules = {nid: fn.name() for nid, fn in enumerate(order)}
+    took = {modules[n] for n, c in costs.nodes.items() if c.inference_us > 0}
+    # the embedding, the linear layers run in eval mode and dropout (called in eval mode too: its Python and an
+    # operator that returns its input) take the inference forward's time; the train-only layer's ReLU and the
+    # loss's sum none: the eval forward never ran them
+    assert {"EmbeddingBackward0", "AddmmBackward0", "MulBackward0"} <= took
+    assert not took & {"ReluBackward0", "SumBackward0"}
+    # the three linear layers' nodes, as walked back from the loss: the last, the train-only one, the first; the
+    # train-only one's none (the eval forward's second linear is the last one, told apart by its inputs' shapes)
+    last, train_only, first = (n for n, name in modules.items() if name == "AddmmBackward0")
+    assert costs.nodes[last].inference_us > 0 and costs.nodes[first].inference_us > 0
+    assert costs.nodes[train_only].inference_us == 0
+    matched, tops = costs.matched_ops
+    assert (matched, tops) == (4, 4)  # embedding, linear, dropout, linear: each matched to its train counterpart
+    assert not model.training  # the pass left the model in its own mode
