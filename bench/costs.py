@@ -1,9 +1,9 @@
 """How the per-node times of a train step add up against the cards: `python -m bench.costs` -> bench/RESULTS-costs.md.
 
 For each zoo model, each library architecture, both examples and a model this project did not write
-(tests/outside/moe_top1.py, a mixture of experts), at 100 tokens: the Playground's run, then rounds of
-two: the cards' timings again (the measurement process's job, as the Playground's run sends it: forward and train
-step without the profiler, on the measuring core) and the costs pass (explorer/eager/costs.py: five pairs of steps,
+(tests/outside/moe_top1.py, a mixture of experts), at 100 tokens: the Playground's run, then the cards' timings again
+(the measurement process's job, as the Playground's run sends it: forward and train step without the profiler, on
+the measuring core) before and after each round's costs pass (explorer/eager/costs.py: five pairs of steps,
 the profiler collecting in one and off in the other, every operator and the Python before it charged to a graph
 node, the profiler's cost taken off in proportion; five pairs of inference forwards the same way, matched to the
 train step's nodes). Read, per round: the nodes' sums forward and backward, what the step spent outside every node,
@@ -13,6 +13,7 @@ it"). The rounds show how far the cards themselves move from one timing to the n
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from bench.appserver import ROOT
@@ -51,10 +52,11 @@ def main(argv: list[str] | None = None) -> None:
     train, fwd, own_fwd, with_other, spread = [], [], [], [], []
     out = ["# The nodes' times against the cards", "",
            f"{measured_by('costs', args.quick)}: each of {len(models)} models (the zoo, the library's architectures, "
-           f"the examples, a mixture of experts from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its cards "
-           "timed as the Playground's run times them and its train step profiled node by node right after (five "
-           "pairs of steps, the profiler on and off; each node's mean, the profiler's cost taken off in proportion; "
-           "five pairs of inference forwards, matched to the step's nodes). "
+           f"the examples, a mixture of experts from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its train "
+           "step profiled node by node between two timings of its cards as the Playground's run times them (a "
+           "card's figure: the geometric mean of the two, so that a drift of the machine's speed between them falls "
+           "on both sides of the pass; five pairs of steps, the profiler on and off; each node's mean, the "
+           "profiler's cost taken off in proportion; five pairs of inference forwards, matched to the step's nodes). "
            "Each cell: the median over the rounds (min-max).", "",
            "| model | nodes | " + " | ".join(COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
     mean = statistics.mean
@@ -67,17 +69,22 @@ def main(argv: list[str] | None = None) -> None:
                 raise SystemExit(f"{name} did not run at {TOKENS} tokens (it refused the input)")
             job = TimingJob.of(name, {}, session.last.input.ids, FORWARD_BUDGET_S, TRAIN_BUDGET_S)
             cols: dict[str, list[float]] = {c: [] for c in COLUMNS}
+            before = next(t for t in pool.run(job) if isinstance(t, Timed))
             for _ in range(rounds):
-                card = next(t for t in pool.run(job) if isinstance(t, Timed))
                 costs = session.costs()
+                after = next(t for t in pool.run(job) if isinstance(t, Timed))
+                # the cards on either side of the pass, their geometric mean: a drift of the machine's speed in
+                # between falls on both sides (the cards moved up to 1.8x within a model's rounds)
+                card_forward = math.sqrt(before.forward.median_ms * after.forward.median_ms)
+                card_step = math.sqrt(before.train_step.median_ms * after.train_step.median_ms)
+                before = after
                 f, b = costs.nodes_ms()
                 inference, plain_forward = costs.nodes_inference_ms(), mean(costs.plain_forward_ms)
                 for col, v in zip(cols.values(), (
-                        f, card.forward.median_ms, f + b, mean(costs.other_ops_ms), mean(costs.zero_grad_ms),
-                        mean(costs.outside_ms), mean(costs.plain_ms), card.train_step.median_ms,
-                        (f + b) / card.train_step.median_ms, plain_forward, f / plain_forward,
-                        (f + mean(costs.other_forward_ops_ms)) / plain_forward, inference,
-                        mean(costs.plain_inference_ms), inference / card.forward.median_ms), strict=True):
+                        f, card_forward, f + b, mean(costs.other_ops_ms), mean(costs.zero_grad_ms),
+                        mean(costs.outside_ms), mean(costs.plain_ms), card_step, (f + b) / card_step, plain_forward,
+                        f / plain_forward, (f + mean(costs.other_forward_ops_ms)) / plain_forward, inference,
+                        mean(costs.plain_inference_ms), inference / card_forward), strict=True):
                     col.append(v)
             for kept, col in ((train, STEP), (own_fwd, OWN), (with_other, WITH_OTHER), (fwd, INFERENCE)):
                 kept.append(statistics.median(cols[col]))
