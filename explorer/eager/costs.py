@@ -98,6 +98,7 @@ class Costs:
     plain_inference_ms: tuple[float, ...]  # the inference forward's wall time without the profiler, in this pass
     inference_scale: float  # as `scale`, for the inference forwards
     matched_ops: tuple[int, int]  # the inference forward's top-level operators matched to the train step's, of all
+    # (the first repeat's; one matched to an operator of no node takes no node's share)
     matches_graph: bool  # this pass drew the graph on screen, operation for operation
     measured_at: float = 0.0  # time.time() when the pass ran
 
@@ -212,7 +213,7 @@ def _shares(top: Any, owner: dict[int, tuple[int | None, int]]) -> dict[int, flo
 def _charge_inference(mark: Any, train: list[tuple[str, dict[int, float]]]) -> tuple[_Step, tuple[int, int]]:
     """An inference forward (`mark`) charged to nodes: its top-level operators matched in order to the train step's
     forward's (`train`), each one's time and the gap before it shared as its counterpart's was; with how many of its
-    top-level operators took a node's share, of all."""
+    top-level operators were matched, of all."""
     step = _Step()
     tops = sorted(mark.cpu_children, key=lambda c: c.time_range.start)
     matcher = difflib.SequenceMatcher(None, [key for key, _ in train], [_key(e) for e in tops], autojunk=False)
@@ -230,7 +231,7 @@ def _charge_inference(mark: Any, train: list[tuple[str, dict[int, float]]]) -> t
             step.other_us += us
     step.outside_us = mark.time_range.end - last
     step.wall_us = mark.time_range.elapsed_us()
-    return step, (sum(1 for i in range(len(tops)) if shares.get(i)), len(tops))
+    return step, (len(shares), len(tops))
 
 
 def _allocated(events: list[Any], node_of: dict[int, int]) -> dict[int, int]:
