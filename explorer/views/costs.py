@@ -88,9 +88,10 @@ def costs_summary(costs: Costs, card: CardTimes | None) -> str:
     matched, tops = costs.matched_ops
     said.append(f"The inference forward (no graph recorded, as the card's forward runs) profiled the same way, "
                 f"{plain_inf:.2f} ms without the profiler, {wall_inf:.2f} ms with it (x{costs.inference_scale:.2f}): "
-                f"{matched} of its {tops} top-level operators matched in order to the train step's forward's, each one's "
-                f"time shared among the nodes as its counterpart's was: the nodes **{inference:.2f} ms**, operators "
-                f"of no node or matched to none {other_inf:.2f} ms, after the last operator {after_inf:.2f} ms.")
+                f"{matched} of its {tops} top-level operators matched in order to the train step's forward's, each "
+                f"one's time shared among the nodes as its counterpart's was: the nodes **{inference:.2f} ms**, "
+                f"operators of no node or matched to none {other_inf:.2f} ms, after the last operator "
+                f"{after_inf:.2f} ms.")
     if card:
         said.append(f"The cards, timed apart: the train step {card.step_ms:.2f} ms, the nodes' sum "
                     f"{100 * (fwd + bwd) / card.step_ms:.0f}% of it; the forward {card.forward_ms:.2f} ms, the nodes' "
