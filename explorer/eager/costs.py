@@ -26,8 +26,8 @@ operators to nodes. It is profiled in a session of its own, `repeats` pairs of i
 one BACK_TO_BACK times in a row, as the card's timer runs it: their mean), and its top-level operators are matched,
 in order and by name and input shapes, to the train step's forward's (`difflib`: a layer run in train mode only is
 left unmatched): each matched operator's time, and the Python before it, goes to the nodes its counterpart's time
-went to, in the same shares. So the nodes' inference times, the operators matched to
-no node and what ran after the last add up to the inference forward as timed without the profiler."""
+went to, in the same shares. So the nodes' inference times, the operators matched to no node (or to none) and what
+ran after the last add up to the inference forward as timed without the profiler."""
 
 from __future__ import annotations
 
@@ -62,7 +62,8 @@ PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.4-1.9x in
 # right after the profiler is switched off, took 1.15-1.27x the card's median: the mixture of experts, the image CNN
 # and the RNN, ad hoc; five, 1.04-1.08x)
 BACK_TO_BACK = 5
-INFERENCE_SHARE = 0.5  # an inference forward's time over its train step's, at most (0.2-0.3 in RESULTS-costs.md)
+INFERENCE_SHARE = 0.5  # an inference forward's time over its train step's, at most (0.18-0.33 on the cards in
+# bench/RESULTS-costs.md)
 
 
 @dataclass(frozen=True)
