@@ -36,7 +36,7 @@ import difflib
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,7 @@ from explorer.core.machine import THREADS, on_core
 from explorer.eager import timing
 from explorer.eager.capture import TRAIN_SEED, forward, train_loss, training
 from explorer.eager.graph import ACCUMULATE, walk
+from explorer.eager.lines import LINE_MARK, line_marks
 
 _BACKWARD = "autograd::engine::evaluate_function: "
 # the pass's own marks in the profile: a step, the walk of its graph (left out), its zero_grad (not a node's), an
@@ -100,6 +101,8 @@ class Costs:
     inference_scale: float  # as `scale`, for the inference forwards
     matched_ops: tuple[int, int]  # the inference forward's top-level operators matched to the train step's, of all
     # (the first repeat's; one matched to an operator of no node takes no node's share)
+    other_lines: dict[str, float]  # the model's line (file:line) -> the mean ms of the forward's operators of no node
+    # it ran, with the Python before them (an index, a routing's argmax: the rest of other_forward_ops_ms is the loss's)
     matches_graph: bool  # this pass drew the graph on screen, operation for operation
     measured_at: float = 0.0  # time.time() when the pass ran
 
@@ -129,6 +132,8 @@ class _Step:
     wall_us: float = 0.0  # the step less the pass's walk of its graph
     forward_ops: list[tuple[str, dict[int, float]]] = field(default_factory=list)  # its forward's top-level
     # operators in order: each one's key (`_key`) and the shares of its time each node took (none: no node's)
+    forward_other: list[float] = field(default_factory=list)  # each one's µs of no node (and the gap before it, if
+    # it is no node's)
 
 
 def _owner(e: Any, node_of: dict[int, int]) -> tuple[int | None, int]:
@@ -159,14 +164,17 @@ def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
     the pass's walk of the graph left out, its time too; the zero_grad, and what ran after the last operator, apart."""
     step = _Step()
     owner: dict[int, tuple[int | None, int]] = {}
+    other_under: dict[int, float] = defaultdict(float)  # a top-level operator -> the self µs of no node under it
     marks = [c for c in mark.cpu_children if c.name in (_WALK, _ZERO)]
-    for e in (e for top in mark.cpu_children if top.name not in (_WALK, _ZERO) for e in [top, *_below(top)]):
-        node, back = owner[e.id] = _owner(e, node_of)
-        if node is None:
-            step.other_us += e.self_cpu_time_total
-            step.other_forward_us += 0.0 if back else e.self_cpu_time_total
-        else:
-            step.us[node][back] += e.self_cpu_time_total
+    for top in (c for c in mark.cpu_children if c.name not in (_WALK, _ZERO)):
+        for e in [top, *_below(top)]:
+            node, back = owner[e.id] = _owner(e, node_of)
+            if node is None:
+                step.other_us += e.self_cpu_time_total
+                step.other_forward_us += 0.0 if back else e.self_cpu_time_total
+                other_under[top.id] += e.self_cpu_time_total
+            else:
+                step.us[node][back] += e.self_cpu_time_total
     last, walked, walked_yet = mark.time_range.start, 0.0, False
     for e in sorted(mark.cpu_children, key=lambda c: c.time_range.start):
         if e.name == _WALK:  # the Python on either side of it goes to the operator after it
@@ -179,10 +187,11 @@ def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
             step.zero_grad_us += e.time_range.elapsed_us() + gap
             continue
         node, back = owner[e.id]
-        if not walked_yet and not back:
-            step.forward_ops.append((_key(e), _shares(e, owner)))
         if node is None:
             node, back = next((owner[c.id] for c in _below(e) if owner[c.id][0] is not None), (None, 0))
+        if not walked_yet and not back:
+            step.forward_ops.append((_key(e), _shares(e, owner)))
+            step.forward_other.append(other_under[e.id] + (gap if node is None else 0.0))
         if node is None:
             step.other_us += gap
             step.other_forward_us += 0.0 if back else gap
@@ -209,6 +218,26 @@ def _shares(top: Any, owner: dict[int, tuple[int | None, int]]) -> dict[int, flo
             us[node] += e.self_cpu_time_total
     total = sum(us.values())
     return {n: (t / total if total else 1 / len(us)) for n, t in us.items()}
+
+
+def _first_forward(mark: Any, node_of: dict[int, int]) -> list[tuple[str, dict[int, float], str | None]]:
+    """The forward's top-level operators of a step profiled inside `line_marks`, in order: each one's key, the shares
+    of its time each node took, and the model's line that ran it (None: not the model's, the loss's)."""
+    def under(e: Any, line: str | None) -> Iterator[tuple[Any, str | None]]:
+        for c in sorted(e.cpu_children, key=lambda c: c.time_range.start):
+            if c.name.startswith(LINE_MARK):
+                yield from under(c, c.name.removeprefix(LINE_MARK))
+            else:
+                yield c, line
+
+    out = []
+    for top, line in under(mark, None):
+        if top.name == _WALK:  # the forward ends where the walk of its graph starts
+            break
+        if top.name != _ZERO:
+            owner = {e.id: _owner(e, node_of) for e in [top, *_below(top)]}
+            out.append((_key(top), _shares(top, owner), line))
+    return out
 
 
 def _charge_inference(mark: Any, train: list[tuple[str, dict[int, float]]]) -> tuple[_Step, tuple[int, int]]:
@@ -326,10 +355,10 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
 
     with timing.measuring_core() as core, on_core(core), set_torch_threads(THREADS):
         # a first step (one-time costs out of the figures) profiled with its allocations and its operators' input
-        # shapes recorded, which slow every operator more: for the bytes, and for what the inference forward's
-        # operators are matched by
+        # shapes recorded, each line of the model in a mark of its own, all of which slow it (never timed): for the
+        # bytes, what the inference forward's operators are matched by, and the line that ran each operator
         with (training(model, TRAIN_SEED), profile(activities=cpu, profile_memory=True, record_shapes=True) as first,
-              record_function(_STEP)):
+              record_function(_STEP), line_marks(model)):
             order = _train(model, ids, marked=True)
         with profile(activities=cpu) as prof, training(model, TRAIN_SEED):
             _train(model, ids)  # the profiler's own first step (outside every mark: not read)
@@ -338,7 +367,8 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
             forward(model, ids)  # in the model's own mode, as the card's forward runs (its first: not read)
             _pairs(repeats, inferring, inference, plain_inference_forward)
     allocated = _allocated(list(first.events()), _numbers(order))
-    shaped = _charge(next(e for e in first.events() if e.name == _STEP), _numbers(order)).forward_ops
+    firsts = _first_forward(next(e for e in first.events() if e.name == _STEP), _numbers(order))
+    shaped = [(key, shares) for key, shares, _ in firsts]
     marks = sorted((e for e in prof.events() if e.name == _STEP), key=lambda e: e.time_range.start)
     steps = [_charge(mark, _numbers(order)) for mark, order in zip(marks, graphs, strict=True)]
     # each inference forward matched to a step's forward: its operators' shares, with the first step's keys (the
@@ -366,6 +396,13 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
         return tuple(of(s) * by / 1e3 for s in runs)
 
     runs = [s for s, _ in inferred]
+    # the forward's operators of no node by the model's line that ran them, in the steps laid out as the first
+    same = [s for s in steps if len(s.forward_other) == len(firsts)]
+    by_line: dict[str, float] = defaultdict(float)
+    for s in same:
+        for (_, _, line), us in zip(firsts, s.forward_other, strict=True):
+            if line is not None and us > 0:
+                by_line[line] += us * scale / 1e3 / len(same)
     return Costs(nodes, ms(lambda s: sum(f for f, _ in s.us.values())), ms(lambda s: sum(b for _, b in s.us.values())),
                  ms(lambda s: s.other_us), ms(lambda s: s.other_forward_us), ms(lambda s: s.zero_grad_us),
                  ms(lambda s: s.outside_us), tuple(s.wall_us / 1e3 for s in steps), tuple(plain),
@@ -373,4 +410,4 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
                  ms(lambda s: sum(f for f, _ in s.us.values()), runs, inference_scale),
                  ms(lambda s: s.other_us, runs, inference_scale), ms(lambda s: s.outside_us, runs, inference_scale),
                  tuple(s.wall_us / 1e3 for s in runs), tuple(plain_inference), inference_scale,
-                 inferred[0][1], matches, time.time())
+                 inferred[0][1], dict(by_line), matches, time.time())

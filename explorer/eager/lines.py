@@ -15,6 +15,7 @@ Playground's graph; the pass checks that each node's operation agrees and says s
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import os
@@ -23,6 +24,7 @@ import sys
 import traceback
 import warnings
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -126,6 +128,44 @@ class _LineCounter:
             return local
 
         return local
+
+
+LINE_MARK = "graph-explorer: line "  # a profiler mark's name: the model's line (file:line, as shown) running in it
+
+
+class _LineMarks(_LineCounter):
+    """sys.settrace's global function: each line of the files kept, while it runs, in a profiler mark of its own
+    named by the line (closed at its frame's next line or return), so the innermost mark around an operator is the
+    model's line that ran it."""
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
+        path = self._kept(frame.f_code.co_filename)
+        if path is None:
+            return None
+        shown, running = _shown(path), []
+
+        def local(frame: FrameType, event: str, arg: Any) -> Any:
+            if running:
+                running.pop().__exit__(None, None, None)
+            if event == "line":
+                mark = torch.profiler.record_function(f"{LINE_MARK}{shown}:{frame.f_lineno}")
+                mark.__enter__()
+                running.append(mark)
+            return local
+
+        return local
+
+
+@contextlib.contextmanager
+def line_marks(model: nn.Module) -> Iterator[None]:
+    """Inside, each line of the model's own files runs in a profiler mark named by it (`LINE_MARK`): for a profiled
+    step that is never timed (tracing every line slows it)."""
+    old = sys.gettrace()
+    sys.settrace(_LineMarks(model_files(model)))
+    try:
+        yield
+    finally:
+        sys.settrace(old)
 
 
 # A tensor's value read into Python: a decision the data makes (an `if` on it, a loop bound, an index)

@@ -39,7 +39,7 @@ from explorer.ui.labs import output_component
 from explorer.ui.stream import Updates, streamed
 from explorer.ui.theme import CODE_EDITOR_ID, CODE_ERROR_ID, CODE_RUN_ID
 from explorer.views.code import code_view, compiled_text, heat_figure
-from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS, costs_summary, line_rows, top_rows
+from explorer.views.costs import LINE_COLUMNS, NODE_COLUMNS, costs_summary, line_rows, top_rows
 from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
 from models import arch_label, make_config
 from models.bugs import BUGS
@@ -106,7 +106,7 @@ def code_tab(asked: gr.Textbox, tabs: gr.Tabs, tab: gr.Tab, session: gr.State) -
                                scale=0, min_width=300)
     profiled = gr.Markdown()
     with gr.Row():
-        cost_lines = gr.Dataframe(headers=ROLLUP_COLUMNS, label="the edit's train step, per line", interactive=False,
+        cost_lines = gr.Dataframe(headers=LINE_COLUMNS, label="the edit's train step, per line", interactive=False,
                                   wrap=True, max_height=300)
         cost_nodes = gr.Dataframe(headers=NODE_COLUMNS, label="its costliest nodes", interactive=False, wrap=True,
                                   max_height=300)

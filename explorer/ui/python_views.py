@@ -17,7 +17,7 @@ from explorer.runs.session import Session
 from explorer.server import MEASURE_EVENTS
 from explorer.ui.stream import Updates
 from explorer.ui.theme import NODE_PICK_ID
-from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS, TOP
+from explorer.views.costs import LINE_COLUMNS, NODE_COLUMNS, ROLLUP_COLUMNS, TOP
 from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS
 from explorer.views.playground import PickedNode, costs_view, lines_view, lit_graph, node_picked
 
@@ -60,7 +60,7 @@ def python_views() -> PythonViews:
         profile = gr.Button("Profile this input", size="sm", variant="secondary")
         costs_said = gr.Markdown()
         costs_graph = gr.Plot(label="the graph coloured by each node's time")
-        per_line = gr.Dataframe(headers=ROLLUP_COLUMNS, label="per line of the model's Python", interactive=False,
+        per_line = gr.Dataframe(headers=LINE_COLUMNS, label="per line of the model's Python", interactive=False,
                                 max_height=300)
         modules = gr.Dataframe(headers=ROLLUP_COLUMNS, label="per module", interactive=False, max_height=300)
         top = gr.Dataframe(headers=NODE_COLUMNS, label=f"the {TOP} costliest nodes", interactive=False, wrap=True)

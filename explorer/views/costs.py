@@ -21,6 +21,7 @@ TOP = 10
 NODE_COLUMNS = ["node", "operation", "module", "line", "forward µs", "backward µs", "share", "allocated",
                 "inference µs"]
 ROLLUP_COLUMNS = ["where", "nodes", "forward ms", "backward ms", "share", "inference ms"]
+LINE_COLUMNS = [*ROLLUP_COLUMNS, "no node ms"]  # a line's forward operators of no node: an index, a routing's argmax
 
 
 @dataclass(frozen=True)
@@ -43,17 +44,21 @@ def top_rows(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> list[list[A
              round(c.inference_us, 1)] for nid, c in ranked]
 
 
-def _rollup(costs: Costs, key: dict[int, str]) -> list[list[Any]]:
-    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+def _rollup(costs: Costs, key: dict[int, str], no_node_ms: dict[str, float] | None = None) -> list[list[Any]]:
+    """Rows by `key` of each node (and, with `no_node_ms`, its time of no node by the same key, a last column)."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
     for nid, c in costs.nodes.items():
         s = sums[key.get(nid, "—")]
         s[0] += 1
         s[1] += c.forward_us
         s[2] += c.backward_us
         s[3] += c.inference_us
-    total = sum(f + b for _, f, b, _ in sums.values())
-    return [[sanitize(k), int(n), round(f / 1e3, 3), round(b / 1e3, 3), _share(f + b, total), round(i / 1e3, 3)]
-            for k, (n, f, b, i) in sorted(sums.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))]
+    for k, ms in (no_node_ms or {}).items():
+        sums[k][4] += ms * 1e3
+    total = sum(f + b for _, f, b, _, _ in sums.values())
+    return [[sanitize(k), int(n), round(f / 1e3, 3), round(b / 1e3, 3), _share(f + b, total), round(i / 1e3, 3),
+             *([round(o / 1e3, 3)] if no_node_ms is not None else [])]
+            for k, (n, f, b, i, o) in sorted(sums.items(), key=lambda kv: -(kv[1][1] + kv[1][2] + kv[1][4]))]
 
 
 def module_rows(costs: Costs, graph: AutogradGraph) -> list[list[Any]]:
@@ -61,7 +66,8 @@ def module_rows(costs: Costs, graph: AutogradGraph) -> list[list[Any]]:
 
 
 def line_rows(costs: Costs, lines: LinesRan) -> list[list[Any]]:
-    return _rollup(costs, {nid: lines.line_of(nid) for nid in costs.nodes})
+    """Per line of the model's Python: its nodes, and its forward operators of no node (LINE_COLUMNS)."""
+    return _rollup(costs, {nid: lines.line_of(nid) for nid in costs.nodes}, costs.other_lines)
 
 
 def costs_summary(costs: Costs, card: CardTimes | None) -> str:
@@ -81,7 +87,9 @@ def costs_summary(costs: Costs, card: CardTimes | None) -> str:
             f"together {fwd + bwd + other + zero + after:.2f} ms of the step's {plain:.2f} ms. The nodes' forward is "
             f"{100 * fwd / plain_fwd:.0f}% of the step's forward and loss timed in this pass ({plain_fwd:.2f} ms, "
             f"recording the graph; the card's forward times an inference forward, which records none), "
-            f"{100 * (fwd + other_fwd) / plain_fwd:.0f}% with the forward's operators of no node ({other_fwd:.2f} ms)."]
+            f"{100 * (fwd + other_fwd) / plain_fwd:.0f}% with the forward's operators of no node ({other_fwd:.2f} ms, "
+            f"{sum(costs.other_lines.values()):.2f} ms of it at the model's lines: the per-line table's last column; "
+            "the rest the loss's)."]
     inference = costs.nodes_inference_ms()
     other_inf, after_inf, plain_inf, wall_inf = (statistics.mean(x) for x in (
         costs.other_inference_ms, costs.inference_outside_ms, costs.plain_inference_ms, costs.inference_ms))
@@ -116,7 +124,7 @@ def costs_report(costs: Costs, graph: AutogradGraph, lines: LinesRan) -> dict[st
             "matched_ops": list(costs.matched_ops),
             "top": [dict(zip(NODE_COLUMNS, r, strict=True)) for r in top_rows(costs, graph, lines)],
             "modules": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in module_rows(costs, graph)],
-            "lines": [dict(zip(ROLLUP_COLUMNS, r, strict=True)) for r in line_rows(costs, lines)]}
+            "lines": [dict(zip(LINE_COLUMNS, r, strict=True)) for r in line_rows(costs, lines)]}
 
 
 def costs_text(costs: Costs, graph: AutogradGraph, lines: LinesRan, card: CardTimes | None) -> str:
@@ -126,4 +134,4 @@ def costs_text(costs: Costs, graph: AutogradGraph, lines: LinesRan, card: CardTi
                       *(f"\n{title}:\n" + format_rows(columns, rows) for title, columns, rows in (
                           ("costliest nodes", NODE_COLUMNS, top_rows(costs, graph, lines)),
                           ("per module", ROLLUP_COLUMNS, module_rows(costs, graph)),
-                          ("per line", ROLLUP_COLUMNS, line_rows(costs, lines))))])
+                          ("per line", LINE_COLUMNS, line_rows(costs, lines))))])

@@ -29,7 +29,7 @@ from explorer.draw.style import Figure
 from explorer.labs.batching import lab_lengths_figure, lab_time_figure, lab_waste_figure
 from explorer.runs.session import Session
 from explorer.serving.shared import run_key
-from explorer.views.costs import NODE_COLUMNS, ROLLUP_COLUMNS
+from explorer.views.costs import LINE_COLUMNS, NODE_COLUMNS, ROLLUP_COLUMNS
 from explorer.views.figures import compiled_figure, graph_figure, history_figure
 from explorer.views.lines import BRANCH_COLUMNS, LINES_COLUMNS, branch_rows, lines_rows, lines_summary
 from explorer.views.playground import costs_view
@@ -88,7 +88,7 @@ def _python_views(session: Session) -> tuple[list[str], list[Figure]]:
     if costs is None:
         return parts, []
     view = costs_view(session, costs)
-    tables = _grid(ROLLUP_COLUMNS, view.lines) + _grid(ROLLUP_COLUMNS, view.modules) + _grid(NODE_COLUMNS, view.top)
+    tables = _grid(LINE_COLUMNS, view.lines) + _grid(ROLLUP_COLUMNS, view.modules) + _grid(NODE_COLUMNS, view.top)
     parts.append(f"<h2>Where the time went</h2><p>{html.escape(view.said.replace('**', ''))}</p>{tables}")
     return parts, [view.graph]
 

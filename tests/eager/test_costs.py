@@ -55,9 +55,28 @@ def test_every_operation_node_is_costed_forward_and_backward_and_the_rollups_hol
     assert costs.nodes_inference_ms() == pytest.approx(statistics.mean(costs.inference_ops_ms), rel=1e-6)
     matched, tops = costs.matched_ops
     assert 0 < matched <= tops
+    # the forward's operators of no node by the model's line that ran them: lines that ran, within the forward's
+    # operators of no node (the rest are the loss's)
+    ran = {f"{s.file}:{s.line}" for s in lines.lines if s.hits}
+    assert set(costs.other_lines) <= ran
+    assert sum(costs.other_lines.values()) <= statistics.mean(costs.other_forward_ops_ms) * (1 + 1e-6)
     for rows in (module_rows(costs, graph), line_rows(costs, lines)):
         assert sum(r[1] for r in rows) == len(ops)  # every node in exactly one module, one line (or the loss)
     assert len(top_rows(costs, graph, lines)) == min(10, len(ops))
+
+
+def test_a_mixture_of_experts_router_whose_node_the_loss_never_reaches_is_charged_to_its_line(menu_restored):
+    """The router's linear layer makes a node the loss never reaches (its argmax passes no gradient), so no node of
+    the graph holds its time: the time goes to its line, beside the nodes' (it was said only as the step's
+    operators of no node), and so does the zeros_like after it (no number at all)."""
+    session = Session()
+    session.configure(add_model_file(str(ROOT / "tests/outside/moe_top1.py")), {})
+    session.capture(TEXT)
+    costs, lines = session.costs(), session.lines()
+    router, zeros = "tests/outside/moe_top1.py:19", "tests/outside/moe_top1.py:20"
+    assert costs.other_lines.get(router, 0) > 0 and costs.other_lines.get(zeros, 0) > 0
+    row = next(r for r in line_rows(costs, lines) if r[0] == router)
+    assert row[1] == 0 and row[-1] == round(costs.other_lines[router], 3)  # no node of the graph made there
 
 
 def test_the_playground_view_colours_the_graph_by_time_and_sets_the_sums_against_the_card():
