@@ -5,7 +5,7 @@ For each zoo model, each library architecture, both examples and a model this pr
 (the measurement process's job, as the Playground's run sends it: forward and train step without the profiler, on
 the measuring core) before and after each round's costs pass (explorer/eager/costs.py: five pairs of steps,
 the profiler collecting in one and off in the other, every operator and the Python before it charged to a graph
-node, the profiler's cost taken off in proportion; five pairs of inference forwards the same way, matched to the
+node, the profiler's cost taken off in proportion; three pairs of inference forwards the same way, matched to the
 train step's nodes). Read, per round: the nodes' sums forward and backward, what the step spent outside every node,
 the pass's plain step, the nodes' inference sum, and the cards; the nodes' sums over the card's train step and
 forward are what the Playground says beside the figure ("the nodes' sum N% of it", "the nodes' inference sum N% of
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
            "step profiled node by node between two timings of its cards as the Playground's run times them (a "
            "card's figure: the geometric mean of the two, so that a drift of the machine's speed between them falls "
            "on both sides of the pass; five pairs of steps, the profiler on and off; each node's mean, the "
-           "profiler's cost taken off in proportion; five pairs of inference forwards, matched to the step's nodes). "
+           "profiler's cost taken off in proportion; three pairs of inference forwards, matched to the step's nodes). "
            "Each cell: the median over the rounds (min-max).", "",
            "| model | nodes | " + " | ".join(COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
     mean = statistics.mean

@@ -22,12 +22,12 @@ alternating, so that a slow spell of the machine falls on both); each node's mea
 of medians would drop every node's spikes and fall short of the step), with the repeats' spread of the sums.
 
 The card's forward is an inference forward (`no_grad`), which records no graph: no sequence number ties its
-operators to nodes. It is profiled in a session of its own, `repeats` pairs of it timed the same way (the plain
-one BACK_TO_BACK times in a row, as the card's timer runs it: their mean), and its top-level operators are matched,
-in order and by name and input shapes, to the train step's forward's (`difflib`: a layer run in train mode only is
-left unmatched): each matched operator's time, and the Python before it, goes to the nodes its counterpart's time
-went to, in the same shares. So the nodes' inference times, the operators matched to no node (or to none) and what
-ran after the last add up to the inference forward as timed without the profiler."""
+operators to nodes. It is profiled in a session of its own, up to INFERENCE_REPEATS pairs of it timed the same way
+(the plain one BACK_TO_BACK times in a row, as the card's timer runs it: their mean), and its top-level operators are
+matched, in order and by name and input shapes, to the train step's forward's (`difflib`: a layer run in train mode
+only is left unmatched): each matched operator's time, and the Python before it, goes to the nodes its
+counterpart's time went to, in the same shares. So the nodes' inference times, the operators matched to no node (or
+to none) and what ran after the last add up to the inference forward as timed without the profiler."""
 
 from __future__ import annotations
 
@@ -63,6 +63,8 @@ PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.4-1.9x in
 # right after the profiler is switched off, took 1.15-1.27x the card's median: the mixture of experts, the image CNN
 # and the RNN, ad hoc; five, 1.04-1.08x)
 BACK_TO_BACK = 5
+INFERENCE_REPEATS = 3  # pairs of inference forwards, at most: each profiled one is parsed from the profile with its
+# operators' input shapes, the pass's costliest part (five took 2.6 s of the tree's 9.5-s pass, ad hoc)
 INFERENCE_SHARE = 0.5  # an inference forward's time over its train step's, at most (0.18-0.33 on the cards in
 # bench/RESULTS-costs.md)
 
@@ -283,7 +285,8 @@ def repeats_within(step_s: float, budget_s: float, limit: str) -> int:
     """How many repeats of a train step that took `step_s` unprofiled (each run once plain, once profiled, and an
     inference forward once profiled and BACK_TO_BACK times plain) fit in `budget_s` beside two first steps profiled
     (one recording allocations), at most REPEATS; InputError naming `limit` if none does."""
-    each = step_s * (1 + PROFILED_SLOWER + INFERENCE_SHARE * (PROFILED_SLOWER + BACK_TO_BACK))
+    each = step_s * (1 + PROFILED_SLOWER + INFERENCE_SHARE * (PROFILED_SLOWER + BACK_TO_BACK))  # (a bound: at most
+    # INFERENCE_REPEATS of the inference pairs run)
     repeats = min(REPEATS, int(budget_s / each) - 2) if each > 0 else REPEATS
     if repeats < 1:
         raise InputError(f"Profiling this input's train step would take about {3 * each:.0f} s (with and without "
@@ -365,7 +368,7 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
             _pairs(repeats, prof, step, plain_step)
         with profile(activities=cpu, record_shapes=True) as inferring:
             forward(model, ids)  # in the model's own mode, as the card's forward runs (its first: not read)
-            _pairs(repeats, inferring, inference, plain_inference_forward)
+            _pairs(min(repeats, INFERENCE_REPEATS), inferring, inference, plain_inference_forward)
     allocated = _allocated(list(first.events()), _numbers(order))
     firsts = _first_forward(next(e for e in first.events() if e.name == _STEP), _numbers(order))
     shaped = [(key, shares) for key, shares, _ in firsts]
@@ -375,27 +378,28 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
     # same operators in the same order, unless the model draws differently each run: then the first step's shares)
     inferred = [_charge_inference(mark, list(zip((k for k, _ in shaped), (sh for _, sh in s.forward_ops), strict=True))
                                   if len(s.forward_ops) == len(shaped) else shaped) for mark, s in zip(
-        sorted((e for e in inferring.events() if e.name == _INFER), key=lambda e: e.time_range.start), steps,
-        strict=True)]
+        sorted((e for e in inferring.events() if e.name == _INFER), key=lambda e: e.time_range.start),
+        steps[:INFERENCE_REPEATS], strict=True)]
     # the profiler's cost taken off in proportion: every profiled time scaled by the plain runs' mean over the
     # profiled ones' (means, as the nodes' figures are: a sum of means is the mean of the sums, where medians would
     # drop each node's spikes)
     scale = statistics.mean(plain) / statistics.mean(s.wall_us / 1e3 for s in steps)
     inference_scale = statistics.mean(plain_inference) / statistics.mean(s.wall_us / 1e3 for s, _ in inferred)
-    per_node: dict[int, list[tuple[float, float, float]]] = defaultdict(list)
-    for s, (i, _), order in zip(steps, inferred, graphs, strict=True):
+    per_node: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for s, order in zip(steps, graphs, strict=True):
         for nid in _numbers(order).values():
             f, b = s.us.get(nid, (0.0, 0.0))
-            per_node[nid].append((f * scale, b * scale, i.us[nid][0] * inference_scale if nid in i.us else 0.0))
+            per_node[nid].append((f * scale, b * scale))
     matches = ops is None or all(ops == ["param" if fn.name() == ACCUMULATE else fn.name() for fn in order]
                                  for order in graphs)
-    nodes = {nid: NodeCost(statistics.mean(f for f, _, _ in xs), statistics.mean(b for _, b, _ in xs),
-                           allocated.get(nid, 0), statistics.mean(i for _, _, i in xs)) for nid, xs in per_node.items()}
+    runs = [s for s, _ in inferred]
+    nodes = {nid: NodeCost(statistics.mean(f for f, _ in xs), statistics.mean(b for _, b in xs),
+                           allocated.get(nid, 0), statistics.mean(r.us[nid][0] if nid in r.us else 0.0 for r in runs)
+                           * inference_scale) for nid, xs in per_node.items()}
 
     def ms(of: Callable[[_Step], float], runs: list[_Step] = steps, by: float = scale) -> tuple[float, ...]:
         return tuple(of(s) * by / 1e3 for s in runs)
 
-    runs = [s for s, _ in inferred]
     # the forward's operators of no node by the model's line that ran them, in the steps laid out as the first
     same = [s for s in steps if len(s.forward_other) == len(firsts)]
     by_line: dict[str, float] = defaultdict(float)
