@@ -21,7 +21,7 @@ TOP = 10
 NODE_COLUMNS = ["node", "operation", "module", "line", "forward µs", "backward µs", "share", "allocated",
                 "inference µs"]
 ROLLUP_COLUMNS = ["where", "nodes", "forward ms", "backward ms", "share", "inference ms"]
-LINE_COLUMNS = [*ROLLUP_COLUMNS, "no node ms"]  # a line's forward operators of no node: an index, a routing's argmax
+LINE_COLUMNS = [*ROLLUP_COLUMNS, "no node ms"]  # a line's forward operators of no node (a layer the loss never reaches)
 
 
 @dataclass(frozen=True)
