@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
                 costs = session.costs()
                 after = next(t for t in pool.run(job) if isinstance(t, Timed))
                 # the cards on either side of the pass, their geometric mean: a drift of the machine's speed in
-                # between falls on both sides (the cards moved up to 1.8x within a model's rounds)
+                # between falls on both sides (the table's card columns show how far they move between rounds)
                 card_forward = math.sqrt(before.forward.median_ms * after.forward.median_ms)
                 card_step = math.sqrt(before.train_step.median_ms * after.train_step.median_ms)
                 before = after

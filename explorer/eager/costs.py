@@ -59,14 +59,13 @@ _STEP, _WALK, _ZERO = "graph-explorer: step", "graph-explorer: walk", "graph-exp
 _INFER = "graph-explorer: inference forward"
 REPEATS = 5
 PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.4-1.9x in bench/RESULTS-costs.md
-# An inference forward timed plain runs this many times back to back, as the card's timer runs it (one call alone,
-# right after the profiler is switched off, took 1.15-1.27x the card's median: the mixture of experts, the image CNN
-# and the RNN, ad hoc; five, 1.04-1.08x)
+# An inference forward timed plain runs this many times back to back, as the card's timer runs it: one call alone,
+# right after the profiler is switched off, reads above the card's median, which the timer takes over calls in a row
 BACK_TO_BACK = 5
 INFERENCE_REPEATS = 3  # pairs of inference forwards, at most: each profiled one is parsed from the profile with its
-# operators' input shapes, the pass's costliest part (five took 2.6 s of the tree's 9.5-s pass, ad hoc)
-INFERENCE_SHARE = 0.5  # an inference forward's time over its train step's, at most (0.18-0.33 on the cards in
-# bench/RESULTS-costs.md)
+# operators' input shapes, the pass's costliest part
+INFERENCE_SHARE = 0.5  # an inference forward's time over its train step's, at most (a fifth to a third on the cards
+# in bench/RESULTS-costs.md)
 
 
 @dataclass(frozen=True)

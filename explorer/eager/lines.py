@@ -102,19 +102,26 @@ def _shown(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-class _LineCounter:
-    """sys.settrace's global function: a local tracer for frames of the files kept, counting 'line' events."""
+class _Kept:
+    """The model's files, and whether a frame's file is one of them (its real path, cached)."""
 
     def __init__(self, files: set[str]) -> None:
         self.files = files
         self.real: dict[str, str] = {}
-        self.hits: Counter[tuple[str, int]] = Counter()
 
     def _kept(self, filename: str) -> str | None:
         real = self.real.get(filename)
         if real is None:
             real = self.real[filename] = _real(filename)
         return real if real in self.files else None
+
+
+class _LineCounter(_Kept):
+    """sys.settrace's global function: a local tracer for frames of the files kept, counting 'line' events."""
+
+    def __init__(self, files: set[str]) -> None:
+        super().__init__(files)
+        self.hits: Counter[tuple[str, int]] = Counter()
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
         path = self._kept(frame.f_code.co_filename)
@@ -133,7 +140,7 @@ class _LineCounter:
 LINE_MARK = "graph-explorer: line "  # a profiler mark's name: the model's line (file:line, as shown) running in it
 
 
-class _LineMarks(_LineCounter):
+class _LineMarks(_Kept):
     """sys.settrace's global function: each line of the files kept, while it runs, in a profiler mark of its own
     named by the line (closed at its frame's next line or return), so the innermost mark around an operator is the
     model's line that ran it."""

@@ -73,6 +73,7 @@ def line_rows(costs: Costs, lines: LinesRan) -> list[list[Any]]:
 def costs_summary(costs: Costs, card: CardTimes | None) -> str:
     """What was measured, the sums, and how they stand against the cards (a number behind every sentence)."""
     fwd, bwd = costs.nodes_ms()
+    at_lines = sum(costs.other_lines.values())
     other, other_fwd, zero, after, plain, plain_fwd, wall = (statistics.mean(x) for x in (
         costs.other_ops_ms, costs.other_forward_ops_ms, costs.zero_grad_ms, costs.outside_ms, costs.plain_ms,
         costs.plain_forward_ms, costs.step_ms))
@@ -87,9 +88,9 @@ def costs_summary(costs: Costs, card: CardTimes | None) -> str:
             f"together {fwd + bwd + other + zero + after:.2f} ms of the step's {plain:.2f} ms. The nodes' forward is "
             f"{100 * fwd / plain_fwd:.0f}% of the step's forward and loss timed in this pass ({plain_fwd:.2f} ms, "
             f"recording the graph; the card's forward times an inference forward, which records none), "
-            f"{100 * (fwd + other_fwd) / plain_fwd:.0f}% with the forward's operators of no node ({other_fwd:.2f} ms, "
-            f"{sum(costs.other_lines.values()):.2f} ms of it at the model's lines: the per-line table's last column; "
-            "the rest the loss's)."]
+            f"{100 * (fwd + other_fwd) / plain_fwd:.0f}% with the forward's operators of no node ({other_fwd:.2f} ms: "
+            f"{at_lines:.2f} ms at the model's lines, the per-line table's last column, {other_fwd - at_lines:.2f} ms "
+            "outside the model's files, the loss's among them)."]
     inference = costs.nodes_inference_ms()
     other_inf, after_inf, plain_inf, wall_inf = (statistics.mean(x) for x in (
         costs.other_inference_ms, costs.inference_outside_ms, costs.plain_inference_ms, costs.inference_ms))
@@ -100,7 +101,7 @@ def costs_summary(costs: Costs, card: CardTimes | None) -> str:
                 f"one's time shared among the nodes as its counterpart's was: the nodes **{inference:.2f} ms**, "
                 f"operators of no node or matched to none {other_inf:.2f} ms, after the last operator "
                 f"{after_inf:.2f} ms.")
-    if card:
+    if card and card.step_ms > 0 and card.forward_ms > 0:  # (a timing that measured nothing sets nothing against)
         said.append(f"The cards, timed apart: the train step {card.step_ms:.2f} ms, the nodes' sum "
                     f"{100 * (fwd + bwd) / card.step_ms:.0f}% of it; the forward {card.forward_ms:.2f} ms, the nodes' "
                     f"inference sum {100 * inference / card.forward_ms:.0f}% of it.")
