@@ -11,19 +11,24 @@ operations are checked node by node.
 A node's time is what its operators took plus the Python that issued them (the gap since the operator before, on
 the step's own level: a loop's bookkeeping, a module's call, the engine between backward functions), scaled by the
 step's time without the profiler over its time with it, both measured in this pass: the profiler slows every
-operator, and this takes its cost off in proportion. So the nodes, the operators of no node, `zero_grad` and what ran
-after the last operator add up to the step as timed without the profiler.
+operator, and this takes its cost off in proportion. A parameter's node (autograd's AccumulateGrad) has no number:
+its accumulation is known by the order the engine ran them (read from hooks in the first step), and it takes an
+equal share of `zero_grad`, which resets each parameter's gradient; the gradient's seed goes to the loss's node. So
+the nodes, the operators of no node and what ran after the last operator add up to the step as timed without the
+profiler.
 
 A pass of its own, after the timings, on a measuring core as a timing is (held, so nothing else runs there, at the
 timings' thread count): a first step profiled with its allocations and its operators' input shapes recorded (which
 slows every operator more), for the bytes and the keys the inference forward is matched by; then `repeats` pairs of
 steps in one profiler session, one with the profiler collecting and one with it switched off (the order
-alternating, so that a slow spell of the machine falls on both); each node's mean over the repeats is shown (a sum
-of medians would drop every node's spikes and fall short of the step), with the repeats' spread of the sums.
+alternating, so that a slow spell of the machine falls on both; the plain one BACK_TO_BACK steps in a row after an
+untimed one, their mean, as the card's timer runs them: one step alone right after a profiled one reads above the
+card); each node's mean over the repeats is shown (a sum of medians would drop every node's spikes and fall short of
+the step), with the repeats' spread of the sums.
 
 The card's forward is an inference forward (`no_grad`), which records no graph: no sequence number ties its
 operators to nodes. It is profiled in a session of its own, up to INFERENCE_REPEATS pairs of it timed the same way
-(the plain one BACK_TO_BACK times in a row, as the card's timer runs it: their mean), and its top-level operators are
+(the plain one as the plain step is, BACK_TO_BACK times in a row), and its top-level operators are
 matched, in order and by name and input shapes, to the train step's forward's (`difflib`: a layer run in train mode
 only is left unmatched): each matched operator's time, and the Python before it, goes to the nodes its
 counterpart's time went to, in the same shares. So the nodes' inference times, the operators matched to no node (or
@@ -38,6 +43,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import Any
 
 import torch
@@ -53,14 +59,16 @@ from explorer.eager.graph import ACCUMULATE, walk
 from explorer.eager.lines import LINE_MARK, line_marks
 
 _BACKWARD = "autograd::engine::evaluate_function: "
+_ACCUMULATE = _BACKWARD + "torch::autograd::AccumulateGrad"  # a parameter's node: its gradient's accumulation
 # the pass's own marks in the profile: a step, the walk of its graph (left out), its zero_grad (not a node's), an
 # inference forward
 _STEP, _WALK, _ZERO = "graph-explorer: step", "graph-explorer: walk", "graph-explorer: zero_grad"
 _INFER = "graph-explorer: inference forward"
 REPEATS = 5
 PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.4-1.9x in bench/RESULTS-costs.md
-# An inference forward timed plain runs this many times back to back, as the card's timer runs it: one call alone,
-# right after the profiler is switched off, reads above the card's median, which the timer takes over calls in a row
+# A plain run (a train step, an inference forward) is timed this many times back to back, after one untimed, as the
+# card's timer runs it: one call alone, right after a profiled one, reads above the card's median (its caches cold),
+# which the timer takes over calls in a row
 BACK_TO_BACK = 5
 INFERENCE_REPEATS = 3  # pairs of inference forwards, at most: each profiled one is parsed from the profile with its
 # operators' input shapes, the pass's costliest part
@@ -85,9 +93,10 @@ class Costs:
     nodes: dict[int, NodeCost]  # graph node -> its cost
     forward_ops_ms: tuple[float, ...]  # per repeat: the time charged to a node, forward
     backward_ops_ms: tuple[float, ...]  # the same, backward
-    other_ops_ms: tuple[float, ...]  # charged to no node of the graph (the loss's gradient seed, ...)
+    other_ops_ms: tuple[float, ...]  # charged to no node of the graph (an index, a layer the loss never reaches)
     other_forward_ops_ms: tuple[float, ...]  # of which in the forward (on tensors that need no gradient: an index, ...)
-    zero_grad_ms: tuple[float, ...]  # per repeat: the step's zero_grad (the card's step has one too)
+    zero_grad_ms: tuple[float, ...]  # per repeat: the step's zero_grad (the card's step has one too; in the
+    # parameters' nodes' backward, an equal share each, when `params` has any)
     outside_ms: tuple[float, ...]  # per repeat: after the step's last operator
     step_ms: tuple[float, ...]  # per repeat: the profiled step's wall time (the profiler's cost in it)
     plain_ms: tuple[float, ...]  # the same step's wall time without the profiler, in this pass
@@ -102,6 +111,7 @@ class Costs:
     inference_scale: float  # as `scale`, for the inference forwards
     matched_ops: tuple[int, int]  # the inference forward's top-level operators matched to the train step's, of all
     # (the first repeat's; one matched to an operator of no node takes no node's share)
+    params: frozenset[int]  # the parameters' nodes costed (their backward: their gradients' accumulation and reset)
     other_lines: dict[str, float]  # the model's line (file:line) -> the mean ms of the forward's operators of no node
     # it ran, with the Python before them (an index, a routing's argmax: the rest of other_forward_ops_ms is the loss's)
     matches_graph: bool  # this pass drew the graph on screen, operation for operation
@@ -128,7 +138,7 @@ class _Step:
     us: dict[int, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))  # [fwd, bwd] µs
     other_us: float = 0.0  # operators of no node, with the gaps before them
     other_forward_us: float = 0.0  # of which in the forward (not under a backward function)
-    zero_grad_us: float = 0.0
+    zero_grad_us: float = 0.0  # (in the parameters' nodes when they are costed)
     outside_us: float = 0.0  # after the last operator
     wall_us: float = 0.0  # the step less the pass's walk of its graph
     forward_ops: list[tuple[str, dict[int, float]]] = field(default_factory=list)  # its forward's top-level
@@ -159,17 +169,28 @@ def _below(e: Any) -> list[Any]:
     return out
 
 
-def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
+def _charge(mark: Any, node_of: dict[int, int], accumulated: list[int]) -> _Step:
     """Each operator under `mark` (a step) charged its self time to its node, and each of the step's top-level
     operators the gap before it (a composite operator that charged nothing itself: to its first operator's node);
-    the pass's walk of the graph left out, its time too; the zero_grad, and what ran after the last operator, apart."""
+    the pass's walk of the graph left out, its time too; the zero_grad, and what ran after the last operator, apart.
+    A parameter's accumulation has no number of its own: the k-th goes to `accumulated[k]` (the parameters' nodes in
+    the order the engine ran them) if the step ran as many, and then the zero_grad too (it resets each one's
+    gradient), in equal shares; the gradient's seed (after the walk, before the first backward function) goes to the
+    loss's node (0), whose backward it starts."""
     step = _Step()
     owner: dict[int, tuple[int | None, int]] = {}
     other_under: dict[int, float] = defaultdict(float)  # a top-level operator -> the self µs of no node under it
     marks = [c for c in mark.cpu_children if c.name in (_WALK, _ZERO)]
-    for top in (c for c in mark.cpu_children if c.name not in (_WALK, _ZERO)):
+    tops = sorted((c for c in mark.cpu_children if c.name not in (_WALK, _ZERO)), key=lambda c: c.time_range.start)
+    runs = [c.id for c in tops if c.name == _ACCUMULATE]
+    param_of = dict(zip(runs, accumulated, strict=True)) if len(runs) == len(accumulated) else {}
+    walk_end = next((w.time_range.end for w in marks if w.name == _WALK), mark.time_range.end)
+    seed = {c.id for c in takewhile(lambda c: not c.name.startswith(_BACKWARD), (
+        c for c in tops if c.time_range.start >= walk_end))}
+    for top in tops:
         for e in [top, *_below(top)]:
-            node, back = owner[e.id] = _owner(e, node_of)
+            node, back = owner[e.id] = (param_of[top.id], 1) if top.id in param_of else (
+                (0, 1) if top.id in seed else _owner(e, node_of))
             if node is None:
                 step.other_us += e.self_cpu_time_total
                 step.other_forward_us += 0.0 if back else e.self_cpu_time_total
@@ -198,6 +219,8 @@ def _charge(mark: Any, node_of: dict[int, int]) -> _Step:
             step.other_forward_us += 0.0 if back else gap
         else:
             step.us[node][back] += gap
+    for nid in param_of.values():  # zero_grad resets each parameter's gradient: an equal share each
+        step.us[nid][1] += step.zero_grad_us / len(param_of)
     step.outside_us = mark.time_range.end - last - walked
     step.wall_us = mark.time_range.elapsed_us() - sum(w.time_range.elapsed_us() for w in marks if w.name == _WALK)
     return step
@@ -280,12 +303,19 @@ def _numbers(order: list[Any]) -> dict[int, int]:
     return {fn._sequence_nr(): nid for nid, fn in enumerate(order) if fn.name() != ACCUMULATE}
 
 
+def _accumulators(order: list[Any], params: list[torch.Tensor]) -> list[int]:
+    """The nodes of `params` (in the order their gradients were accumulated) in a walked graph; none unless each is
+    one of its nodes."""
+    node_of = {id(fn.variable): nid for nid, fn in enumerate(order) if fn.name() == ACCUMULATE}
+    return [node_of[id(p)] for p in params] if all(id(p) in node_of for p in params) else []
+
+
 def repeats_within(step_s: float, budget_s: float, limit: str) -> int:
-    """How many repeats of a train step that took `step_s` unprofiled (each run once plain, once profiled, and an
-    inference forward once profiled and BACK_TO_BACK times plain) fit in `budget_s` beside two first steps profiled
-    (one recording allocations), at most REPEATS; InputError naming `limit` if none does."""
-    each = step_s * (1 + PROFILED_SLOWER + INFERENCE_SHARE * (PROFILED_SLOWER + BACK_TO_BACK))  # (a bound: at most
-    # INFERENCE_REPEATS of the inference pairs run)
+    """How many repeats of a train step that took `step_s` unprofiled (each run once profiled and 1 + BACK_TO_BACK
+    times plain, and an inference forward as many times) fit in `budget_s` beside two first steps profiled (one
+    recording allocations), at most REPEATS; InputError naming `limit` if none does."""
+    # (a bound: at most INFERENCE_REPEATS of the inference pairs run)
+    each = step_s * (1 + BACK_TO_BACK + PROFILED_SLOWER + INFERENCE_SHARE * (PROFILED_SLOWER + 1 + BACK_TO_BACK))
     repeats = min(REPEATS, int(budget_s / each) - 2) if each > 0 else REPEATS
     if repeats < 1:
         raise InputError(f"Profiling this input's train step would take about {3 * each:.0f} s (with and without "
@@ -336,20 +366,26 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
             graphs.append(_train(model, ids, marked=True))
 
     def plain_step() -> None:
-        start = time.perf_counter()
-        model.zero_grad(set_to_none=True)
-        forward_start = time.perf_counter()
-        loss = train_loss(model(ids), model)
-        backward = time.perf_counter()
-        loss.backward()
-        plain.append((time.perf_counter() - start) * 1e3)
-        plain_forward.append((backward - forward_start) * 1e3)
+        _train(model, ids)  # the first after a profiled one reads high (its caches cold): not timed
+        whole = forward_part = 0.0
+        for _ in range(BACK_TO_BACK):
+            start = time.perf_counter()
+            model.zero_grad(set_to_none=True)
+            forward_start = time.perf_counter()
+            loss = train_loss(model(ids), model)
+            backward = time.perf_counter()
+            loss.backward()
+            whole += time.perf_counter() - start
+            forward_part += backward - forward_start
+        plain.append(whole * 1e3 / BACK_TO_BACK)
+        plain_forward.append(forward_part * 1e3 / BACK_TO_BACK)
 
     def inference() -> None:
         with record_function(_INFER):
             forward(model, ids)
 
     def plain_inference_forward() -> None:
+        forward(model, ids)  # (as plain_step: not timed)
         start = time.perf_counter()
         for _ in range(BACK_TO_BACK):
             forward(model, ids)
@@ -358,10 +394,18 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
     with timing.measuring_core() as core, on_core(core), set_torch_threads(THREADS):
         # a first step (one-time costs out of the figures) profiled with its allocations and its operators' input
         # shapes recorded, each line of the model in a mark of its own, all of which slow it (never timed): for the
-        # bytes, what the inference forward's operators are matched by, and the line that ran each operator
-        with (training(model, TRAIN_SEED), profile(activities=cpu, profile_memory=True, record_shapes=True) as first,
-              record_function(_STEP), line_marks(model)):
-            order = _train(model, ids, marked=True)
+        # bytes, what the inference forward's operators are matched by, and the line that ran each operator; and
+        # the order in which the engine accumulates the parameters' gradients (the same in every step of one graph)
+        accumulated: list[torch.Tensor] = []
+        hooks = [p.register_post_accumulate_grad_hook(accumulated.append) for p in model.parameters()
+                 if p.requires_grad]
+        try:
+            with (training(model, TRAIN_SEED), profile(activities=cpu, profile_memory=True, record_shapes=True) as
+                  first, record_function(_STEP), line_marks(model)):
+                order = _train(model, ids, marked=True)
+        finally:
+            for hook in hooks:
+                hook.remove()
         with profile(activities=cpu) as prof, training(model, TRAIN_SEED):
             _train(model, ids)  # the profiler's own first step (outside every mark: not read)
             _pairs(repeats, prof, step, plain_step)
@@ -372,7 +416,8 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
     firsts = _first_forward(next(e for e in first.events() if e.name == _STEP), _numbers(order))
     shaped = [(key, shares) for key, shares, _ in firsts]
     marks = sorted((e for e in prof.events() if e.name == _STEP), key=lambda e: e.time_range.start)
-    steps = [_charge(mark, _numbers(order)) for mark, order in zip(marks, graphs, strict=True)]
+    steps = [_charge(mark, _numbers(order), _accumulators(order, accumulated))
+             for mark, order in zip(marks, graphs, strict=True)]
     # each inference forward matched to a step's forward: its operators' shares, with the first step's keys (the
     # same operators in the same order, unless the model draws differently each run: then the first step's shares)
     inferred = [_charge_inference(mark, list(zip((k for k, _ in shaped), (sh for _, sh in s.forward_ops), strict=True))
@@ -386,7 +431,7 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
     inference_scale = statistics.mean(plain_inference) / statistics.mean(s.wall_us / 1e3 for s, _ in inferred)
     per_node: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for s, order in zip(steps, graphs, strict=True):
-        for nid in _numbers(order).values():
+        for nid in [*_numbers(order).values(), *_accumulators(order, accumulated)]:
             f, b = s.us.get(nid, (0.0, 0.0))
             per_node[nid].append((f * scale, b * scale))
     matches = ops is None or all(ops == ["param" if fn.name() == ACCUMULATE else fn.name() for fn in order]
@@ -413,4 +458,5 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
                  ms(lambda s: sum(f for f, _ in s.us.values()), runs, inference_scale),
                  ms(lambda s: s.other_us, runs, inference_scale), ms(lambda s: s.outside_us, runs, inference_scale),
                  tuple(s.wall_us / 1e3 for s in runs), tuple(plain_inference), inference_scale,
-                 inferred[0][1], dict(by_line), matches, time.time())
+                 inferred[0][1], frozenset(n for g in graphs for n in _accumulators(g, accumulated)), dict(by_line),
+                 matches, time.time())

@@ -65,9 +65,13 @@ def module_rows(costs: Costs, graph: AutogradGraph) -> list[list[Any]]:
     return _rollup(costs, {n.id: n.module for n in graph.nodes})
 
 
+PARAMETERS = "the parameters"  # their nodes' row of the lines' table: no line makes a parameter's node
+
+
 def line_rows(costs: Costs, lines: LinesRan) -> list[list[Any]]:
     """Per line of the model's Python: its nodes, and its forward operators of no node (LINE_COLUMNS)."""
-    return _rollup(costs, {nid: lines.line_of(nid) for nid in costs.nodes}, costs.other_lines)
+    return _rollup(costs, {nid: PARAMETERS if nid in costs.params else lines.line_of(nid) for nid in costs.nodes},
+                   costs.other_lines)
 
 
 def costs_summary(costs: Costs, card: CardTimes | None) -> str:
@@ -77,15 +81,19 @@ def costs_summary(costs: Costs, card: CardTimes | None) -> str:
     other, other_fwd, zero, after, plain, plain_fwd, wall = (statistics.mean(x) for x in (
         costs.other_ops_ms, costs.other_forward_ops_ms, costs.zero_grad_ms, costs.outside_ms, costs.plain_ms,
         costs.plain_forward_ms, costs.step_ms))
+    params = (f"; of which the {count(len(costs.params), 'parameter')}' nodes "
+              f"{sum(costs.nodes[n].backward_us for n in costs.params) / 1e3:.2f} ms: each one's gradient accumulated, "
+              f"and zero_grad's {zero:.2f} ms resetting them, an equal share each") if costs.params else ""
     said = [f"The train step profiled in a pass of its own ({count(costs.repeats, 'repeat')}, after the timings, "
             f"{time.time() - costs.measured_at:.0f} s ago, on a measuring core): each node's figure is its operators' "
             "self time and the Python that issued them, the profiler's cost taken off in proportion (the step took "
             f"{plain:.2f} ms without the profiler in this pass, {wall:.2f} ms with it, min-max "
             f"{min(costs.step_ms):.2f}-{max(costs.step_ms):.2f}: every profiled time x{costs.scale:.2f}), the mean "
-            f"over the repeats. The graph's {count(len(costs.nodes), 'operation node')}: **{fwd + bwd:.2f} ms** "
-            f"(forward {fwd:.2f} ms, backward {bwd:.2f} ms); operators of no node (on tensors that need no gradient, "
-            f"the loss's seed) {other:.2f} ms; zero_grad {zero:.2f} ms; after the last operator {after:.2f} ms: "
-            f"together {fwd + bwd + other + zero + after:.2f} ms of the step's {plain:.2f} ms. The nodes' forward is "
+            f"over the repeats. The graph's {count(len(costs.nodes), 'node')}: **{fwd + bwd:.2f} ms** "
+            f"(forward {fwd:.2f} ms, backward {bwd:.2f} ms{params}); operators of no node (on tensors that need no "
+            f"gradient) {other:.2f} ms;{'' if costs.params else f' zero_grad {zero:.2f} ms;'} after the last "
+            f"operator {after:.2f} ms: together {fwd + bwd + other + after + (0 if costs.params else zero):.2f} ms of "
+            f"the step's {plain:.2f} ms. The nodes' forward is "
             f"{100 * fwd / plain_fwd:.0f}% of the step's forward and loss timed in this pass ({plain_fwd:.2f} ms, "
             f"recording the graph; the card's forward times an inference forward, which records none), "
             f"{100 * (fwd + other_fwd) / plain_fwd:.0f}% with the forward's operators of no node ({other_fwd:.2f} ms: "

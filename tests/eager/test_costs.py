@@ -33,13 +33,20 @@ def test_every_operation_node_is_costed_forward_and_backward_and_the_rollups_hol
     costs = session.costs()
     lines = session.lines()
     ops = {n.id for n in graph.nodes if not n.is_param}
-    assert costs.matches_graph and set(costs.nodes) == ops and costs.repeats == 5
-    # each node's forward operators and its backward function were found (charged by sequence number)
+    params = {n.id for n in graph.nodes if n.is_param}
+    assert costs.matches_graph and set(costs.nodes) == ops | params and costs.params == params
+    assert costs.repeats == 5
+    # each node's forward operators and its backward function were found (charged by sequence number), and each
+    # parameter's accumulation (by the order the engine ran them), with its share of zero_grad, in its backward
     assert all(costs.nodes[i].forward_us > 0 and costs.nodes[i].backward_us > 0 for i in ops)
-    # each repeat's step is split with nothing lost or counted twice: the nodes, the operators of no node, the
-    # zero_grad and what ran after the last operator add up to its profiled wall time (scaled to the plain step's)
-    for *parts, wall in zip(costs.forward_ops_ms, costs.backward_ops_ms, costs.other_ops_ms, costs.zero_grad_ms,
-                            costs.outside_ms, costs.step_ms, strict=True):
+    assert all(costs.nodes[i].forward_us == 0 and costs.nodes[i].backward_us > statistics.mean(costs.zero_grad_ms)
+               * 1e3 / len(params) for i in params)
+    assert costs.other_ops_ms == pytest.approx(costs.other_forward_ops_ms)  # no backward time is of no node
+    # each repeat's step is split with nothing lost or counted twice: the nodes (the parameters' holding zero_grad),
+    # the operators of no node and what ran after the last operator add up to its profiled wall time (scaled to the
+    # plain step's)
+    for *parts, wall in zip(costs.forward_ops_ms, costs.backward_ops_ms, costs.other_ops_ms, costs.outside_ms,
+                            costs.step_ms, strict=True):
         assert min(parts) >= 0 and sum(parts) == pytest.approx(wall * costs.scale, rel=1e-6)
     # each plain step's forward and loss, timed within it: what the nodes' forward is set against; the operators of
     # no node split the same way (the forward's part of them, never more than all of them)
@@ -61,8 +68,9 @@ def test_every_operation_node_is_costed_forward_and_backward_and_the_rollups_hol
     assert set(costs.other_lines) <= ran
     assert sum(costs.other_lines.values()) <= statistics.mean(costs.other_forward_ops_ms) * (1 + 1e-6)
     for rows in (module_rows(costs, graph), line_rows(costs, lines)):
-        assert sum(r[1] for r in rows) == len(ops)  # every node in exactly one module, one line (or the loss)
-    assert len(top_rows(costs, graph, lines)) == min(10, len(ops))
+        assert sum(r[1] for r in rows) == len(costs.nodes)  # every node in exactly one module, one line (or the loss,
+        # or the parameters')
+    assert len(top_rows(costs, graph, lines)) == min(10, len(costs.nodes))
 
 
 def test_a_mixture_of_experts_router_whose_node_the_loss_never_reaches_is_charged_to_its_line(menu_restored):
@@ -88,9 +96,9 @@ def test_the_playground_view_colours_the_graph_by_time_and_sets_the_sums_against
     step, forward = session.last.train_step.median_ms, session.last.forward.median_ms
     assert f"The cards, timed apart: the train step {step:.2f} ms" in view.said
     assert f"the forward {forward:.2f} ms, the nodes' inference sum" in view.said
-    # the unrolled cell's module: sixteen nodes per token (the rows go by time, which a busy spell of the machine
-    # can turn over: the loss's few nodes came first once, in a loaded suite)
-    assert next(r for r in view.modules if r[0] == "layers.0.fwd")[1] == len(TEXT.encode()) * 16
+    # the unrolled cell's module: sixteen nodes per token and its four parameters' (the rows go by time, which a busy
+    # spell of the machine can turn over: the loss's few nodes came first once, in a loaded suite)
+    assert next(r for r in view.modules if r[0] == "layers.0.fwd")[1] == len(TEXT.encode()) * 16 + 4
     step = next(r for r in view.lines if r[0] == "models/rnn.py:54")
     assert step[1] == len(TEXT.encode()) * 16  # the time step's line: sixteen nodes per token
     assert view.report["repeats"] == 5 and len(view.report["step_ms"]) == len(view.report["plain_ms"]) == 5
