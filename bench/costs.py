@@ -30,13 +30,14 @@ from explorer.views.playground import update
 from models import ZOO
 
 TOKENS = 100
-ROUNDS = 3
+ROUNDS = 5
 FILES = ("examples/image_cnn.py", "examples/lstm_tagger.py", "tests/outside/moe_top1.py")
 STEP, OWN, WITH_OTHER = ("nodes' sum / card's step", "nodes' forward / pass's forward",
                          "with no node's forward / pass's forward")
 INFERENCE = "nodes' inference / card's forward"
-COLUMNS = ("nodes' forward ms", "card's forward ms", "nodes' sum ms", "no node ms", "zero_grad ms",
-           "after the last operator ms", "pass's plain step ms", "card's train step ms", STEP,
+TIMED = "pass's plain step / card's step"
+COLUMNS = ("nodes' forward ms", "card's forward ms", "nodes' sum ms", "no node ms", "zero_grad ms (in the nodes)",
+           "after the last operator ms", "pass's plain step ms", "card's train step ms", TIMED, STEP,
            "pass's plain forward ms", OWN, WITH_OTHER, "nodes' inference ms", "pass's plain inference ms", INFERENCE)
 
 
@@ -49,14 +50,15 @@ def main(argv: list[str] | None = None) -> None:
     pool.start()
     models = list(ZOO)[:1] if args.quick else [*ZOO, *(a.name for a in ARCHITECTURES), *files]
     rounds = 1 if args.quick else ROUNDS
-    train, fwd, own_fwd, with_other, spread = [], [], [], [], []
+    train, fwd, own_fwd, with_other, timed, spread = [], [], [], [], [], []
     out = ["# The nodes' times against the cards", "",
            f"{measured_by('costs', args.quick)}: each of {len(models)} models (the zoo, the library's architectures, "
            f"the examples, a mixture of experts from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its train "
            "step profiled node by node between two timings of its cards as the Playground's run times them (a "
            "card's figure: the geometric mean of the two, so that a drift of the machine's speed between them falls "
-           "on both sides of the pass; five pairs of steps, the profiler on and off; each node's mean, the "
-           "profiler's cost taken off in proportion; three pairs of inference forwards, matched to the step's nodes). "
+           "on both sides of the pass; five pairs of steps, the profiler on and off, the plain one five steps in a "
+           "row; each node's mean, the profiler's cost taken off in proportion, the parameters' nodes holding their "
+           "gradients' accumulation and zero_grad; three pairs of inference forwards, matched to the step's nodes). "
            "Each cell: the median over the rounds (min-max).", "",
            "| model | nodes | " + " | ".join(COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
     mean = statistics.mean
@@ -82,11 +84,13 @@ def main(argv: list[str] | None = None) -> None:
                 inference, plain_forward = costs.nodes_inference_ms(), mean(costs.plain_forward_ms)
                 for col, v in zip(cols.values(), (
                         f, card_forward, f + b, mean(costs.other_ops_ms), mean(costs.zero_grad_ms),
-                        mean(costs.outside_ms), mean(costs.plain_ms), card_step, (f + b) / card_step, plain_forward,
+                        mean(costs.outside_ms), mean(costs.plain_ms), card_step, mean(costs.plain_ms) / card_step,
+                        (f + b) / card_step, plain_forward,
                         f / plain_forward, (f + mean(costs.other_forward_ops_ms)) / plain_forward, inference,
                         mean(costs.plain_inference_ms), inference / card_forward), strict=True):
                     col.append(v)
-            for kept, col in ((train, STEP), (own_fwd, OWN), (with_other, WITH_OTHER), (fwd, INFERENCE)):
+            for kept, col in ((train, STEP), (own_fwd, OWN), (with_other, WITH_OTHER), (fwd, INFERENCE),
+                              (timed, TIMED)):
                 kept.append(statistics.median(cols[col]))
             spread.append(max(cols["card's train step ms"]) / min(cols["card's train step ms"]))
             out.append(f"| {name} | {len(costs.nodes):,} | " + " | ".join(
@@ -96,9 +100,11 @@ def main(argv: list[str] | None = None) -> None:
     out += ["", f"The nodes' sum over the card's train step (each model's median over its rounds) ranged "
             f"{min(train):.2f}-{max(train):.2f}: {sum(abs(r - 1) > 0.1 for r in train)} of {len(train)} models "
             "outside 10%. The card's train step itself moved by up to "
-            f"{max(spread):.2f}x between the rounds of a model (the largest over its smallest). What the nodes leave "
-            "out of the step is in the table (operators of no node, zero_grad, after the last operator): with the "
-            "nodes they add up to the pass's plain step. The nodes' forward over the forward and loss of the pass's "
+            f"{max(spread):.2f}x between the rounds of a model (the largest over its smallest); the pass's plain step "
+            f"over the card's ranged {min(timed):.2f}-{max(timed):.2f} ({sum(abs(r - 1) > 0.1 for r in timed)} of "
+            f"{len(timed)} outside 10%). What the nodes leave out of the step is in the table (operators of no node, "
+            "after the last operator; zero_grad is in the parameters' nodes): with the nodes they add up to the "
+            "pass's plain step. The nodes' forward over the forward and loss of the pass's "
             f"plain steps (timed within them) ranged {min(own_fwd):.2f}-{max(own_fwd):.2f} "
             f"({sum(abs(r - 1) > 0.1 for r in own_fwd)} of {len(own_fwd)} outside 10%); with the forward's operators "
             f"of no node, {min(with_other):.2f}-{max(with_other):.2f} ({sum(abs(r - 1) > 0.1 for r in with_other)} "
