@@ -13,7 +13,6 @@ it"). The rounds show how far the cards themselves move from one timing to the n
 
 from __future__ import annotations
 
-import math
 import statistics
 
 from bench.appserver import ROOT
@@ -31,6 +30,7 @@ from models import ZOO
 
 TOKENS = 100
 ROUNDS = 5
+CARDS = 3  # timings of the cards on each side of a pass: a card's 0.08 s can land on one of the machine's slow spells
 FILES = ("examples/image_cnn.py", "examples/lstm_tagger.py", "tests/outside/moe_top1.py")
 STEP, OWN, WITH_OTHER = ("nodes' sum / card's step", "nodes' forward / pass's forward",
                          "with no node's forward / pass's forward")
@@ -50,16 +50,17 @@ def main(argv: list[str] | None = None) -> None:
     pool.start()
     models = ["transformer"] if args.quick else [*ZOO, *(a.name for a in ARCHITECTURES), *files]  # quick: the
     # zoo's cheapest pass (the RNN's, first in the zoo, took twice as long with its cards)
-    rounds = 1 if args.quick else ROUNDS
+    rounds, cards = (1, 1) if args.quick else (ROUNDS, CARDS)
     train, fwd, own_fwd, with_other, timed, spread = [], [], [], [], [], []
     out = ["# The nodes' times against the cards", "",
            f"{measured_by('costs', args.quick)}: each of {len(models)} models (the zoo, the library's architectures, "
            f"the examples, a mixture of experts from tests/outside) at {TOKENS} tokens, {rounds} round(s) of its train "
-           "step profiled node by node between two timings of its cards as the Playground's run times them (a "
-           "card's figure: the geometric mean of the two, so that a drift of the machine's speed between them falls "
-           "on both sides of the pass; five pairs of steps, the profiler on and off, the plain one five steps in a "
-           "row; each node's mean, the profiler's cost taken off in proportion, the parameters' nodes holding their "
-           "gradients' accumulation and zero_grad; three pairs of inference forwards, matched to the step's nodes). "
+           f"step profiled node by node between timings of its cards as the Playground's run times them, {cards} "
+           f"before and {cards} after (a card's figure: the median of the {2 * cards}, so that a drift of the "
+           "machine's speed falls on both sides of the pass and one timing caught in a slow spell does not decide "
+           "it; five pairs of steps, the profiler on and off, the plain one five steps in a row; each node's mean, "
+           "the profiler's cost taken off in proportion, the parameters' nodes holding their gradients' "
+           "accumulation and zero_grad; three pairs of inference forwards, matched to the step's nodes). "
            "Each cell: the median over the rounds (min-max).", "",
            "| model | nodes | " + " | ".join(COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
     mean = statistics.mean
@@ -72,14 +73,14 @@ def main(argv: list[str] | None = None) -> None:
                 raise SystemExit(f"{name} did not run at {TOKENS} tokens (it refused the input)")
             job = TimingJob.of(name, {}, session.last.input.ids, FORWARD_BUDGET_S, TRAIN_BUDGET_S)
             cols: dict[str, list[float]] = {c: [] for c in COLUMNS}
-            before = next(t for t in pool.run(job) if isinstance(t, Timed))
+            before = [next(t for t in pool.run(job) if isinstance(t, Timed)) for _ in range(cards)]
             for _ in range(rounds):
                 costs = session.costs()
-                after = next(t for t in pool.run(job) if isinstance(t, Timed))
-                # the cards on either side of the pass, their geometric mean: a drift of the machine's speed in
-                # between falls on both sides (the table's card columns show how far they move between rounds)
-                card_forward = math.sqrt(before.forward.median_ms * after.forward.median_ms)
-                card_step = math.sqrt(before.train_step.median_ms * after.train_step.median_ms)
+                after = [next(t for t in pool.run(job) if isinstance(t, Timed)) for _ in range(cards)]
+                # the cards on either side of the pass, their median: a drift of the machine's speed in between
+                # falls on both sides (the table's card columns show how far they move between rounds)
+                card_forward = statistics.median(t.forward.median_ms for t in before + after)
+                card_step = statistics.median(t.train_step.median_ms for t in before + after)
                 before = after
                 f, b = costs.nodes_ms()
                 inference, plain_forward = costs.nodes_inference_ms(), mean(costs.plain_forward_ms)
