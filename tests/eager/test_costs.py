@@ -24,7 +24,8 @@ from tests.helpers import ROOT
 TEXT = "Where did the time go, node by node?"
 
 
-@pytest.mark.parametrize("model", ["rnn", "transformer", "tree", "early_exit", "gpt2", "tests/outside/moe_top1.py"])
+@pytest.mark.parametrize("model", ["rnn", "transformer", "tree", "early_exit", "gpt2", "tests/outside/moe_top1.py",
+                                   "tests/outside/tied_frozen.py"])
 def test_every_operation_node_is_costed_forward_and_backward_and_the_rollups_hold_them_all(model, menu_restored):
     name = add_model_file(str(ROOT / model)) if model.endswith(".py") else model
     session = Session()
