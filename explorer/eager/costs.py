@@ -21,14 +21,14 @@ A pass of its own, after the timings, on a measuring core as a timing is (held, 
 timings' thread count): a first step profiled with its allocations and its operators' input shapes recorded (which
 slows every operator more), for the bytes and the keys the inference forward is matched by; then `repeats` pairs of
 steps in one profiler session, one with the profiler collecting and one with it switched off (the order
-alternating, so that a slow spell of the machine falls on both; the plain one BACK_TO_BACK steps in a row after an
-untimed one, their mean, as the card's timer runs them: one step alone right after a profiled one reads above the
+alternating, so that a slow spell of the machine falls on both; the plain one up to BACK_TO_BACK steps in a row after
+an untimed one, their mean, as the card's timer runs them: one step alone right after a profiled one reads above the
 card); each node's mean over the repeats is shown (a sum of medians would drop every node's spikes and fall short of
 the step), with the repeats' spread of the sums.
 
 The card's forward is an inference forward (`no_grad`), which records no graph: no sequence number ties its
 operators to nodes. It is profiled in a session of its own, up to INFERENCE_REPEATS pairs of it timed the same way
-(the plain one as the plain step is, BACK_TO_BACK times in a row), and its top-level operators are
+(the plain one as the plain step is, in a row after an untimed one), and its top-level operators are
 matched, in order and by name and input shapes, to the train step's forward's (`difflib`: a layer run in train mode
 only is left unmatched): each matched operator's time, and the Python before it, goes to the nodes its
 counterpart's time went to, in the same shares. So the nodes' inference times, the operators matched to no node (or
@@ -66,10 +66,11 @@ _STEP, _WALK, _ZERO = "graph-explorer: step", "graph-explorer: walk", "graph-exp
 _INFER = "graph-explorer: inference forward"
 REPEATS = 5
 PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.4-1.9x in bench/RESULTS-costs.md
-# A plain run (a train step, an inference forward) is timed this many times back to back, after one untimed, as the
-# card's timer runs it: one call alone, right after a profiled one, reads above the card's median (its caches cold),
-# which the timer takes over calls in a row
+# A plain run (a train step, an inference forward) is timed up to this many times back to back, after one untimed,
+# as the card's timer runs it: one call alone, right after a profiled one, reads above the card's median (its caches
+# cold), which the timer takes over calls in a row; fewer when one run is long (PLAIN_S: a cold cache costs it little)
 BACK_TO_BACK = 5
+PLAIN_S = 0.05
 INFERENCE_REPEATS = 3  # pairs of inference forwards, at most: each profiled one is parsed from the profile with its
 # operators' input shapes, the pass's costliest part
 INFERENCE_SHARE = 0.5  # an inference forward's time over its train step's, at most (a fifth to a third on the cards
@@ -310,12 +311,19 @@ def _accumulators(order: list[Any], params: list[torch.Tensor]) -> list[int]:
     return [node_of[id(p)] for p in params] if all(id(p) in node_of for p in params) else []
 
 
+def back_to_back(run_s: float) -> int:
+    """How many plain runs to time in a row after an untimed one that took `run_s`: BACK_TO_BACK, fewer past PLAIN_S."""
+    return min(BACK_TO_BACK, max(1, int(PLAIN_S / run_s))) if run_s > 0 else BACK_TO_BACK
+
+
 def repeats_within(step_s: float, budget_s: float, limit: str) -> int:
-    """How many repeats of a train step that took `step_s` unprofiled (each run once profiled and 1 + BACK_TO_BACK
-    times plain, and an inference forward as many times) fit in `budget_s` beside two first steps profiled (one
-    recording allocations), at most REPEATS; InputError naming `limit` if none does."""
-    # (a bound: at most INFERENCE_REPEATS of the inference pairs run)
-    each = step_s * (1 + BACK_TO_BACK + PROFILED_SLOWER + INFERENCE_SHARE * (PROFILED_SLOWER + 1 + BACK_TO_BACK))
+    """How many repeats of a train step that took `step_s` unprofiled (each run once profiled and, after an untimed
+    one, `back_to_back` times plain, and an inference forward the same way) fit in `budget_s` beside two first steps
+    profiled (one recording allocations), at most REPEATS; InputError naming `limit` if none does."""
+    infer_s = INFERENCE_SHARE * step_s  # at most; its plain runs in a row last at most PLAIN_S or BACK_TO_BACK of it
+    each = (step_s * (1 + PROFILED_SLOWER + back_to_back(step_s)) + infer_s * (1 + PROFILED_SLOWER)
+            + min(max(infer_s, PLAIN_S), BACK_TO_BACK * infer_s))  # (a bound: at most INFERENCE_REPEATS of the
+    # inference pairs run)
     repeats = min(REPEATS, int(budget_s / each) - 2) if each > 0 else REPEATS
     if repeats < 1:
         raise InputError(f"Profiling this input's train step would take about {3 * each:.0f} s (with and without "
@@ -366,9 +374,11 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
             graphs.append(_train(model, ids, marked=True))
 
     def plain_step() -> None:
+        start = time.perf_counter()
         _train(model, ids)  # the first after a profiled one reads high (its caches cold): not timed
+        runs = back_to_back(time.perf_counter() - start)
         whole = forward_part = 0.0
-        for _ in range(BACK_TO_BACK):
+        for _ in range(runs):
             start = time.perf_counter()
             model.zero_grad(set_to_none=True)
             forward_start = time.perf_counter()
@@ -377,19 +387,21 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
             loss.backward()
             whole += time.perf_counter() - start
             forward_part += backward - forward_start
-        plain.append(whole * 1e3 / BACK_TO_BACK)
-        plain_forward.append(forward_part * 1e3 / BACK_TO_BACK)
+        plain.append(whole * 1e3 / runs)
+        plain_forward.append(forward_part * 1e3 / runs)
 
     def inference() -> None:
         with record_function(_INFER):
             forward(model, ids)
 
     def plain_inference_forward() -> None:
-        forward(model, ids)  # (as plain_step: not timed)
         start = time.perf_counter()
-        for _ in range(BACK_TO_BACK):
+        forward(model, ids)  # (as plain_step: not timed)
+        runs = back_to_back(time.perf_counter() - start)
+        start = time.perf_counter()
+        for _ in range(runs):
             forward(model, ids)
-        plain_inference.append((time.perf_counter() - start) * 1e3 / BACK_TO_BACK)
+        plain_inference.append((time.perf_counter() - start) * 1e3 / runs)
 
     with timing.measuring_core() as core, on_core(core), set_torch_threads(THREADS):
         # a first step (one-time costs out of the figures) profiled with its allocations and its operators' input

@@ -11,7 +11,7 @@ from torch import nn
 
 from explorer.core.errors import InputError
 from explorer.eager.capture import train_loss, training
-from explorer.eager.costs import profile_costs
+from explorer.eager.costs import BACK_TO_BACK, back_to_back, profile_costs, repeats_within
 from explorer.eager.graph import walk
 from explorer.runs import session as sessions
 from explorer.runs.session import Session
@@ -122,6 +122,15 @@ def test_an_operators_file_is_profiled_in_its_worker_and_a_step_too_long_is_refu
     monkeypatch.setattr(sessions, "MAX_RUN_S", 1e-6)
     with pytest.raises(InputError, match=r"Profiling this input's train step would take about .* over GE_MAX_RUN_S"):
         session.costs()
+
+
+def test_a_long_step_is_timed_plain_once_after_its_untimed_one_so_a_half_second_step_still_fits_ten_seconds():
+    """Plain runs in a row (as the card's timer runs them) only where a cold cache would show: a step past PLAIN_S is
+    timed once after its untimed one, so the pass fits what it fitted before they ran in a row."""
+    assert back_to_back(0.002) == BACK_TO_BACK and back_to_back(0.02) == 2 and back_to_back(0.3) == 1
+    assert repeats_within(0.002, 10, "GE_MAX_RUN_S") == 5 and repeats_within(0.5, 10, "GE_MAX_RUN_S") == 1
+    with pytest.raises(InputError, match="over GE_MAX_RUN_S = 10 s"):
+        repeats_within(0.6, 10, "GE_MAX_RUN_S")
 
 
 class _TrainOnly(nn.Module):
