@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> None:
            f"step profiled node by node between timings of its cards as the Playground's run times them, {cards} "
            f"before and {cards} after (a card's figure: the median of the {2 * cards}, so that a drift of the "
            "machine's speed falls on both sides of the pass and one timing caught in a slow spell does not decide "
-           "it; five pairs of steps, the profiler on and off, the plain one five steps in a row; each node's mean, "
-           "the profiler's cost taken off in proportion, the parameters' nodes holding their gradients' "
+           "it; five pairs of steps, the profiler on and off, the plain one up to five steps in a row; each node's "
+           "mean, the profiler's cost taken off in proportion, the parameters' nodes holding their gradients' "
            "accumulation and zero_grad; three pairs of inference forwards, matched to the step's nodes). "
            "Each cell: the median over the rounds (min-max).", "",
            "| model | nodes | " + " | ".join(COLUMNS) + " |", "|---|---:|" + "---:|" * len(COLUMNS)]
