@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     pool = MeasurePool()
     pool.start()
     models = ["transformer"] if args.quick else [*ZOO, *(a.name for a in ARCHITECTURES), *files]  # quick: the
-    # zoo's cheapest pass (the RNN's, first in the zoo, took twice as long with its cards)
+    # zoo's cheapest pass (the RNN's, first in the zoo, is longer)
     rounds, cards = (1, 1) if args.quick else (ROUNDS, CARDS)
     train, fwd, own_fwd, with_other, timed, spread = [], [], [], [], [], []
     out = ["# The nodes' times against the cards", "",

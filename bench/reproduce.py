@@ -35,7 +35,7 @@ def _overlap(a: dict, b: dict) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser(__doc__, "RESULTS-reproduce.md").parse_args(argv)
-    models = ("transformer",) if args.quick else MODELS  # quick: a cheap run (the tree's took 9.6 s against 7.4)
+    models = ("transformer",) if args.quick else MODELS  # quick: the cheaper run (the tree's script takes longer)
     pin_threads()
     m = machine.describe()
     began = time.monotonic()

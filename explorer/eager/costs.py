@@ -1,21 +1,14 @@
 """Where a train step's time and memory went, node by node of its autograd graph.
 
-torch.profiler records every operator with its self time and the bytes it allocated, and each operator with the
-autograd sequence number current when it ran: a forward operator carries the number of the node it creates (the
-number about to be given out), a backward function (`autograd::engine::evaluate_function: XBackward0`) the number of
-the node it runs. So each operator's self time is charged to the node of the nearest enclosing operator (itself
-included) whose number is a node of this run's graph, as forward or backward by whether a backward function encloses
-it. The run's graph is walked as the Playground's is (`graph.walk`), so node N here is node N on screen; the
-operations are checked node by node.
-
-A node's time is what its operators took plus the Python that issued them (the gap since the operator before, on
-the step's own level: a loop's bookkeeping, a module's call, the engine between backward functions), scaled by the
-step's time without the profiler over its time with it, both measured in this pass: the profiler slows every
-operator, and this takes its cost off in proportion. A parameter's node (autograd's AccumulateGrad) has no number:
-its accumulation is known by the order the engine ran them (read from hooks in the first step), and it takes an
-equal share of `zero_grad`, which resets each parameter's gradient; the gradient's seed goes to the loss's node. So
-the nodes, the operators of no node and what ran after the last operator add up to the step as timed without the
-profiler.
+torch.profiler records every operator with its self time, the bytes it allocated and the autograd sequence number
+current when it ran; explorer/eager/charge.py charges each one (and the Python that issued it) to a node of the
+step's graph, walked as the Playground's is (`graph.walk`), so node N here is node N on screen. Every profiled time
+is then scaled by the step's time without the profiler over its time with it, both measured in this pass: the
+profiler slows every operator, and this takes its cost off in proportion. A parameter's node (autograd's
+AccumulateGrad) has no number: the order in which the engine accumulates the parameters' gradients is read from
+hooks in the first step, and each parameter's node also takes an equal share of `zero_grad`, which resets its
+gradient; the gradient's seed goes to the loss's node. So the nodes, the operators of no node and what ran after
+the last operator add up to the step as timed without the profiler.
 
 A pass of its own, after the timings, on a measuring core as a timing is (held, so nothing else runs there, at the
 timings' thread count): a first step profiled with its allocations and its operators' input shapes recorded (which
@@ -29,21 +22,19 @@ the step), with the repeats' spread of the sums.
 The card's forward is an inference forward (`no_grad`), which records no graph: no sequence number ties its
 operators to nodes. It is profiled in a session of its own, up to INFERENCE_REPEATS pairs of it timed the same way
 (the plain one as the plain step is, in a row after an untimed one), and its top-level operators are
-matched, in order and by name and input shapes, to the train step's forward's (`difflib`: a layer run in train mode
-only is left unmatched): each matched operator's time, and the Python before it, goes to the nodes its
-counterpart's time went to, in the same shares. So the nodes' inference times, the operators matched to no node (or
+matched, in order and by name and input shapes, to the train step's forward's (a layer run in train mode only is
+left unmatched): each matched operator's time, and the Python before it, goes to the nodes its counterpart's time
+went to, in the same shares. So the nodes' inference times, the operators matched to no node (or
 to none) and what ran after the last add up to the inference forward as timed without the profiler."""
 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from itertools import takewhile
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -55,17 +46,25 @@ from explorer.core.errors import InputError
 from explorer.core.machine import THREADS, on_core
 from explorer.eager import timing
 from explorer.eager.capture import TRAIN_SEED, forward, train_loss, training
+from explorer.eager.charge import (
+    INFER,
+    STEP,
+    WALK,
+    ZERO,
+    Charged,
+    accumulators,
+    allocations,
+    charge,
+    charge_inference,
+    first_forward,
+    numbers,
+)
 from explorer.eager.graph import ACCUMULATE, walk
-from explorer.eager.lines import LINE_MARK, line_marks
+from explorer.eager.lines import line_marks
 
-_BACKWARD = "autograd::engine::evaluate_function: "
-_ACCUMULATE = _BACKWARD + "torch::autograd::AccumulateGrad"  # a parameter's node: its gradient's accumulation
-# the pass's own marks in the profile: a step, the walk of its graph (left out), its zero_grad (not a node's), an
-# inference forward
-_STEP, _WALK, _ZERO = "graph-explorer: step", "graph-explorer: walk", "graph-explorer: zero_grad"
-_INFER = "graph-explorer: inference forward"
 REPEATS = 5
-PROFILED_SLOWER = 2.0  # a step under the profiler over one without: 1.4-1.9x in bench/RESULTS-costs.md
+PROFILED_SLOWER = 2.0  # a step under the profiler over one without, at most (each pass's summary gives its own: the
+# inverse of "every profiled time xS")
 # A plain run (a train step, an inference forward) is timed up to this many times back to back, after one untimed,
 # as the card's timer runs it: one call alone, right after a profiled one, reads above the card's median (its caches
 # cold), which the timer takes over calls in a row; fewer when one run is long (PLAIN_S: a cold cache costs it little)
@@ -73,8 +72,8 @@ BACK_TO_BACK = 5
 PLAIN_S = 0.05
 INFERENCE_REPEATS = 3  # pairs of inference forwards, at most: each profiled one is parsed from the profile with its
 # operators' input shapes, the pass's costliest part
-INFERENCE_SHARE = 0.5  # an inference forward's time over its train step's, at most (a fifth to a third on the cards
-# in bench/RESULTS-costs.md)
+INFERENCE_SHARE = 0.5  # an inference forward's time over its train step's, at most (every model's cards in
+# bench/RESULTS-costs.md stay under it)
 
 
 @dataclass(frozen=True)
@@ -132,185 +131,6 @@ class Costs:
         return sum(c.inference_us for c in self.nodes.values()) / 1e3
 
 
-@dataclass
-class _Step:
-    """One profiled step charged to its nodes, before the profiler's cost is taken off."""
-
-    us: dict[int, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))  # [fwd, bwd] µs
-    other_us: float = 0.0  # operators of no node, with the gaps before them
-    other_forward_us: float = 0.0  # of which in the forward (not under a backward function)
-    zero_grad_us: float = 0.0  # (in the parameters' nodes when they are costed)
-    outside_us: float = 0.0  # after the last operator
-    wall_us: float = 0.0  # the step less the pass's walk of its graph
-    forward_ops: list[tuple[str, dict[int, float]]] = field(default_factory=list)  # its forward's top-level
-    # operators in order: each one's key (`_key`) and the shares of its time each node took (none: no node's)
-    forward_other: list[float] = field(default_factory=list)  # each one's µs of no node (and the gap before it, if
-    # it is no node's)
-
-
-def _owner(e: Any, node_of: dict[int, int]) -> tuple[int | None, int]:
-    """(the node an operator's self time is charged to, or None; 1 if it ran in a backward function, else 0)."""
-    node, up = None, e
-    while up is not None and up.name != _STEP:
-        if node is None and up.sequence_nr in node_of:
-            node = node_of[up.sequence_nr]
-        if up.name.startswith(_BACKWARD):
-            return node, 1  # a backward function's number is its node's: nothing above it is this operator's
-        up = up.cpu_parent
-    return node, 0
-
-
-def _below(e: Any) -> list[Any]:
-    """The events under `e`, each before its children, in the order they started."""
-    out, stack = [], sorted(e.cpu_children, key=lambda c: -c.time_range.start)
-    while stack:
-        c = stack.pop()
-        out.append(c)
-        stack += sorted(c.cpu_children, key=lambda x: -x.time_range.start)
-    return out
-
-
-def _charge(mark: Any, node_of: dict[int, int], accumulated: list[int]) -> _Step:
-    """Each operator under `mark` (a step) charged its self time to its node, and each of the step's top-level
-    operators the gap before it (a composite operator that charged nothing itself: to its first operator's node);
-    the pass's walk of the graph left out, its time too; the zero_grad, and what ran after the last operator, apart.
-    A parameter's accumulation has no number of its own: the k-th goes to `accumulated[k]` (the parameters' nodes in
-    the order the engine ran them) if the step ran as many, and then the zero_grad too (it resets each one's
-    gradient), in equal shares; the gradient's seed (after the walk, before the first backward function) goes to the
-    loss's node (0), whose backward it starts."""
-    step = _Step()
-    owner: dict[int, tuple[int | None, int]] = {}
-    other_under: dict[int, float] = defaultdict(float)  # a top-level operator -> the self µs of no node under it
-    marks = [c for c in mark.cpu_children if c.name in (_WALK, _ZERO)]
-    tops = sorted((c for c in mark.cpu_children if c.name not in (_WALK, _ZERO)), key=lambda c: c.time_range.start)
-    runs = [c.id for c in tops if c.name == _ACCUMULATE]
-    param_of = dict(zip(runs, accumulated, strict=True)) if len(runs) == len(accumulated) else {}
-    walk_end = next((w.time_range.end for w in marks if w.name == _WALK), mark.time_range.end)
-    seed = {c.id for c in takewhile(lambda c: not c.name.startswith(_BACKWARD), (
-        c for c in tops if c.time_range.start >= walk_end))}
-    for top in tops:
-        for e in [top, *_below(top)]:
-            node, back = owner[e.id] = (param_of[top.id], 1) if top.id in param_of else (
-                (0, 1) if top.id in seed else _owner(e, node_of))
-            if node is None:
-                step.other_us += e.self_cpu_time_total
-                step.other_forward_us += 0.0 if back else e.self_cpu_time_total
-                other_under[top.id] += e.self_cpu_time_total
-            else:
-                step.us[node][back] += e.self_cpu_time_total
-    last, walked, walked_yet = mark.time_range.start, 0.0, False
-    for e in sorted(mark.cpu_children, key=lambda c: c.time_range.start):
-        if e.name == _WALK:  # the Python on either side of it goes to the operator after it
-            walked += e.time_range.elapsed_us()
-            walked_yet = True  # the forward ends where the walk of its graph starts
-            continue
-        gap, walked = max(0.0, e.time_range.start - last - walked), 0.0
-        last = max(last, e.time_range.end)
-        if e.name == _ZERO:
-            step.zero_grad_us += e.time_range.elapsed_us() + gap
-            continue
-        node, back = owner[e.id]
-        if node is None:
-            node, back = next((owner[c.id] for c in _below(e) if owner[c.id][0] is not None), (None, 0))
-        if not walked_yet and not back:
-            step.forward_ops.append((_key(e), _shares(e, owner)))
-            step.forward_other.append(other_under[e.id] + (gap if node is None else 0.0))
-        if node is None:
-            step.other_us += gap
-            step.other_forward_us += 0.0 if back else gap
-        else:
-            step.us[node][back] += gap
-    for nid in param_of.values():  # zero_grad resets each parameter's gradient: an equal share each
-        step.us[nid][1] += step.zero_grad_us / len(param_of)
-    step.outside_us = mark.time_range.end - last - walked
-    step.wall_us = mark.time_range.elapsed_us() - sum(w.time_range.elapsed_us() for w in marks if w.name == _WALK)
-    return step
-
-
-def _key(e: Any) -> str:
-    """What an operator is matched by: its name and its inputs' shapes (two linear layers of different widths are
-    told apart)."""
-    return f"{e.name}{e.input_shapes}"
-
-
-def _shares(top: Any, owner: dict[int, tuple[int | None, int]]) -> dict[int, float]:
-    """The shares of a top-level forward operator's self times (its own and its operators') each node took; equal
-    shares if they took no measurable time; none if no node's."""
-    us: dict[int, float] = defaultdict(float)
-    for e in [top, *_below(top)]:
-        node, back = owner[e.id]
-        if node is not None and not back:
-            us[node] += e.self_cpu_time_total
-    total = sum(us.values())
-    return {n: (t / total if total else 1 / len(us)) for n, t in us.items()}
-
-
-def _first_forward(mark: Any, node_of: dict[int, int]) -> list[tuple[str, dict[int, float], str | None]]:
-    """The forward's top-level operators of a step profiled inside `line_marks`, in order: each one's key, the shares
-    of its time each node took, and the model's line that ran it (None: not the model's, the loss's)."""
-    def under(e: Any, line: str | None) -> Iterator[tuple[Any, str | None]]:
-        for c in sorted(e.cpu_children, key=lambda c: c.time_range.start):
-            if c.name.startswith(LINE_MARK):
-                yield from under(c, c.name.removeprefix(LINE_MARK))
-            else:
-                yield c, line
-
-    out = []
-    for top, line in under(mark, None):
-        if top.name == _WALK:  # the forward ends where the walk of its graph starts
-            break
-        if top.name != _ZERO:
-            owner = {e.id: _owner(e, node_of) for e in [top, *_below(top)]}
-            out.append((_key(top), _shares(top, owner), line))
-    return out
-
-
-def _charge_inference(mark: Any, train: list[tuple[str, dict[int, float]]]) -> tuple[_Step, tuple[int, int]]:
-    """An inference forward (`mark`) charged to nodes: its top-level operators matched in order to the train step's
-    forward's (`train`), each one's time and the gap before it shared as its counterpart's was; with how many of its
-    top-level operators were matched, of all."""
-    step = _Step()
-    tops = sorted(mark.cpu_children, key=lambda c: c.time_range.start)
-    matcher = difflib.SequenceMatcher(None, [key for key, _ in train], [_key(e) for e in tops], autojunk=False)
-    shares: dict[int, dict[int, float]] = {}
-    for block in matcher.get_matching_blocks():
-        for k in range(block.size):
-            shares[block.b + k] = train[block.a + k][1]
-    last = mark.time_range.start
-    for i, e in enumerate(tops):
-        us = max(0.0, e.time_range.start - last) + e.cpu_time_total
-        last = max(last, e.time_range.end)
-        for node, share in shares.get(i, {}).items():
-            step.us[node][0] += us * share
-        if not shares.get(i):
-            step.other_us += us
-    step.outside_us = mark.time_range.end - last
-    step.wall_us = mark.time_range.elapsed_us()
-    return step, (len(shares), len(tops))
-
-
-def _allocated(events: list[Any], node_of: dict[int, int]) -> dict[int, int]:
-    """node -> the bytes its forward operators allocated."""
-    out: dict[int, int] = defaultdict(int)
-    for e in events:
-        node, back = _owner(e, node_of)
-        if node is not None and not back and e.self_cpu_memory_usage > 0:
-            out[node] += e.self_cpu_memory_usage
-    return dict(out)
-
-
-def _numbers(order: list[Any]) -> dict[int, int]:
-    """A walked graph's autograd sequence numbers -> its node ids (the parameters' accumulators have none)."""
-    return {fn._sequence_nr(): nid for nid, fn in enumerate(order) if fn.name() != ACCUMULATE}
-
-
-def _accumulators(order: list[Any], params: list[torch.Tensor]) -> list[int]:
-    """The nodes of `params` (in the order their gradients were accumulated) in a walked graph; none unless each is
-    one of its nodes."""
-    node_of = {id(fn.variable): nid for nid, fn in enumerate(order) if fn.name() == ACCUMULATE}
-    return [node_of[id(p)] for p in params] if all(id(p) in node_of for p in params) else []
-
-
 def back_to_back(run_s: float) -> int:
     """How many plain runs to time in a row after an untimed one that took `run_s`: BACK_TO_BACK, fewer past PLAIN_S."""
     return min(BACK_TO_BACK, max(1, int(PLAIN_S / run_s))) if run_s > 0 else BACK_TO_BACK
@@ -335,10 +155,10 @@ def repeats_within(step_s: float, budget_s: float, limit: str) -> int:
 def _train(model: nn.Module, ids: torch.Tensor, marked: bool = False) -> list[Any]:
     """One train step; its graph's nodes as walked (`marked`: the walk and the zero_grad in marks of their own, in
     a profile)."""
-    with record_function(_ZERO) if marked else contextlib.nullcontext():
+    with record_function(ZERO) if marked else contextlib.nullcontext():
         model.zero_grad(set_to_none=True)
     loss = train_loss(model(ids), model)
-    with record_function(_WALK) if marked else contextlib.nullcontext():
+    with record_function(WALK) if marked else contextlib.nullcontext():
         order, _ = walk(loss.grad_fn)
     loss.backward()
     return order
@@ -370,7 +190,7 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
     graphs: list[list[Any]] = []
 
     def step() -> None:
-        with record_function(_STEP):
+        with record_function(STEP):
             graphs.append(_train(model, ids, marked=True))
 
     def plain_step() -> None:
@@ -391,7 +211,7 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
         plain_forward.append(forward_part * 1e3 / runs)
 
     def inference() -> None:
-        with record_function(_INFER):
+        with record_function(INFER):
             forward(model, ids)
 
     def plain_inference_forward() -> None:
@@ -413,7 +233,7 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
                  if p.requires_grad]
         try:
             with (training(model, TRAIN_SEED), profile(activities=cpu, profile_memory=True, record_shapes=True) as
-                  first, record_function(_STEP), line_marks(model)):
+                  first, record_function(STEP), line_marks(model)):
                 order = _train(model, ids, marked=True)
         finally:
             for hook in hooks:
@@ -424,17 +244,24 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
         with profile(activities=cpu, record_shapes=True) as inferring:
             forward(model, ids)  # in the model's own mode, as the card's forward runs (its first: not read)
             _pairs(min(repeats, INFERENCE_REPEATS), inferring, inference, plain_inference_forward)
-    allocated = _allocated(list(first.events()), _numbers(order))
-    firsts = _first_forward(next(e for e in first.events() if e.name == _STEP), _numbers(order))
+    allocated = allocations(list(first.events()), numbers(order))
+    firsts = first_forward(next(e for e in first.events() if e.name == STEP), numbers(order))
     shaped = [(key, shares) for key, shares, _ in firsts]
-    marks = sorted((e for e in prof.events() if e.name == _STEP), key=lambda e: e.time_range.start)
-    steps = [_charge(mark, _numbers(order), _accumulators(order, accumulated))
-             for mark, order in zip(marks, graphs, strict=True)]
+    marks = sorted((e for e in prof.events() if e.name == STEP), key=lambda e: e.time_range.start)
+    params = [accumulators(order, accumulated) for order in graphs]  # each step's parameters' nodes
+
+    def charged() -> list[Charged]:
+        return [charge(mark, numbers(order), p) for mark, order, p in zip(marks, graphs, params, strict=True)]
+
+    steps = charged()
+    if any(params) and not all(s.params for s in steps):  # in every step or none: zero_grad in the nodes or apart
+        params = [[] for _ in graphs]
+        steps = charged()
     # each inference forward matched to a step's forward: its operators' shares, with the first step's keys (the
     # same operators in the same order, unless the model draws differently each run: then the first step's shares)
-    inferred = [_charge_inference(mark, list(zip((k for k, _ in shaped), (sh for _, sh in s.forward_ops), strict=True))
+    inferred = [charge_inference(mark, list(zip((k for k, _ in shaped), (sh for _, sh in s.forward_ops), strict=True))
                                   if len(s.forward_ops) == len(shaped) else shaped) for mark, s in zip(
-        sorted((e for e in inferring.events() if e.name == _INFER), key=lambda e: e.time_range.start),
+        sorted((e for e in inferring.events() if e.name == INFER), key=lambda e: e.time_range.start),
         steps[:INFERENCE_REPEATS], strict=True)]
     # the profiler's cost taken off in proportion: every profiled time scaled by the plain runs' mean over the
     # profiled ones' (means, as the nodes' figures are: a sum of means is the mean of the sums, where medians would
@@ -442,8 +269,8 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
     scale = statistics.mean(plain) / statistics.mean(s.wall_us / 1e3 for s in steps)
     inference_scale = statistics.mean(plain_inference) / statistics.mean(s.wall_us / 1e3 for s, _ in inferred)
     per_node: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    for s, order in zip(steps, graphs, strict=True):
-        for nid in [*_numbers(order).values(), *_accumulators(order, accumulated)]:
+    for s, order, p in zip(steps, graphs, params, strict=True):
+        for nid in [*numbers(order).values(), *p]:
             f, b = s.us.get(nid, (0.0, 0.0))
             per_node[nid].append((f * scale, b * scale))
     matches = ops is None or all(ops == ["param" if fn.name() == ACCUMULATE else fn.name() for fn in order]
@@ -453,7 +280,7 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
                            allocated.get(nid, 0), statistics.mean(r.us[nid][0] if nid in r.us else 0.0 for r in runs)
                            * inference_scale) for nid, xs in per_node.items()}
 
-    def ms(of: Callable[[_Step], float], runs: list[_Step] = steps, by: float = scale) -> tuple[float, ...]:
+    def ms(of: Callable[[Charged], float], runs: list[Charged] = steps, by: float = scale) -> tuple[float, ...]:
         return tuple(of(s) * by / 1e3 for s in runs)
 
     # the forward's operators of no node by the model's line that ran them, in the steps laid out as the first
@@ -470,5 +297,5 @@ def profile_costs(model: nn.Module, ids: torch.Tensor, ops: list[str] | None = N
                  ms(lambda s: sum(f for f, _ in s.us.values()), runs, inference_scale),
                  ms(lambda s: s.other_us, runs, inference_scale), ms(lambda s: s.outside_us, runs, inference_scale),
                  tuple(s.wall_us / 1e3 for s in runs), tuple(plain_inference), inference_scale,
-                 inferred[0][1], frozenset(n for g in graphs for n in _accumulators(g, accumulated)), dict(by_line),
+                 inferred[0][1], frozenset(n for p in params for n in p), dict(by_line),
                  matches, time.time())

@@ -81,6 +81,7 @@ def costs_summary(costs: Costs, card: CardTimes | None) -> str:
     other, other_fwd, zero, after, plain, plain_fwd, wall = (statistics.mean(x) for x in (
         costs.other_ops_ms, costs.other_forward_ops_ms, costs.zero_grad_ms, costs.outside_ms, costs.plain_ms,
         costs.plain_forward_ms, costs.step_ms))
+    together = fwd + bwd + other + after + (0 if costs.params else zero)  # (zero_grad in the parameters' nodes)
     params = (f"; of which the {count(len(costs.params), 'parameter')}' nodes "
               f"{sum(costs.nodes[n].backward_us for n in costs.params) / 1e3:.2f} ms: each one's gradient accumulated, "
               f"and zero_grad's {zero:.2f} ms resetting them, an equal share each") if costs.params else ""
@@ -90,15 +91,15 @@ def costs_summary(costs: Costs, card: CardTimes | None) -> str:
             f"{plain:.2f} ms without the profiler in this pass, {wall:.2f} ms with it, min-max "
             f"{min(costs.step_ms):.2f}-{max(costs.step_ms):.2f}: every profiled time x{costs.scale:.2f}), the mean "
             f"over the repeats. The graph's {count(len(costs.nodes), 'node')}: **{fwd + bwd:.2f} ms** "
-            f"(forward {fwd:.2f} ms, backward {bwd:.2f} ms{params}); operators of no node (on tensors that need no "
-            f"gradient) {other:.2f} ms;{'' if costs.params else f' zero_grad {zero:.2f} ms;'} after the last "
-            f"operator {after:.2f} ms: together {fwd + bwd + other + after + (0 if costs.params else zero):.2f} ms of "
-            f"the step's {plain:.2f} ms. The nodes' forward is "
+            f"(forward {fwd:.2f} ms, backward {bwd:.2f} ms{params}); operators of no node (an index, a mask, a "
+            f"layer the loss never reaches) {other:.2f} ms;{'' if costs.params else f' zero_grad {zero:.2f} ms;'} "
+            f"after the last operator {after:.2f} ms: together {together:.2f} ms of the step's {plain:.2f} ms. "
+            f"The nodes' forward is "
             f"{100 * fwd / plain_fwd:.0f}% of the step's forward and loss timed in this pass ({plain_fwd:.2f} ms, "
             f"recording the graph; the card's forward times an inference forward, which records none), "
             f"{100 * (fwd + other_fwd) / plain_fwd:.0f}% with the forward's operators of no node ({other_fwd:.2f} ms: "
             f"{at_lines:.2f} ms at the model's lines, the per-line table's last column, {other_fwd - at_lines:.2f} ms "
-            "outside the model's files, the loss's among them)."]
+            "outside the model's files)."]
     inference = costs.nodes_inference_ms()
     other_inf, after_inf, plain_inf, wall_inf = (statistics.mean(x) for x in (
         costs.other_inference_ms, costs.inference_outside_ms, costs.plain_inference_ms, costs.inference_ms))
